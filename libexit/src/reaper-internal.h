@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* The reaper's private structures, shared by reaper.c and spawn.c. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "libexit.h"
+
+enum source_type {
+        SOURCE_SIGNAL,
+        SOURCE_PIDFD,
+        SOURCE_EXEC,
+};
+
+/* What an epoll_event's data.ptr points at. */
+struct source {
+        enum source_type type;
+        struct exit_process *process; /* NULL for SOURCE_SIGNAL */
+};
+
+/*
+ * One child. Every field below n_ref is protected by its reaper's lock. The
+ * reaper holds a reference while the child is unreaped (it is in the pid map
+ * and its pidfd in the epoll set); the exec-ready list holds one while queued.
+ */
+struct exit_process {
+        atomic_uint n_ref;
+        struct exit_reaper *reaper; /* an internal reference */
+        pid_t pid;
+        int pidfd;
+        exit_id_t id;
+
+        /* Exec status: the read end of a close-on-exec pipe; the child writes
+         * {errno, stage} if anything fails before or at execve. EOF = exec'd. */
+        int exec_fd;
+        int exec_error;         /* 1 while unknown, else 0 or a negative errno */
+        int exec_stage;
+        unsigned exec_pollers;  /* threads in exit_process_wait_exec's poll() on exec_fd */
+        bool exec_in_epoll;
+        bool pidfd_in_epoll;
+        atomic_bool reaped;
+
+        struct source src_pidfd, src_exec;
+        struct exit_process *exec_next; /* the exec-ready list */
+        bool exec_queued;
+};
+
+#define EXEC_UNKNOWN 1
+
+/* What the child writes into the exec-status pipe on failure. */
+struct exec_failure {
+        int32_t error; /* positive errno */
+        int32_t stage; /* enum exit_spawn_stage */
+};
+
+/*
+ * Everything the child needs, computed before the clone (SPEC §2.2: nothing
+ * that can allocate or fail happens in the child). Owned by the spawn call.
+ */
+struct spawn_plan {
+        char *const *argv;      /* borrowed */
+        char *const *envp;      /* an owned copy when envp_owned, else borrowed */
+        char **paths;           /* owned: candidate paths for execve, NULL-terminated */
+        bool envp_owned;
+        char *listen_pid_slot;  /* points into envp's copy: the digits to fill, or NULL */
+        char *watchdog_pid_slot;
+        const char *cwd;
+        int src_fds[3 + 253];   /* the fd each target 0..n_targets-1 comes from */
+        unsigned n_targets;
+        int devnull_fd;         /* owned, or -1 */
+        int cgroup_fd;          /* borrowed, or -1 */
+        int cgroup_procs_fd;    /* owned (fork fallback only), or -1 */
+        int status_fd;          /* the pipe's write end, owned; -1 on the vfork path */
+        struct exec_failure *shared_failure; /* the vfork path: where the child reports */
+        uint32_t flags;
+        int pdeath_signal;
+        pid_t parent_pid;
+        bool take_foreground;
+        int (*pre_exec)(void *userdata, int *ret_stage);
+        void *pre_exec_userdata;
+};
+
+#define SPAWN_MAX_EXTRA_FDS 253u
+
+int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr);
+void spawn_plan_done(struct spawn_plan *plan);
+
+/* Clones the child (clone3, or fork + pidfd_open when use_clone3 is false or
+ * clone3 is refused — *clone3_refused is then set). Returns the pid and
+ * *ret_pidfd, or a negative errno. Runs with every signal blocked. */
+pid_t spawn_clone(struct spawn_plan *plan, bool use_clone3, bool *clone3_refused, int *ret_pidfd);
+
+/* Whether the plan may take the vfork path: no hook (it could touch the
+ * shared memory), no cgroup (clone() cannot place a child), no working
+ * directory (a slow chdir would stall the caller while it is suspended). */
+bool spawn_plan_vfork_ok(const struct spawn_plan *plan);
+
+#define SPAWN_VFORK_STACK_SIZE (128u * 1024u)
+
+/* clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) on stack: the caller is suspended
+ * until the child has exec'd or failed, so the exec status is known on
+ * return, in *ret_failure (error 0 = exec'd). Returns the pid or a negative errno. */
+pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure);

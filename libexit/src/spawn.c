@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spawning (SPEC §2.2): the plan computed before the clone, the clone itself,
+ * and the child's side, which runs only async-signal-safe calls and ends in
+ * execve or _exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "reaper-internal.h"
+
+extern char **environ;
+
+#define PID_SLOT_WIDTH 20 /* digits of the largest pid_t, with room to spare */
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#define CLONE_INTO_CGROUP_FLAG 0x200000000ULL
+
+/* struct clone_args as of Linux 5.7 (CLONE_ARGS_SIZE_VER2), defined here so
+ * that <linux/sched.h> and <sched.h> never meet. */
+struct clone_args_v2 {
+        uint64_t flags;
+        uint64_t pidfd;
+        uint64_t child_tid;
+        uint64_t parent_tid;
+        uint64_t exit_signal;
+        uint64_t stack;
+        uint64_t stack_size;
+        uint64_t tls;
+        uint64_t set_tid;
+        uint64_t set_tid_size;
+        uint64_t cgroup;
+};
+
+static const char *env_lookup(char *const *envp, const char *name) {
+        size_t n = strlen(name);
+        for (; envp && *envp; envp++)
+                if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+                        return *envp + n + 1;
+        return NULL;
+}
+
+static void strv_free(char **v) {
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+/* Candidate paths for argv[0], in execvp's order. */
+static int plan_paths(struct spawn_plan *plan) {
+        const char *file = plan->argv[0];
+        if (strchr(file, '/')) {
+                plan->paths = calloc(2, sizeof(char *));
+                if (!plan->paths || !(plan->paths[0] = strdup(file)))
+                        return -ENOMEM;
+                return 0;
+        }
+
+        const char *path = env_lookup(plan->envp, "PATH");
+        if (!path)
+                path = DEFAULT_PATH;
+        size_t n = 2;
+        for (const char *c = path; *c; c++)
+                n += *c == ':';
+        plan->paths = calloc(n, sizeof(char *));
+        if (!plan->paths)
+                return -ENOMEM;
+
+        size_t k = 0;
+        for (const char *dir = path;; ) {
+                const char *end = strchrnul(dir, ':');
+                int len = (int) (end - dir);
+                /* An empty element means the current directory, as for execvp. */
+                if (asprintf(&plan->paths[k], "%.*s%s%s", len, len ? dir : ".", "/", file) < 0) {
+                        plan->paths[k] = NULL;
+                        return -ENOMEM;
+                }
+                k++;
+                if (!*end)
+                        break;
+                dir = end + 1;
+        }
+        return 0;
+}
+
+/* Copies envp without LISTEN_PID/WATCHDOG_PID, then appends fixed-width slots
+ * the child fills from getpid(). */
+static int plan_env_slots(struct spawn_plan *plan) {
+        size_t n = 0;
+        for (char *const *e = plan->envp; e && *e; e++)
+                n++;
+        char **copy = calloc(n + 3, sizeof(char *));
+        if (!copy)
+                return -ENOMEM;
+
+        size_t k = 0;
+        for (char *const *e = plan->envp; e && *e; e++) {
+                if (strncmp(*e, "LISTEN_PID=", 11) == 0 && (plan->flags & EXIT_SPAWN_LISTEN_PID))
+                        continue;
+                if (strncmp(*e, "WATCHDOG_PID=", 13) == 0 && (plan->flags & EXIT_SPAWN_WATCHDOG_PID))
+                        continue;
+                copy[k++] = *e;
+        }
+        char *listen = NULL, *watchdog = NULL;
+        if (plan->flags & EXIT_SPAWN_LISTEN_PID) {
+                if (asprintf(&listen, "LISTEN_PID=%*s", PID_SLOT_WIDTH, "") < 0)
+                        listen = NULL;
+                copy[k++] = listen;
+        }
+        if (plan->flags & EXIT_SPAWN_WATCHDOG_PID) {
+                if (asprintf(&watchdog, "WATCHDOG_PID=%*s", PID_SLOT_WIDTH, "") < 0)
+                        watchdog = NULL;
+                copy[k++] = watchdog;
+        }
+        if (((plan->flags & EXIT_SPAWN_LISTEN_PID) && !listen) ||
+            ((plan->flags & EXIT_SPAWN_WATCHDOG_PID) && !watchdog)) {
+                free(listen);
+                free(watchdog);
+                free(copy);
+                return -ENOMEM;
+        }
+        plan->envp = copy;
+        plan->envp_owned = true;
+        plan->listen_pid_slot = listen ? listen + strlen("LISTEN_PID=") : NULL;
+        plan->watchdog_pid_slot = watchdog ? watchdog + strlen("WATCHDOG_PID=") : NULL;
+        return 0;
+}
+
+static int plan_fds(struct spawn_plan *plan, const struct exit_spawn_attr *attr) {
+        if (attr->n_fds > SPAWN_MAX_EXTRA_FDS || (attr->n_fds && !attr->fds))
+                return -EINVAL;
+        plan->n_targets = 3 + attr->n_fds;
+        for (unsigned i = 0; i < 3; i++) {
+                int fd = (attr->flags & EXIT_SPAWN_STDIO) ? attr->stdio[i] : EXIT_SPAWN_FD_INHERIT;
+                if (fd == EXIT_SPAWN_FD_INHERIT)
+                        fd = (int) i;
+                else if (fd == EXIT_SPAWN_FD_NULL) {
+                        if (plan->devnull_fd < 0) {
+                                plan->devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+                                if (plan->devnull_fd < 0)
+                                        return negative_errno();
+                        }
+                        fd = plan->devnull_fd;
+                } else if (fd < 0)
+                        return -EINVAL;
+                plan->src_fds[i] = fd;
+        }
+        for (unsigned i = 0; i < attr->n_fds; i++) {
+                if (attr->fds[i] < 0)
+                        return -EINVAL;
+                plan->src_fds[3 + i] = attr->fds[i];
+        }
+        return 0;
+}
+
+int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr) {
+        *plan = (struct spawn_plan) {
+                .argv = attr->argv,
+                .envp = attr->envp ? attr->envp : environ,
+                .cwd = attr->cwd,
+                .devnull_fd = -1,
+                .cgroup_fd = (attr->flags & EXIT_SPAWN_CGROUP) ? attr->cgroup_fd : -1,
+                .cgroup_procs_fd = -1,
+                .status_fd = -1,
+                .flags = attr->flags,
+                .pdeath_signal = attr->pdeath_signal,
+                .parent_pid = getpid(),
+                .pre_exec = attr->pre_exec,
+                .pre_exec_userdata = attr->pre_exec_userdata,
+        };
+        if (plan->flags & EXIT_SPAWN_FOREGROUND)
+                plan->flags |= EXIT_SPAWN_SETPGID;
+        if ((plan->flags & EXIT_SPAWN_SETSID) && (plan->flags & EXIT_SPAWN_SETPGID))
+                return -EINVAL;
+        if ((plan->flags & EXIT_SPAWN_CGROUP) && attr->cgroup_fd < 0)
+                return -EINVAL;
+        if (attr->pdeath_signal < 0 || attr->pdeath_signal >= NSIG)
+                return -EINVAL;
+
+        int r = 0;
+        if (plan->flags & (EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID))
+                r = plan_env_slots(plan);
+        if (r >= 0)
+                r = plan_paths(plan);
+        if (r >= 0)
+                r = plan_fds(plan, attr);
+        if (r < 0)
+                return r;
+
+        /* The terminal rule of SPEC §6, decided in the parent: only when our
+         * own group is the terminal's foreground group. */
+        if (plan->flags & EXIT_SPAWN_FOREGROUND)
+                plan->take_foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+        return 0;
+}
+
+void spawn_plan_done(struct spawn_plan *plan) {
+        if (plan->envp_owned) {
+                free(plan->listen_pid_slot ? plan->listen_pid_slot - strlen("LISTEN_PID=") : NULL);
+                free(plan->watchdog_pid_slot ? plan->watchdog_pid_slot - strlen("WATCHDOG_PID=") : NULL);
+                free((void *) plan->envp);
+        }
+        strv_free(plan->paths);
+        plan->paths = NULL;
+        plan->devnull_fd = safe_close(plan->devnull_fd);
+        plan->cgroup_procs_fd = safe_close(plan->cgroup_procs_fd);
+        plan->status_fd = safe_close(plan->status_fd);
+}
+
+/* ---- the child: async-signal-safe only from here to the end of child_run ---- */
+
+_Noreturn static void child_fail(const struct spawn_plan *plan, int error, int stage) {
+        struct exec_failure f = { .error = error > 0 ? error : EIO, .stage = stage };
+        if (plan->shared_failure)
+                *plan->shared_failure = f; /* the vfork path: our parent reads it when we exit */
+        else
+                (void) !write(plan->status_fd, &f, sizeof f);
+        _exit(127);
+}
+
+static void fill_pid_slot(char *slot, pid_t pid) {
+        char digits[PID_SLOT_WIDTH];
+        int n = 0;
+        do {
+                digits[n++] = (char) ('0' + pid % 10);
+                pid /= 10;
+        } while (pid > 0 && n < PID_SLOT_WIDTH);
+        for (int i = 0; i < n; i++)
+                slot[i] = digits[n - 1 - i];
+        slot[n] = '\0';
+}
+
+static int child_setup(struct spawn_plan *plan) {
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) sigaction(sig, &dfl, NULL); /* glibc-internal ones answer EINVAL */
+
+        if ((plan->flags & EXIT_SPAWN_SETSID) && setsid() < 0)
+                return -errno;
+        if ((plan->flags & EXIT_SPAWN_SETPGID) && setpgid(0, 0) < 0)
+                return -errno;
+        /* Every signal is blocked here, SIGTTOU included, so tcsetpgrp cannot stop us. */
+        if (plan->take_foreground && tcsetpgrp(STDIN_FILENO, getpid()) < 0)
+                return -errno;
+        if (plan->pdeath_signal) {
+                if (prctl(PR_SET_PDEATHSIG, plan->pdeath_signal) < 0)
+                        return -errno;
+                if (getppid() != plan->parent_pid)
+                        _exit(127); /* the parent is already gone */
+        }
+        if (plan->cgroup_procs_fd >= 0 && write(plan->cgroup_procs_fd, "0", 1) != 1)
+                return -errno;
+        return 0;
+}
+
+/* Puts every source fd in its target slot and closes every other fd except
+ * the exec-status pipe, which is close-on-exec. */
+static int child_fds(struct spawn_plan *plan) {
+        int n = (int) plan->n_targets;
+
+        /* Move the status pipe and any source that a dup2 could clobber above
+         * the targets first. */
+        int status = -1;
+        if (plan->status_fd >= 0) {
+                status = fcntl(plan->status_fd, F_DUPFD_CLOEXEC, n);
+                if (status < 0)
+                        return -errno;
+                plan->status_fd = status;
+        }
+        for (int i = 0; i < n; i++)
+                if (plan->src_fds[i] < n && plan->src_fds[i] != i) {
+                        int fd = fcntl(plan->src_fds[i], F_DUPFD_CLOEXEC, n);
+                        if (fd < 0)
+                                return -errno;
+                        plan->src_fds[i] = fd;
+                }
+
+        for (int i = 0; i < n; i++) {
+                if (plan->src_fds[i] == i) {
+                        /* Inherited as is; a closed 0/1/2 stays closed. */
+                        if (fcntl(i, F_SETFD, 0) < 0 && (errno != EBADF || i > 2))
+                                return -errno;
+                } else if (dup2(plan->src_fds[i], i) < 0)
+                        return -errno;
+        }
+
+        if (plan->flags & EXIT_SPAWN_KEEP_FDS)
+                return 0;
+        if (status < 0)
+                return close_range((unsigned) n, ~0U, 0) < 0 ? -errno : 0;
+        if (status > n && close_range((unsigned) n, (unsigned) status - 1, 0) < 0)
+                return -errno;
+        if (close_range((unsigned) status + 1, ~0U, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+static void child_exec(const struct spawn_plan *plan) {
+        sigset_t none;
+        sigemptyset(&none);
+        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                child_fail(plan, errno, EXIT_STAGE_SETUP);
+
+        int error = ENOENT;
+        bool saw_eacces = false;
+        for (char *const *p = plan->paths; *p; p++) {
+                execve(*p, plan->argv, plan->envp);
+                error = errno;
+                if (error == EACCES)
+                        saw_eacces = true;
+                else if (error != ENOENT && error != ENOTDIR && error != ESTALE && error != ENODEV &&
+                         error != ETIMEDOUT)
+                        break;
+        }
+        if (saw_eacces && (error == ENOENT || error == ENOTDIR))
+                error = EACCES;
+        /* Restore the full mask so nothing interrupts the report. */
+        sigset_t all;
+        sigfillset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+        child_fail(plan, error, EXIT_STAGE_EXEC);
+}
+
+_Noreturn static void child_run(const struct spawn_plan *shared) {
+        /* Work on a copy: on the vfork path the plan is our parent's memory. */
+        struct spawn_plan copy = *shared, *plan = &copy;
+        pid_t self = (pid_t) syscall(SYS_getpid);
+        if (plan->listen_pid_slot)
+                fill_pid_slot(plan->listen_pid_slot, self);
+        if (plan->watchdog_pid_slot)
+                fill_pid_slot(plan->watchdog_pid_slot, self);
+
+        int r = child_setup(plan);
+        if (r < 0)
+                child_fail(plan, -r, EXIT_STAGE_SETUP);
+        r = child_fds(plan);
+        if (r < 0)
+                child_fail(plan, -r, EXIT_STAGE_FDS);
+        if (plan->cwd && chdir(plan->cwd) < 0)
+                child_fail(plan, errno, EXIT_STAGE_CHDIR);
+        if (plan->pre_exec) {
+                int stage = EXIT_STAGE_HOOK;
+                r = plan->pre_exec(plan->pre_exec_userdata, &stage);
+                if (r < 0)
+                        child_fail(plan, -r, stage);
+        }
+        child_exec(plan);
+        _exit(127);
+}
+
+static int vfork_child(void *plan) {
+        child_run(plan);
+}
+
+/* ---- the parent ---- */
+
+bool spawn_plan_vfork_ok(const struct spawn_plan *plan) {
+        return !plan->pre_exec && plan->cgroup_fd < 0 && !plan->cwd;
+}
+
+pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure) {
+        struct exec_failure failure = { 0 };
+        int pidfd = -1;
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        plan->shared_failure = &failure;
+        /* With CLONE_PIDFD, clone() stores the pidfd where parent_tid points. */
+        pid_t pid = clone(vfork_child, (char *) stack + SPAWN_VFORK_STACK_SIZE,
+                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, plan, &pidfd);
+        int k = pid < 0 ? negative_errno() : 0;
+        plan->shared_failure = NULL;
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (k < 0)
+                return k;
+        *ret_pidfd = pidfd;
+        *ret_failure = failure;
+        return pid;
+}
+
+static pid_t clone3_pidfd(struct spawn_plan *plan, int *ret_pidfd) {
+        int pidfd = -1;
+        struct clone_args_v2 args = {
+                .flags = CLONE_PIDFD,
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        if (plan->cgroup_fd >= 0) {
+                args.flags |= CLONE_INTO_CGROUP_FLAG;
+                args.cgroup = (uint64_t) plan->cgroup_fd;
+        }
+        long pid = syscall(SYS_clone3, &args, sizeof args);
+        if (pid < 0)
+                return negative_errno();
+        if (pid == 0)
+                child_run(plan);
+        *ret_pidfd = pidfd;
+        return (pid_t) pid;
+}
+
+static pid_t fork_pidfd(struct spawn_plan *plan, int *ret_pidfd) {
+        if (plan->cgroup_fd >= 0 && plan->cgroup_procs_fd < 0) {
+                plan->cgroup_procs_fd = openat(plan->cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (plan->cgroup_procs_fd < 0)
+                        return negative_errno();
+        }
+        pid_t pid = fork();
+        if (pid < 0)
+                return negative_errno();
+        if (pid == 0)
+                child_run(plan);
+
+        /* Nobody but us reaps this child, so its pid cannot be recycled before
+         * pidfd_open: even a zombie is opened. */
+        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                int r = negative_errno();
+                siginfo_t si;
+                (void) kill(pid, SIGKILL);
+                (void) waitid(P_PID, (id_t) pid, &si, WEXITED);
+                return r;
+        }
+        *ret_pidfd = pidfd;
+        return pid;
+}
+
+pid_t spawn_clone(struct spawn_plan *plan, bool use_clone3, bool *clone3_refused, int *ret_pidfd) {
+        /* The child starts with every signal blocked, so no handler of ours can
+         * run in it before it has reset every disposition; it clears the mask
+         * just before execve. */
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+
+        pid_t pid = -ENOSYS;
+        if (use_clone3) {
+                pid = clone3_pidfd(plan, ret_pidfd);
+                /* ENOSYS: kernel < 5.3; EPERM: a container's seccomp policy. */
+                if (pid == -ENOSYS || (pid == -EPERM && plan->cgroup_fd < 0))
+                        *clone3_refused = true;
+        }
+        if (!use_clone3 || *clone3_refused)
+                pid = fork_pidfd(plan, ret_pidfd);
+
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        return pid;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "options.h"
+#include "signal-util.h"
+#include "timespan.h"
+
+enum {
+        OPT_VERSION = 0x100,
+        OPT_REMAP,
+        OPT_STOP_TIMEOUT,
+        OPT_SHUTDOWN_TIMEOUT,
+        OPT_CONFIG_DIR,
+        OPT_LOG_LEVEL,
+};
+
+static void help(void) {
+        printf("Usage: tend [OPTIONS] -- CMD [ARG...]\n"
+               "Run CMD as a container entrypoint: forward signals to it, reap every orphan,\n"
+               "exit with its status.\n\n"
+               "  -g, --process-group      forward signals to CMD's process group\n"
+               "      --remap FROM:TO      deliver signal TO when tend receives FROM (repeatable)\n"
+               "      --stop-timeout SPAN  after CMD exits, SIGTERM its leftovers, SIGKILL after SPAN\n"
+               "                           (default 5s)\n"
+               "  -v, --verbose            more diagnostics on stderr (repeat for debug)\n"
+               "      --log-level LEVEL    error, warning, notice, info or debug (default error)\n"
+               "  -h, --help               show this help\n"
+               "      --version            show the version\n\n"
+               "See tend(8).\n");
+}
+
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+static int usage_error(const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "tend: %s (see tend --help)\n", msg);
+        return -EINVAL;
+}
+
+static int parse_remap(struct tend_options *o, const char *arg) {
+        char from[32], to[32];
+        const char *colon = strchr(arg, ':');
+        if (!colon || (size_t) (colon - arg) >= sizeof from || strlen(colon + 1) >= sizeof to)
+                return usage_error("--remap wants FROM:TO, not \"%s\"", arg);
+        memcpy(from, arg, (size_t) (colon - arg));
+        from[colon - arg] = '\0';
+        strcpy(to, colon + 1);
+        int f = signal_from_string(from), t = signal_from_string(to);
+        if (f < 0 || t < 0)
+                return usage_error("--remap: unknown signal in \"%s\"", arg);
+        o->remap[f] = t;
+        return 0;
+}
+
+static int parse_log_level(const char *arg) {
+        static const struct { const char *name; int level; } levels[] = {
+                { "error", LOG_ERR }, { "err", LOG_ERR }, { "warning", LOG_WARNING }, { "warn", LOG_WARNING },
+                { "notice", LOG_NOTICE }, { "info", LOG_INFO }, { "debug", LOG_DEBUG },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+                if (strcasecmp(arg, levels[i].name) == 0)
+                        return levels[i].level;
+        return -EINVAL;
+}
+
+static int parse_span(const char *opt, const char *arg, usec_t *ret) {
+        if (parse_timespan(arg, USEC_PER_SEC, ret) < 0)
+                return usage_error("%s: invalid time span \"%s\"", opt, arg);
+        return 0;
+}
+
+int options_parse(int argc, char **argv, struct tend_options *o) {
+        static const struct option longopts[] = {
+                { "process-group", no_argument, NULL, 'g' },
+                { "remap", required_argument, NULL, OPT_REMAP },
+                { "stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT },
+                { "shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT },
+                { "config-dir", required_argument, NULL, OPT_CONFIG_DIR },
+                { "verbose", no_argument, NULL, 'v' },
+                { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, OPT_VERSION },
+                {}
+        };
+        *o = (struct tend_options) {
+                .stop_timeout = TEND_DEFAULT_STOP_TIMEOUT,
+                .shutdown_timeout = getpid() == 1 ? 9 * USEC_PER_SEC : 90 * USEC_PER_SEC,
+                .log_level = LOG_ERR,
+        };
+        opterr = 0;
+        optind = 1;
+        int c, k;
+        /* "+": stop at the first non-option, so CMD's own options are never ours. */
+        while ((c = getopt_long(argc, argv, "+:gvh", longopts, NULL)) >= 0) {
+                switch (c) {
+                case 'g':
+                        o->process_group = true;
+                        break;
+                case 'v':
+                        o->log_level = o->log_level < LOG_INFO ? LOG_INFO : LOG_DEBUG;
+                        break;
+                case OPT_LOG_LEVEL:
+                        if ((k = parse_log_level(optarg)) < 0)
+                                return usage_error("unknown log level \"%s\"", optarg);
+                        o->log_level = k;
+                        break;
+                case OPT_REMAP:
+                        if ((k = parse_remap(o, optarg)) < 0)
+                                return k;
+                        break;
+                case OPT_STOP_TIMEOUT:
+                        if ((k = parse_span("--stop-timeout", optarg, &o->stop_timeout)) < 0)
+                                return k;
+                        break;
+                case OPT_SHUTDOWN_TIMEOUT:
+                        if ((k = parse_span("--shutdown-timeout", optarg, &o->shutdown_timeout)) < 0)
+                                return k;
+                        break;
+                case OPT_CONFIG_DIR:
+                        o->config_dir = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return 1;
+                case OPT_VERSION:
+                        printf("tend %s\n", TEND_VERSION);
+                        return 1;
+                case '?':
+                        if (optopt > 0 && optopt < 0x100)
+                                return usage_error("unknown option -%c", optopt);
+                        return usage_error("unknown option \"%s\"", argv[optind - 1]);
+                default:
+                        return usage_error("option \"%s\" needs an argument", argv[optind - 1]);
+                }
+        }
+        if (optind < argc)
+                o->cmd = argv + optind;
+        if (o->config_dir)
+                return usage_error("--config-dir %s: service mode is not built yet", o->config_dir);
+        if (!o->cmd)
+                return usage_error("no command given: tend [OPTIONS] -- CMD [ARG...]");
+        return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding and signalling processes without a cgroup (SPEC §4 "Signals to
+ * groups", §6): members of a process group, or children re-parented to tend,
+ * found in /proc, each opened as a pidfd and kept only if, after opening,
+ * /proc/PID/stat still matches and the pidfd is live. Signals go through the
+ * pidfds, never to a bare pid. Passes repeat until one finds nothing new,
+ * because forks race the scan.
+ *
+ * Not thread-safe: one proc_set per caller.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+enum proc_field {
+        PROC_FIELD_PPID,
+        PROC_FIELD_PGRP,
+        PROC_FIELD_SESSION,
+};
+
+struct proc_match {
+        enum proc_field field;
+        pid_t value;
+};
+
+/* Processes already signalled, kept as pidfds so a recycled pid is never
+ * mistaken for one of them. */
+struct proc_set;
+
+struct proc_set *proc_set_new(void);
+struct proc_set *proc_set_free(struct proc_set *set); /* closes every pidfd; NULL accepted */
+
+/*
+ * Sends sig to every live process matching any of matches[0..n) that has not
+ * had sig from this set yet (tend itself excluded), repeating passes until one
+ * finds none. Returns the number of processes signalled (>= 0) or a negative
+ * errno (-ENOMEM; /proc unreadable: -errno of opendir).
+ */
+int proc_set_signal(struct proc_set *set, const struct proc_match *matches, size_t n, int sig);
+
+/* Reads field of /proc/PID/stat. Returns 0 and *ret, or -ESRCH/-errno. */
+int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret);

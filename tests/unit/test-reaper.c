@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pidfd reaper (SPEC §2.2) with real children. Every test runs three
+ * times: the vfork path, clone3, and the fork + pidfd_open fallback.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "libexit.h"
+#include "macro.h"
+#include "time-util.h"
+
+#define WAIT_MS 10000
+
+static const char *probe; /* tests/helpers/child-probe, from argv or the environment */
+
+struct ctx {
+        struct exit_hub *hub;
+        struct exit_reaper *reaper;
+        uint32_t flags;
+        int n_fds_before;
+};
+
+static int count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        assert_non_null(d);
+        int n = 0;
+        struct dirent *e;
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n - 1;
+}
+
+static int setup_flags(void **state, uint32_t flags, uint32_t queue) {
+        struct ctx *c = calloc(1, sizeof *c);
+        assert_non_null(c);
+        c->n_fds_before = count_fds();
+        c->flags = flags;
+        assert_int_equal(exit_hub_new(queue, 0, &c->hub), 0);
+        assert_int_equal(exit_reaper_new(c->hub, flags, &c->reaper), 0);
+        *state = c;
+        return 0;
+}
+
+/* The three ways a child is started: clone(CLONE_VM|CLONE_VFORK) where the
+ * plan allows it, clone3, and the fork + pidfd_open fallback. */
+static uint32_t flags_vfork = EXIT_REAPER_EXEC_EVENTS;
+static uint32_t flags_clone3 = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK;
+static uint32_t flags_fork = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE3;
+
+static int setup_vfork(void **state) {
+        return setup_flags(state, flags_vfork, 0);
+}
+
+static int setup_clone3(void **state) {
+        return setup_flags(state, flags_clone3, 0);
+}
+
+static int setup_fork(void **state) {
+        return setup_flags(state, flags_fork, 0);
+}
+
+static int teardown(void **state) {
+        struct ctx *c = *state;
+        exit_reaper_free(c->reaper);
+        exit_hub_unref(c->hub);
+        int n = count_fds();
+        if (n != c->n_fds_before)
+                fail_msg("fd leak: %d fds open after the test, %d before", n, c->n_fds_before);
+        free(c);
+        return 0;
+}
+
+/* Spawns argv with stdout to out_fd (or inherited if -1). */
+static struct exit_process *spawn_full(struct ctx *c, char *const *argv, int out_fd, uint32_t flags) {
+        struct exit_spawn_attr a = {
+                .size = sizeof a,
+                .flags = flags | EXIT_SPAWN_STDIO,
+                .argv = argv,
+                .stdio = { EXIT_SPAWN_FD_NULL, out_fd >= 0 ? out_fd : EXIT_SPAWN_FD_INHERIT, EXIT_SPAWN_FD_INHERIT },
+                .pdeath_signal = SIGKILL,
+        };
+        struct exit_process *p = NULL;
+        int k = exit_reaper_spawn(c->reaper, &a, &p);
+        if (k < 0)
+                fail_msg("spawn %s: %s", argv[0], strerror(-k));
+        return p;
+}
+
+/* Dispatches until p's outcome can be taken; bounded. */
+static struct exit_reason wait_exit(struct ctx *c, struct exit_process *p) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
+        struct exit_reason reason;
+        for (;;) {
+                int k = exit_hub_take(c->hub, exit_process_id(p), &reason);
+                if (k == 0)
+                        return reason;
+                if (k != -EINPROGRESS)
+                        fail_msg("take pid %d: %s", exit_process_pid(p), strerror(-k));
+                if (now_usec(CLOCK_MONOTONIC) > deadline)
+                        fail_msg("pid %d not reaped within %d ms: its pidfd never became readable in the reaper's epoll set, or dispatch did not reap it",
+                                 exit_process_pid(p), WAIT_MS);
+                struct pollfd pfd = { .fd = exit_reaper_fd(c->reaper), .events = POLLIN };
+                (void) poll(&pfd, 1, 100);
+                assert_true(exit_reaper_dispatch(c->reaper) >= 0);
+        }
+}
+
+/* Reads all of fd into buf (NUL-terminated) until EOF, bounded. */
+static void read_all(int fd, char *buf, size_t size) {
+        size_t n = 0;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                if (poll(&pfd, 1, 100) == 0) {
+                        if (now_usec(CLOCK_MONOTONIC) > deadline)
+                                fail_msg("the child's output never reached EOF: it hangs, or an fd of the pipe leaked into another process");
+                        continue;
+                }
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+                assert_true(k >= 0);
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+}
+
+/* Runs argv, returns its stdout in buf and its exit reason. */
+static struct exit_reason run_capture(struct ctx *c, char *const *argv, char *buf, size_t size) {
+        int pipefd[2];
+        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+        struct exit_process *p = spawn_full(c, argv, pipefd[1], 0);
+        close(pipefd[1]);
+        read_all(pipefd[0], buf, size);
+        close(pipefd[0]);
+        struct exit_reason r = wait_exit(c, p);
+        exit_process_unref(p);
+        return r;
+}
+
+static void test_exit_codes(void **state) {
+        struct ctx *c = *state;
+        for (int code = 0; code <= 255; code++) {
+                char arg[8];
+                snprintf(arg, sizeof arg, "%d", code);
+                char *argv[] = { (char *) probe, (char *) "exit", arg, NULL };
+                struct exit_process *p = spawn_full(c, argv, -1, 0);
+                /* The vfork path suspends us until the exec: its status is known at once. */
+                if (!(c->flags & EXIT_REAPER_NO_VFORK))
+                        assert_int_equal(exit_process_exec_result(p, NULL), 0);
+                struct exit_reason r = wait_exit(c, p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, code);
+                assert_int_equal(exit_process_exec_result(p, NULL), 0);
+                exit_process_unref(p);
+        }
+}
+
+static void test_killed(void **state) {
+        struct ctx *c = *state;
+        int sigs[] = { SIGTERM, SIGKILL };
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                char *argv[] = { (char *) "sleep", (char *) "100", NULL };
+                struct exit_process *p = spawn_full(c, argv, -1, 0);
+                assert_int_equal(exit_process_wait_exec(p, WAIT_MS, NULL), 0);
+                assert_int_equal(exit_process_signal(p, sigs[i]), 0);
+                struct exit_reason r = wait_exit(c, p);
+                assert_int_equal(r.kind, EXIT_REASON_KILLED);
+                assert_int_equal(r.status, sigs[i]);
+                assert_int_equal(r.core_dumped, 0);
+                /* Reaped: the pidfd answers for this process only. */
+                assert_int_equal(exit_process_signal(p, SIGTERM), -ESRCH);
+                assert_int_equal(exit_process_signal(p, 0), -ESRCH);
+                exit_process_unref(p);
+        }
+}
+
+static int hook_core_limit(void *userdata, int *ret_stage) {
+        struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+        if (setrlimit(RLIMIT_CORE, &rl) < 0)
+                return -errno;
+        return 0;
+}
+
+static void test_core_dump(void **state) {
+        struct ctx *c = *state;
+        char pattern[256] = "";
+        FILE *f = fopen("/proc/sys/kernel/core_pattern", "re");
+        if (f) {
+                if (!fgets(pattern, sizeof pattern, f))
+                        pattern[0] = '\0';
+                fclose(f);
+        }
+        char dir[] = "/tmp/tend-core-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char *argv[] = { (char *) "sleep", (char *) "100", NULL };
+        struct exit_spawn_attr a = {
+                .size = sizeof a, .argv = argv, .cwd = dir, .pdeath_signal = SIGKILL,
+                .pre_exec = hook_core_limit,
+        };
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        assert_int_equal(exit_process_wait_exec(p, WAIT_MS, NULL), 0);
+        assert_int_equal(exit_process_signal(p, SIGQUIT), 0);
+        struct exit_reason r = wait_exit(c, p);
+        exit_process_unref(p);
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) !system(cmd);
+        assert_int_equal(r.kind, EXIT_REASON_KILLED);
+        assert_int_equal(r.status, SIGQUIT);
+        if (!r.core_dumped && pattern[0] == '|') {
+                print_message("skip: core_pattern pipes to %s and that helper took no dump\n", pattern);
+                skip();
+        }
+        assert_int_equal(r.core_dumped, 1);
+}
+
+static void test_exec_errors(void **state) {
+        struct ctx *c = *state;
+        char file[] = "/tmp/tend-noexec-XXXXXX";
+        int fd = mkostemp(file, O_CLOEXEC);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(chmod(file, 0644), 0);
+
+        struct { const char *path; int error; } cases[] = {
+                { "/nonexistent/tend-test-binary", -ENOENT },
+                { "tend-no-such-command-anywhere", -ENOENT },
+                { file, -EACCES },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *argv[] = { (char *) cases[i].path, NULL };
+                /* The blocking wrapper. */
+                struct exit_process *p = spawn_full(c, argv, -1, 0);
+                int stage = -1;
+                assert_int_equal(exit_process_wait_exec(p, WAIT_MS, &stage), cases[i].error);
+                assert_int_equal(stage, EXIT_STAGE_EXEC);
+                struct exit_reason r = wait_exit(c, p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, 127);
+                exit_process_unref(p);
+
+                /* The asynchronous event through the reaper's fd. */
+                p = spawn_full(c, argv, -1, 0);
+                struct exit_process *q = NULL;
+                usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
+                /* Events of earlier children (the vfork path queues one at spawn) come first. */
+                while (exit_reaper_next_exec(c->reaper, &q) == -EAGAIN || q != p) {
+                        if (q && q != p) {
+                                exit_process_unref(q);
+                                q = NULL;
+                                continue;
+                        }
+                        if (now_usec(CLOCK_MONOTONIC) > deadline)
+                                fail_msg("no exec event for %s: the exec-status pipe is not in the reaper's epoll set", cases[i].path);
+                        struct pollfd pfd = { .fd = exit_reaper_fd(c->reaper), .events = POLLIN };
+                        (void) poll(&pfd, 1, 100);
+                        assert_true(exit_reaper_dispatch(c->reaper) >= 0);
+                }
+                assert_ptr_equal(q, p);
+                assert_int_equal(exit_process_exec_result(q, &stage), cases[i].error);
+                exit_process_unref(q);
+                (void) wait_exit(c, p);
+                exit_process_unref(p);
+        }
+        unlink(file);
+}
+
+static void test_clean_signal_state(void **state) {
+        struct ctx *c = *state;
+        /* The parent blocks signals and ignores SIGINT and SIGPIPE, as a
+         * process started from a background job or by a careless launcher. */
+        struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_pipe;
+        sigaction(SIGINT, &ign, &old_int);
+        sigaction(SIGPIPE, &ign, &old_pipe);
+        sigset_t block, saved;
+        sigemptyset(&block);
+        sigaddset(&block, SIGUSR1);
+        sigaddset(&block, SIGTERM);
+        sigaddset(&block, SIGHUP);
+        sigprocmask(SIG_BLOCK, &block, &saved);
+
+        char out[512];
+        char *argv[] = { (char *) probe, (char *) "sigs", NULL };
+        struct exit_reason r = run_capture(c, argv, out, sizeof out);
+
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGPIPE, &old_pipe, NULL);
+
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(out, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+static void test_fds_given_only(void **state) {
+        struct ctx *c = *state;
+        /* A leaked, inheritable fd in the parent must not reach the child. */
+        int leak = open("/dev/null", O_RDONLY);
+        assert_true(leak >= 0);
+        int extra[2];
+        assert_int_equal(pipe2(extra, O_CLOEXEC), 0);
+
+        int out[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        char *argv[] = { (char *) probe, (char *) "fds", NULL };
+        int fds[] = { extra[0], extra[1] };
+        struct exit_spawn_attr a = {
+                .size = sizeof a, .flags = EXIT_SPAWN_STDIO, .argv = argv,
+                .stdio = { EXIT_SPAWN_FD_NULL, out[1], EXIT_SPAWN_FD_NULL },
+                .fds = fds, .n_fds = 2, .pdeath_signal = SIGKILL,
+        };
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        close(out[1]);
+        char buf[256];
+        read_all(out[0], buf, sizeof buf);
+        close(out[0]);
+        struct exit_reason r = wait_exit(c, p);
+        exit_process_unref(p);
+        close(leak);
+        close(extra[0]);
+        close(extra[1]);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(buf, "0 1 2 3 4\n");
+}
+
+static void test_env_pid_slots(void **state) {
+        struct ctx *c = *state;
+        char *envp[] = { (char *) "LISTEN_PID=1", (char *) "PATH=/usr/bin:/bin", NULL };
+        char *argv[] = { (char *) probe, (char *) "env", (char *) "LISTEN_PID", NULL };
+        int out[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        struct exit_spawn_attr a = {
+                .size = sizeof a, .flags = EXIT_SPAWN_STDIO | EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID,
+                .argv = argv, .envp = envp,
+                .stdio = { EXIT_SPAWN_FD_NULL, out[1], EXIT_SPAWN_FD_INHERIT }, .pdeath_signal = SIGKILL,
+        };
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        close(out[1]);
+        char buf[64], want[64];
+        read_all(out[0], buf, sizeof buf);
+        close(out[0]);
+        snprintf(want, sizeof want, "%d\n", (int) exit_process_pid(p));
+        (void) wait_exit(c, p);
+        exit_process_unref(p);
+        assert_string_equal(buf, want);
+}
+
+static void test_sigchld_ignored(void **state) {
+        /* A process started with SIGCHLD ignored still gets every status:
+         * the reaper resets the disposition at creation. */
+        struct sigaction ign = { .sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT };
+        assert_int_equal(sigaction(SIGCHLD, &ign, NULL), 0);
+        struct ctx *c = NULL;
+        setup_flags((void **) &c, *(uint32_t *) *state, 0);
+        for (int i = 0; i < 20; i++) {
+                char arg[8];
+                snprintf(arg, sizeof arg, "%d", i + 3);
+                char *argv[] = { (char *) probe, (char *) "exit", arg, NULL };
+                struct exit_process *p = spawn_full(c, argv, -1, 0);
+                struct exit_reason r = wait_exit(c, p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, i + 3);
+                exit_process_unref(p);
+        }
+        void *s = c;
+        teardown(&s);
+}
+
+static void test_track(void **state) {
+        struct ctx *c = *state;
+        struct exit_process *p = NULL;
+        /* Not our child. */
+        assert_int_equal(exit_reaper_track(c->reaper, getppid(), &p), -ECHILD);
+        assert_int_equal(exit_reaper_track(c->reaper, 1, &p), -ECHILD);
+
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(42);
+        assert_int_equal(exit_reaper_track(c->reaper, pid, &p), 0);
+        struct exit_process *dup = NULL;
+        assert_int_equal(exit_reaper_track(c->reaper, pid, &dup), -EEXIST);
+        struct exit_reason r = wait_exit(c, p);
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 42);
+        assert_int_equal(exit_process_signal(p, SIGTERM), -ESRCH);
+        exit_process_unref(p);
+}
+
+static void test_second_reaper_refused(void **state) {
+        struct ctx *c = *state;
+        struct exit_reaper *r2 = NULL;
+        assert_int_equal(exit_reaper_new(c->hub, 0, &r2), -EBUSY);
+        assert_null(r2);
+}
+
+static void test_exits_reach_subscription(void **state) {
+        struct ctx *c = *state;
+        struct exit_sub *sub = NULL;
+        assert_int_equal(exit_hub_subscribe(c->hub, &sub), 0);
+        char *argv[] = { (char *) probe, (char *) "exit", (char *) "9", NULL };
+        struct exit_process *p = spawn_full(c, argv, -1, 0);
+        struct exit_event ev;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
+        for (;;) {
+                struct pollfd pfd[2] = { { .fd = exit_reaper_fd(c->reaper), .events = POLLIN },
+                                         { .fd = exit_sub_fd(sub), .events = POLLIN } };
+                (void) poll(pfd, 2, 100);
+                assert_true(exit_reaper_dispatch(c->reaper) >= 0);
+                if (exit_sub_recv(sub, &ev, 0) == 0)
+                        break;
+                if (now_usec(CLOCK_MONOTONIC) > deadline)
+                        fail_msg("no exit event reached the subscription: dispatch reaped but did not publish");
+        }
+        assert_int_equal(ev.type, EXIT_EVENT_EXIT);
+        assert_int_equal(ev.id, exit_process_id(p));
+        assert_int_equal(ev.pid, exit_process_pid(p));
+        assert_int_equal(ev.flags & EXIT_EVENT_ORPHAN, 0);
+        assert_int_equal(ev.reason.status, 9);
+        /* The outcome is takeable the moment the event is seen. */
+        struct exit_reason r;
+        assert_int_equal(exit_hub_take(c->hub, ev.id, &r), 0);
+        assert_int_equal(r.status, 9);
+        exit_process_unref(p);
+        exit_sub_free(sub);
+}
+
+static void test_bad_args(void **state) {
+        struct ctx *c = *state;
+        struct exit_process *p = NULL;
+        char *argv[] = { NULL };
+        struct exit_spawn_attr a = { .size = sizeof a, .argv = argv };
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), -EINVAL);
+        assert_int_equal(exit_reaper_spawn(c->reaper, NULL, &p), -EINVAL);
+        char *ok[] = { (char *) "true", NULL };
+        a.argv = ok;
+        a.flags = EXIT_SPAWN_SETSID | EXIT_SPAWN_SETPGID;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), -EINVAL);
+        assert_int_equal(exit_reaper_track(c->reaper, 0, &p), -EINVAL);
+        assert_int_equal(exit_process_signal(NULL, SIGTERM), -EINVAL);
+        assert_int_equal(exit_reaper_new(NULL, 0, NULL), -EINVAL);
+        assert_null(p);
+}
+
+#define ALL3(t) cmocka_unit_test_setup_teardown(t, setup_vfork, teardown), \
+                cmocka_unit_test_setup_teardown(t, setup_clone3, teardown), \
+                cmocka_unit_test_setup_teardown(t, setup_fork, teardown)
+
+int main(int argc, char **argv) {
+        probe = getenv("TEND_CHILD_PROBE");
+        if (!probe) {
+                fprintf(stderr, "TEND_CHILD_PROBE is not set: run through meson test\n");
+                return 1;
+        }
+        const struct CMUnitTest tests[] = {
+                ALL3(test_exit_codes),
+                ALL3(test_killed),
+                ALL3(test_core_dump),
+                ALL3(test_exec_errors),
+                ALL3(test_clean_signal_state),
+                ALL3(test_fds_given_only),
+                ALL3(test_env_pid_slots),
+                ALL3(test_track),
+                ALL3(test_second_reaper_refused),
+                ALL3(test_exits_reach_subscription),
+                ALL3(test_bad_args),
+                cmocka_unit_test_prestate(test_sigchld_ignored, &flags_vfork),
+                cmocka_unit_test_prestate(test_sigchld_ignored, &flags_clone3),
+                cmocka_unit_test_prestate(test_sigchld_ignored, &flags_fork),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
