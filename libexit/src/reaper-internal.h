@@ -97,6 +97,9 @@ pid_t spawn_clone(struct spawn_plan *plan, bool use_clone3, bool *clone3_refused
  * directory (a slow chdir would stall the caller while it is suspended). */
 bool spawn_plan_vfork_ok(const struct spawn_plan *plan);
 
+/* False in sanitizer builds, which always take clone3 (see spawn.c). */
+bool spawn_vfork_available(void);
+
 #define SPAWN_VFORK_STACK_SIZE (128u * 1024u)
 
 /* clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) on stack: the caller is suspended

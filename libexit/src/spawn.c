@@ -370,8 +370,27 @@ static int vfork_child(void *plan) {
 
 /* ---- the parent ---- */
 
+/* ASan and TSan cannot run instrumented code on the vfork child's own stack
+ * in the parent's memory (ASan's no-return handling reports a wild stack,
+ * TSan sees the shared memory as racing): sanitizer builds take clone3. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SPAWN_VFORK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SPAWN_VFORK_SANITIZED 1
+#endif
+#endif
+
+bool spawn_vfork_available(void) {
+#ifdef SPAWN_VFORK_SANITIZED
+        return false;
+#else
+        return true;
+#endif
+}
+
 bool spawn_plan_vfork_ok(const struct spawn_plan *plan) {
-        return !plan->pre_exec && plan->cgroup_fd < 0 && !plan->cwd;
+        return spawn_vfork_available() && !plan->pre_exec && plan->cgroup_fd < 0 && !plan->cwd;
 }
 
 pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure) {
