@@ -5,6 +5,7 @@
 
 #include "entrypoint.h"
 #include "log.h"
+#include "manager.h"
 #include "options.h"
 
 /* tend never stops: job-control stops are blocked for tend itself (SPEC §1);
@@ -32,7 +33,8 @@ int main(int argc, char **argv) {
         log_set_program("tend");
         log_set_max_level(opts.log_level);
 
-        int status = entrypoint_run(&opts, inherited, n_inherited);
+        int status = opts.config_dir ? manager_run(&opts, inherited, n_inherited)
+                                     : entrypoint_run(&opts, inherited, n_inherited);
         free(inherited);
         return status;
 }

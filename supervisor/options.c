@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,12 +23,22 @@ enum {
         OPT_SHUTDOWN_TIMEOUT,
         OPT_CONFIG_DIR,
         OPT_LOG_LEVEL,
+        OPT_CONTROL_SOCKET,
+        OPT_CONTROL_GROUP,
 };
 
 static void help(void) {
         printf("Usage: tend [OPTIONS] -- CMD [ARG...]\n"
+               "       tend [OPTIONS] --config-dir DIR [-- CMD [ARG...]]\n"
                "Run CMD as a container entrypoint: forward signals to it, reap every orphan,\n"
-               "exit with its status.\n\n"
+               "exit with its status. With --config-dir, supervise the units in DIR (and run\n"
+               "CMD once they have started).\n\n"
+               "      --config-dir DIR     supervise the units (NAME.service files) in DIR\n"
+               "      --control-socket PATH  tendctl's socket (default $TEND_SOCKET, /run/tend/control\n"
+               "                           as root, else $XDG_RUNTIME_DIR/tend/control)\n"
+               "      --control-group GROUP  members of GROUP may use tendctl too\n"
+               "      --shutdown-timeout SPAN  the whole shutdown's deadline (default 9s as PID 1,\n"
+               "                           else 90s)\n"
                "  -g, --process-group      forward signals to CMD's process group\n"
                "      --remap FROM:TO      deliver signal TO when tend receives FROM (repeatable)\n"
                "      --stop-timeout SPAN  after CMD exits, SIGTERM its leftovers, SIGKILL after SPAN\n"
@@ -90,6 +102,8 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 { "config-dir", required_argument, NULL, OPT_CONFIG_DIR },
                 { "verbose", no_argument, NULL, 'v' },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+                { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
+                { "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {}
@@ -98,6 +112,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 .stop_timeout = TEND_DEFAULT_STOP_TIMEOUT,
                 .shutdown_timeout = getpid() == 1 ? 9 * USEC_PER_SEC : 90 * USEC_PER_SEC,
                 .log_level = LOG_ERR,
+                .control_group = (gid_t) -1,
         };
         opterr = 0;
         optind = 1;
@@ -131,6 +146,21 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 case OPT_CONFIG_DIR:
                         o->config_dir = optarg;
                         break;
+                case OPT_CONTROL_SOCKET:
+                        o->control_socket = optarg;
+                        break;
+                case OPT_CONTROL_GROUP: {
+                        struct group *g = getgrnam(optarg);
+                        char *end;
+                        unsigned long gid = strtoul(optarg, &end, 10);
+                        if (g)
+                                o->control_group = g->gr_gid;
+                        else if (*optarg && !*end)
+                                o->control_group = (gid_t) gid;
+                        else
+                                return usage_error("--control-group: no group \"%s\"", optarg);
+                        break;
+                }
                 case 'h':
                         help();
                         return 1;
@@ -147,9 +177,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
         }
         if (optind < argc)
                 o->cmd = argv + optind;
-        if (o->config_dir)
-                return usage_error("--config-dir %s: service mode is not built yet", o->config_dir);
-        if (!o->cmd)
-                return usage_error("no command given: tend [OPTIONS] -- CMD [ARG...]");
+        if (!o->cmd && !o->config_dir)
+                return usage_error("no command given: tend [OPTIONS] -- CMD [ARG...] or tend --config-dir DIR");
         return 0;
 }

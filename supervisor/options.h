@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "time-util.h"
 
@@ -15,6 +16,8 @@ struct tend_options {
         usec_t stop_timeout;      /* --stop-timeout: SIGTERM → SIGKILL for leftovers (µs) */
         usec_t shutdown_timeout;  /* --shutdown-timeout (µs) */
         int log_level;            /* syslog level: -v raises it, --log-level sets it */
+        const char *control_socket; /* --control-socket PATH, or NULL (SPEC §5 rules) */
+        gid_t control_group;      /* --control-group NAME|GID, or (gid_t) -1 */
 };
 
 #define TEND_DEFAULT_STOP_TIMEOUT (5 * USEC_PER_SEC)

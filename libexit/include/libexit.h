@@ -356,6 +356,7 @@ enum exit_spawn_flags {
         EXIT_SPAWN_WATCHDOG_PID = 1u << 4,/* envp gains WATCHDOG_PID=<child's pid> */
         EXIT_SPAWN_STDIO = 1u << 5,       /* use stdio[]; without it 0/1/2 are inherited */
         EXIT_SPAWN_CGROUP = 1u << 6,      /* use cgroup_fd */
+        EXIT_SPAWN_UMASK = 1u << 8,       /* the child sets its umask to attr.umask */
         EXIT_SPAWN_KEEP_FDS = 1u << 7,    /* close nothing: every fd of the caller that is not
                                            * close-on-exec reaches the child at its number (an
                                            * entrypoint passing inherited fds on). The caller
@@ -399,6 +400,11 @@ struct exit_spawn_attr {
          * errno, and may set *ret_stage (EXIT_STAGE_HOOK + n). */
         int (*pre_exec)(void *userdata, int *ret_stage);
         void *pre_exec_userdata;
+        /* Since 0.1.1 (accepted only when size covers them): */
+        const char *path;          /* the executable; NULL: argv[0] (as described above) */
+        uint64_t ignore_signals;   /* bit (sig - 1): started with SIG_IGN instead of SIG_DFL
+                                    * (a service's SIGPIPE); every other signal at SIG_DFL */
+        uint32_t umask;            /* with EXIT_SPAWN_UMASK */
 };
 
 /*

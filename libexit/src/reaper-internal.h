@@ -78,6 +78,8 @@ struct spawn_plan {
         int pdeath_signal;
         pid_t parent_pid;
         bool take_foreground;
+        uint64_t ignore_signals;
+        mode_t umask;
         int (*pre_exec)(void *userdata, int *ret_stage);
         void *pre_exec_userdata;
 };

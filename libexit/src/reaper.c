@@ -625,6 +625,7 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         if (!r || !attr || !ret || attr->size < offsetof(struct exit_spawn_attr, pre_exec) ||
             !attr->argv || !attr->argv[0])
                 return -EINVAL;
+        /* An older caller's shorter struct: the fields it lacks stay zero. */
         struct exit_spawn_attr a = { 0 };
         memcpy(&a, attr, attr->size < sizeof a ? attr->size : sizeof a);
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -61,9 +62,9 @@ static void strv_free(char **v) {
         free(v);
 }
 
-/* Candidate paths for argv[0], in execvp's order. */
-static int plan_paths(struct spawn_plan *plan) {
-        const char *file = plan->argv[0];
+/* Candidate paths for the executable (attr.path, else argv[0]), in execvp's order. */
+static int plan_paths(struct spawn_plan *plan, const char *exe) {
+        const char *file = exe ? exe : plan->argv[0];
         if (strchr(file, '/')) {
                 plan->paths = calloc(2, sizeof(char *));
                 if (!plan->paths || !(plan->paths[0] = strdup(file)))
@@ -182,6 +183,8 @@ int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr)
                 .parent_pid = getpid(),
                 .pre_exec = attr->pre_exec,
                 .pre_exec_userdata = attr->pre_exec_userdata,
+                .ignore_signals = attr->ignore_signals,
+                .umask = (mode_t) attr->umask,
         };
         if (plan->flags & EXIT_SPAWN_FOREGROUND)
                 plan->flags |= EXIT_SPAWN_SETPGID;
@@ -196,7 +199,7 @@ int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr)
         if (plan->flags & (EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID))
                 r = plan_env_slots(plan);
         if (r >= 0)
-                r = plan_paths(plan);
+                r = plan_paths(plan, attr->path);
         if (r >= 0)
                 r = plan_fds(plan, attr);
         if (r < 0)
@@ -246,10 +249,12 @@ static void fill_pid_slot(char *slot, pid_t pid) {
 }
 
 static int child_setup(struct spawn_plan *plan) {
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
         for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) sigaction(sig, &dfl, NULL); /* glibc-internal ones answer EINVAL */
+                if (sig != SIGKILL && sig != SIGSTOP) /* glibc-internal ones answer EINVAL */
+                        (void) sigaction(sig, sig <= 64 && (plan->ignore_signals >> (sig - 1)) & 1 ? &ign : &dfl, NULL);
+        if (plan->flags & EXIT_SPAWN_UMASK)
+                umask(plan->umask);
 
         if ((plan->flags & EXIT_SPAWN_SETSID) && setsid() < 0)
                 return -errno;

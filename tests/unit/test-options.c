@@ -125,7 +125,9 @@ static void test_options(void **state) {
         assert_int_equal(parse(&o, "--stop-timeout", "soon", "--", "x", NULL), -EINVAL);
         assert_int_equal(parse(&o, "--log-level", "loud", "--", "x", NULL), -EINVAL);
         assert_int_equal(parse(&o, "--stop-timeout", NULL), -EINVAL);
-        assert_int_equal(parse(&o, "--config-dir", "/tmp", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "--config-dir", "/tmp", NULL), 0);
+        assert_string_equal(o.config_dir, "/tmp");
+        assert_null(o.cmd);
         /* --help and --version: exit 0. */
         assert_int_equal(parse(&o, "--version", NULL), 1);
 }

@@ -367,6 +367,37 @@ static void test_env_pid_slots(void **state) {
         assert_string_equal(buf, want);
 }
 
+/* attr.path, attr.ignore_signals, attr.umask (a service's SIGPIPE and umask). */
+static void test_path_ignore_umask(void **state) {
+        struct ctx *c = *state;
+        char *argv[] = { (char *) "renamed-argv0", (char *) "sigs", NULL };
+        int out[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        struct exit_spawn_attr a = {
+                .size = sizeof a, .flags = EXIT_SPAWN_STDIO | EXIT_SPAWN_UMASK, .argv = argv, .path = probe,
+                .stdio = { EXIT_SPAWN_FD_NULL, out[1], EXIT_SPAWN_FD_INHERIT }, .pdeath_signal = SIGKILL,
+                .ignore_signals = 1ull << (SIGPIPE - 1), .umask = 0027,
+        };
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        close(out[1]);
+        char buf[256];
+        read_all(out[0], buf, sizeof buf);
+        close(out[0]);
+        struct exit_reason r = wait_exit(c, p);
+        exit_process_unref(p);
+        assert_int_equal(r.status, 0);
+        /* SIGPIPE (13) ignored: bit 12 of SigIgn. */
+        assert_string_equal(buf, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000001000\n");
+
+        char *argv2[] = { (char *) "/bin/sh", (char *) "-c", (char *) "exit $(umask)", NULL };
+        a = (struct exit_spawn_attr) { .size = sizeof a, .flags = EXIT_SPAWN_UMASK, .argv = argv2, .umask = 0027 };
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        r = wait_exit(c, p);
+        exit_process_unref(p);
+        assert_int_equal(r.status, 27); /* sh prints 0027; $((0027)) would be octal, exit takes decimal 27 */
+}
+
 static void test_sigchld_ignored(void **state) {
         /* A process started with SIGCHLD ignored still gets every status:
          * the reaper resets the disposition at creation. */
@@ -486,6 +517,7 @@ int main(int argc, char **argv) {
                 ALL3(test_second_reaper_refused),
                 ALL3(test_exits_reach_subscription),
                 ALL3(test_bad_args),
+                ALL3(test_path_ignore_umask),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_vfork),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_clone3),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_fork),

@@ -1,0 +1,883 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "macro.h"
+#include "proc-scan.h"
+#include "time-util.h"
+
+/* cgroup trees nest; tend walks a unit's subtree (a unit may create cgroups
+ * below its own) no deeper than this. */
+#define SUBTREE_MAX_DEPTH 32
+
+struct cgroup_tree {
+        enum cgroup_mode mode;
+        char *dir;    /* CGROUP: tend's cgroup directory */
+        char *path;   /* CGROUP: P, as /proc/PID/cgroup names it */
+        int dir_fd;   /* CGROUP: tend's cgroup directory */
+        char *describe;
+};
+
+struct unit_group {
+        struct cgroup_tree *tree; /* borrowed */
+        char *name;               /* "NAME.service" */
+        char *dir;                /* CGROUP: the unit's cgroup directory */
+        char *path;               /* CGROUP: the unit's cgroup as /proc/PID/cgroup names it */
+        int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd */
+        int events_fd;            /* CGROUP: cgroup.events */
+        pid_t leader;             /* FALLBACK: the session leader, 0 if none */
+        bool removed;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int pidfd_open_(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static int pidfd_signal(int pidfd, int sig) {
+        return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? negative_errno() : 0;
+}
+
+/* Reads a whole (small, pseudo-) file relative to dir_fd into a malloc'ed,
+ * NUL-terminated string. */
+static int read_file_at(int dir_fd, const char *path, char **ret) {
+        _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        size_t n = 0, cap = 4096;
+        _cleanup_free_ char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (cap - n < 2) {
+                        char *b = realloc(buf, cap * 2);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        cap *= 2;
+                }
+                ssize_t k = read(fd, buf + n, cap - n - 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int write_string_at(int dir_fd, const char *path, const char *s) {
+        _cleanup_close_ int fd = openat(dir_fd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        size_t n = strlen(s);
+        ssize_t k = write(fd, s, n);
+        if (k < 0)
+                return negative_errno();
+        return (size_t) k == n ? 0 : -EIO;
+}
+
+static char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+static char *strdup_printf(const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+        va_start(ap, fmt);
+        int k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return k < 0 ? NULL : s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Discovery, pure                                                          */
+/* ------------------------------------------------------------------------ */
+
+int cgroup_parse_self(const char *text, char **ret_path) {
+        if (!text || !ret_path)
+                return -EINVAL;
+        for (const char *line = text; *line; ) {
+                const char *eol = strchrnul(line, '\n');
+                if (strncmp(line, "0::", 3) == 0) {
+                        const char *p = line + 3;
+                        if (p == eol || *p != '/')
+                                return -EINVAL;
+                        char *s = strndup(p, (size_t) (eol - p));
+                        if (!s)
+                                return -ENOMEM;
+                        *ret_path = s;
+                        return 0;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        return -ENOENT;
+}
+
+/* Decodes mountinfo's octal escapes (\040 space, \011 tab, \012 newline,
+ * \134 backslash) of a field [s, s+n) into a new string. */
+static char *mountinfo_unescape(const char *s, size_t n) {
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\\' && i + 3 < n &&
+                    s[i + 1] >= '0' && s[i + 1] <= '3' &&
+                    s[i + 2] >= '0' && s[i + 2] <= '7' &&
+                    s[i + 3] >= '0' && s[i + 3] <= '7') {
+                        *o++ = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+                        i += 3;
+                } else
+                        *o++ = s[i];
+        }
+        *o = '\0';
+        return out;
+}
+
+/* Splits one mountinfo line [line, eol) into at most max space-separated
+ * fields; returns how many. */
+static size_t split_fields(const char *line, const char *eol, const char **f, size_t *len, size_t max) {
+        size_t n = 0;
+        const char *p = line;
+        while (p < eol && n < max) {
+                while (p < eol && *p == ' ')
+                        p++;
+                if (p == eol)
+                        break;
+                const char *e = p;
+                while (e < eol && *e != ' ')
+                        e++;
+                f[n] = p;
+                len[n++] = (size_t) (e - p);
+                p = e;
+        }
+        return n;
+}
+
+static bool has_dotdot(const char *path) {
+        for (const char *p = path; (p = strstr(p, "..")); p += 2)
+                if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+                        return true;
+        return false;
+}
+
+/* P relative to root ("" or "/…"), or NULL if P is outside root. */
+static const char *path_relative(const char *root, const char *path) {
+        if (has_dotdot(root) || has_dotdot(path))
+                return NULL;
+        if (streq(root, "/"))
+                return path;
+        size_t n = strlen(root);
+        while (n > 1 && root[n - 1] == '/')
+                n--;
+        if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+                return NULL;
+        return path + n;
+}
+
+/* The mount point and root of the cgroup2 mount that mountinfo line
+ * [line, eol) describes: 1 if it is one, 0 if not, or -ENOMEM. */
+static int mountinfo_cgroup2(const char *line, const char *eol, char **ret_mount, char **ret_root) {
+        const char *f[64];
+        size_t len[64];
+        size_t n = split_fields(line, eol, f, len, ELEMENTSOF(f));
+        /* id parent maj:min root mount-point options [optional…] - fstype source super */
+        size_t sep = 6;
+        while (sep < n && !(len[sep] == 1 && f[sep][0] == '-'))
+                sep++;
+        if (n < 5 || sep + 1 >= n || len[sep + 1] != 7 || strncmp(f[sep + 1], "cgroup2", 7) != 0)
+                return 0;
+        _cleanup_free_ char *root = mountinfo_unescape(f[3], len[3]);
+        _cleanup_free_ char *mount = mountinfo_unescape(f[4], len[4]);
+        if (!root || !mount)
+                return -ENOMEM;
+        *ret_root = TAKE_PTR(root);
+        *ret_mount = TAKE_PTR(mount);
+        return 1;
+}
+
+static char *path_join(const char *dir, const char *rel) {
+        if (!*rel || streq(rel, "/"))
+                return strdup(dir);
+        if (streq(dir, "/"))
+                return strdup(rel);
+        return strdup_printf("%s%s", dir, rel);
+}
+
+int cgroup_locate(const char *mountinfo, const char *self_cgroup, struct cgroup_location *ret) {
+        if (!mountinfo || !self_cgroup || !ret)
+                return -EINVAL;
+        _cleanup_free_ char *path = NULL, *mount = NULL, *dir = NULL;
+        int r = cgroup_parse_self(self_cgroup, &path);
+        if (r < 0)
+                return r;
+        bool any = false;
+        for (const char *line = mountinfo; *line; ) {
+                const char *eol = strchrnul(line, '\n');
+                _cleanup_free_ char *m = NULL, *root = NULL;
+                r = mountinfo_cgroup2(line, eol, &m, &root);
+                if (r < 0)
+                        return r;
+                line = *eol ? eol + 1 : eol;
+                if (r == 0)
+                        continue;
+                any = true;
+                const char *rel = path_relative(root, path);
+                if (!rel)
+                        continue;
+                /* The last match wins: a later mount shadows an earlier one. */
+                char *d = path_join(m, rel);
+                if (!d)
+                        return -ENOMEM;
+                free(dir);
+                dir = d;
+                free(mount);
+                mount = TAKE_PTR(m);
+        }
+        if (!dir)
+                return any ? -EXDEV : -ENODEV;
+        *ret = (struct cgroup_location) {
+                .mount = TAKE_PTR(mount),
+                .path = TAKE_PTR(path),
+                .dir = TAKE_PTR(dir),
+        };
+        return 0;
+}
+
+void cgroup_location_done(struct cgroup_location *loc) {
+        if (!loc)
+                return;
+        free(loc->mount);
+        free(loc->path);
+        free(loc->dir);
+        *loc = (struct cgroup_location) { 0 };
+}
+
+/* ------------------------------------------------------------------------ */
+/* tend's cgroup                                                            */
+/* ------------------------------------------------------------------------ */
+
+static struct cgroup_tree *tree_alloc(void) {
+        struct cgroup_tree *t = calloc(1, sizeof *t);
+        if (t) {
+                t->mode = CGROUP_MODE_FALLBACK;
+                t->dir_fd = -1;
+        }
+        return t;
+}
+
+struct cgroup_tree *cgroup_tree_free(struct cgroup_tree *tree) {
+        if (!tree)
+                return NULL;
+        safe_close(tree->dir_fd);
+        free(tree->dir);
+        free(tree->path);
+        free(tree->describe);
+        free(tree);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct cgroup_tree *, cgroup_tree_free)
+
+/* Sets FALLBACK mode, closing what CGROUP mode had opened. */
+static int tree_set_fallback(struct cgroup_tree *t, char *cause) {
+        if (!cause)
+                return -ENOMEM;
+        free(t->describe);
+        t->describe = strdup_printf("%s: using process groups", cause);
+        free(cause);
+        t->mode = CGROUP_MODE_FALLBACK;
+        t->dir_fd = safe_close(t->dir_fd);
+        t->dir = (free(t->dir), NULL);
+        t->path = (free(t->path), NULL);
+        return t->describe ? 0 : -ENOMEM;
+}
+
+int cgroup_tree_open_fallback(const char *why, struct cgroup_tree **ret_tree) {
+        if (!ret_tree)
+                return -EINVAL;
+        _cleanup_(cgroup_tree_freep) struct cgroup_tree *t = tree_alloc();
+        if (!t)
+                return -ENOMEM;
+        int r = tree_set_fallback(t, strdup(why ? why : "cgroups not used"));
+        if (r < 0)
+                return r;
+        *ret_tree = TAKE_PTR(t);
+        return 0;
+}
+
+/*
+ * The probe (SPEC §4 "cgroups"): a child cgroup of tend's own, where
+ * cgroup.kill and cgroup.events exist if the kernel has them (the root cgroup
+ * has neither). Returns 0, or a negative errno with *ret_step naming what
+ * failed. Leaves nothing behind.
+ */
+static int tree_probe(struct cgroup_tree *t, const char **ret_step) {
+        char name[64], pid[32];
+        snprintf(name, sizeof name, "tend-probe.%d", (int) getpid());
+        snprintf(pid, sizeof pid, "%d", (int) getpid());
+
+        *ret_step = "writing its cgroup.procs";
+        /* A no-op move of tend into its own cgroup: checks the delegation
+         * (write access to the cgroup.procs of the common ancestor). */
+        int r = write_string_at(t->dir_fd, "cgroup.procs", pid);
+        if (r < 0)
+                return r;
+        *ret_step = "mkdir";
+        if (mkdirat(t->dir_fd, name, 0755) < 0) {
+                if (errno != EEXIST)
+                        return negative_errno();
+                /* A stale probe of an earlier process with our pid. */
+                if (unlinkat(t->dir_fd, name, AT_REMOVEDIR) < 0 || mkdirat(t->dir_fd, name, 0755) < 0)
+                        return negative_errno();
+        }
+        _cleanup_close_ int probe_fd = openat(t->dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = probe_fd < 0 ? negative_errno() : 0;
+        static const struct { const char *file; int flags; } need[] = {
+                { "cgroup.procs", O_WRONLY },
+                { "cgroup.kill", O_WRONLY },
+                { "cgroup.events", O_RDONLY },
+        };
+        for (size_t i = 0; r == 0 && i < ELEMENTSOF(need); i++) {
+                int fd = openat(probe_fd, need[i].file, need[i].flags | O_CLOEXEC);
+                if (fd < 0) {
+                        *ret_step = need[i].file;
+                        r = negative_errno();
+                }
+                safe_close(fd);
+        }
+        if (unlinkat(t->dir_fd, name, AT_REMOVEDIR) < 0 && r == 0) {
+                *ret_step = "rmdir";
+                r = negative_errno();
+        }
+        return r;
+}
+
+/* CGROUP mode if tend's cgroup at loc is writable and has cgroup.kill. */
+static int tree_try(struct cgroup_tree *t, struct cgroup_location *loc) {
+        t->dir_fd = open(loc->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *step = "open";
+        int r = t->dir_fd < 0 ? negative_errno() : tree_probe(t, &step);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ENOENT && streq(step, "cgroup.kill"))
+                return tree_set_fallback(t, strdup_printf("no cgroup.kill in the cgroup v2 subtree at %s (Linux < 5.14)", loc->dir));
+        if (r < 0)
+                return tree_set_fallback(t, strdup_printf("no writable cgroup v2 subtree at %s (%s: %s)",
+                                                          loc->dir, step, strerror(-r)));
+        t->mode = CGROUP_MODE_CGROUP;
+        t->dir = TAKE_PTR(loc->dir);
+        t->path = TAKE_PTR(loc->path);
+        t->describe = strdup_printf("using the cgroup v2 subtree at %s", t->dir);
+        return t->describe ? 0 : -ENOMEM;
+}
+
+static char *locate_failure(int r, const char *self) {
+        _cleanup_free_ char *p = NULL;
+        switch (r) {
+        case -ENOENT:
+                return strdup("no cgroup v2 hierarchy in /proc/self/cgroup (no \"0::\" line)");
+        case -ENODEV:
+                return strdup("no cgroup2 mount in /proc/self/mountinfo");
+        case -EXDEV:
+                (void) cgroup_parse_self(self, &p);
+                return strdup_printf("tend's cgroup \"%s\" is outside the root of every cgroup2 mount",
+                                     p ? p : "?");
+        default:
+                return strdup_printf("cannot resolve tend's cgroup: %s", strerror(-r));
+        }
+}
+
+int cgroup_tree_open(struct cgroup_tree **ret_tree) {
+        if (!ret_tree)
+                return -EINVAL;
+        _cleanup_(cgroup_tree_freep) struct cgroup_tree *t = tree_alloc();
+        if (!t)
+                return -ENOMEM;
+        _cleanup_free_ char *mountinfo = NULL, *self = NULL;
+        int r = read_file_at(AT_FDCWD, "/proc/self/mountinfo", &mountinfo);
+        if (r >= 0)
+                r = read_file_at(AT_FDCWD, "/proc/self/cgroup", &self);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                r = tree_set_fallback(t, strdup_printf("cannot read /proc/self: %s", strerror(-r)));
+        else {
+                struct cgroup_location loc = { 0 };
+                r = cgroup_locate(mountinfo, self, &loc);
+                if (r == -ENOMEM)
+                        return r;
+                r = r < 0 ? tree_set_fallback(t, locate_failure(r, self)) : tree_try(t, &loc);
+                cgroup_location_done(&loc);
+        }
+        if (r < 0)
+                return r;
+        *ret_tree = TAKE_PTR(t);
+        return 0;
+}
+
+enum cgroup_mode cgroup_tree_mode(const struct cgroup_tree *tree) {
+        return tree ? tree->mode : CGROUP_MODE_FALLBACK;
+}
+
+const char *cgroup_tree_dir(const struct cgroup_tree *tree) {
+        return tree ? tree->dir : NULL;
+}
+
+const char *cgroup_tree_describe(const struct cgroup_tree *tree) {
+        return tree ? tree->describe : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A unit's cgroup: walking its subtree                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*member_fn)(pid_t pid, void *userdata);
+
+/* Calls fn for every pid in cgroup.procs of dir_fd and of every cgroup below
+ * it (a cgroup removed meanwhile is skipped). Stops at fn's first negative
+ * answer and returns it. */
+static int walk_members(int dir_fd, unsigned depth, member_fn fn, void *userdata) {
+        _cleanup_free_ char *procs = NULL;
+        int r = read_file_at(dir_fd, "cgroup.procs", &procs);
+        if (r < 0)
+                return r == -ENOENT || r == -ENODEV ? 0 : r;
+        for (char *p = procs, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (v > 0 && (r = fn((pid_t) v, userdata)) < 0)
+                        return r;
+        }
+        if (depth >= SUBTREE_MAX_DEPTH)
+                return 0;
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd < 0 ? NULL : fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r == -ENOENT || r == -ENODEV ? 0 : r;
+        }
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int child = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (child >= 0)
+                        r = walk_members(child, depth + 1, fn, userdata);
+        }
+        closedir(d);
+        return r;
+}
+
+/* Removes every cgroup below dir_fd, deepest first. */
+static int remove_below(int dir_fd, unsigned depth) {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd < 0 ? NULL : fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return negative_errno();
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int child = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (child >= 0 && depth < SUBTREE_MAX_DEPTH)
+                        r = remove_below(child, depth + 1);
+                if (r >= 0 && unlinkat(dir_fd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                        r = negative_errno();
+        }
+        closedir(d);
+        return r;
+}
+
+static int count_member(pid_t pid, void *userdata) {
+        if (pid != getpid())
+                ++*(int *) userdata;
+        return 0;
+}
+
+static int count_members(struct unit_group *g) {
+        int n = 0;
+        int r = walk_members(g->dir_fd, 0, count_member, &n);
+        return r < 0 ? r : n;
+}
+
+/* Whether /proc/PID/cgroup names the unit's cgroup or one below it. */
+static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/%d/cgroup", (int) pid);
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        int r = read_file_at(AT_FDCWD, proc, &text);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        r = cgroup_parse_self(text, &path);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        size_t n = strlen(g->path);
+        return strncmp(path, g->path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int read_populated(struct unit_group *g) {
+        char buf[256];
+        /* Reading through the fd the loop polls re-arms its EPOLLPRI. */
+        ssize_t n = pread(g->events_fd, buf, sizeof buf - 1, 0);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+                if (strncmp(line, "populated ", 10) == 0 && (line[10] == '0' || line[10] == '1'))
+                        return line[10] == '1';
+        return -EIO;
+}
+
+/* Blocks on the events fd until "populated 0" or the deadline. */
+static int wait_empty(struct unit_group *g, usec_t deadline) {
+        for (;;) {
+                int r = read_populated(g);
+                if (r <= 0)
+                        return r;
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                usec_t ms = (deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
+                int timeout = deadline == USEC_INFINITY ? -1 : ms > INT_MAX ? INT_MAX : (int) ms;
+                struct pollfd pfd = { .fd = g->events_fd, .events = POLLPRI };
+                if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
+                        return negative_errno();
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signalling by scan (CGROUP mode, any signal but SIGKILL)                 */
+/* ------------------------------------------------------------------------ */
+
+struct member {
+        pid_t pid;
+        int pidfd;
+};
+
+/* One call's processes already signalled, as pidfds: a pid that shows up
+ * again is skipped while its process lives, and treated as new once it died
+ * (the pid was recycled). */
+struct scan {
+        struct unit_group *group;
+        struct member *v;
+        size_t n, cap;
+        int sig;
+        int found; /* signalled during the current pass */
+        pid_t self;
+};
+
+static bool scan_seen_live(struct scan *s, pid_t pid) {
+        for (size_t i = 0; i < s->n; i++) {
+                if (s->v[i].pid != pid)
+                        continue;
+                if (pidfd_signal(s->v[i].pidfd, 0) == 0)
+                        return true;
+                safe_close(s->v[i].pidfd);
+                s->v[i] = s->v[--s->n];
+                return false;
+        }
+        return false;
+}
+
+static int scan_add(struct scan *s, pid_t pid, int pidfd) {
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 16;
+                struct member *v = realloc(s->v, cap * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = (struct member) { pid, pidfd };
+        return 0;
+}
+
+static int scan_visit(pid_t pid, void *userdata) {
+        struct scan *s = userdata;
+        if (pid == s->self || scan_seen_live(s, pid))
+                return 0;
+        int pidfd = pidfd_open_(pid);
+        if (pidfd < 0)
+                return 0; /* gone already */
+        /* Re-check after opening: between reading cgroup.procs and
+         * pidfd_open the pid may have been recycled by a process elsewhere.
+         * The pidfd being live after the check proves the check read the
+         * process the pidfd holds. */
+        if (cgroup_has_pid(s->group, pid) != 1 || pidfd_signal(pidfd, 0) < 0) {
+                safe_close(pidfd);
+                return 0;
+        }
+        if (scan_add(s, pid, pidfd) < 0) {
+                safe_close(pidfd);
+                return -ENOMEM;
+        }
+        if (pidfd_signal(pidfd, s->sig) == 0)
+                s->found++;
+        return 0;
+}
+
+static int signal_by_scan(struct unit_group *g, int sig) {
+        struct scan s = { .group = g, .sig = sig, .self = getpid() };
+        int total = 0, r = 0;
+        for (unsigned pass = 0; pass < UNIT_GROUP_MAX_PASSES; pass++) {
+                s.found = 0;
+                r = walk_members(g->dir_fd, 0, scan_visit, &s);
+                total += s.found;
+                if (r < 0 || s.found == 0)
+                        break;
+        }
+        for (size_t i = 0; i < s.n; i++)
+                safe_close(s.v[i].pidfd);
+        free(s.v);
+        return r < 0 ? r : total;
+}
+
+static int signal_by_cgroup_kill(struct unit_group *g) {
+        int n = count_members(g);
+        if (n < 0)
+                return n;
+        int r = write_string_at(g->dir_fd, "cgroup.kill", "1");
+        return r < 0 ? r : n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* FALLBACK mode: the leader's process group                                */
+/* ------------------------------------------------------------------------ */
+
+static int fallback_populated(const struct unit_group *g) {
+        if (g->leader <= 1)
+                return 0;
+        DIR *d = opendir("/proc");
+        if (!d)
+                return negative_errno();
+        pid_t self = getpid();
+        int found = 0;
+        struct dirent *de;
+        while (!found && (de = readdir(d))) {
+                char *end;
+                long v = strtol(de->d_name, &end, 10);
+                pid_t pgrp;
+                if (*end || v <= 0 || (pid_t) v == self)
+                        continue;
+                found = proc_stat_field((pid_t) v, PROC_FIELD_PGRP, &pgrp) == 0 && pgrp == g->leader;
+        }
+        closedir(d);
+        return found;
+}
+
+static int fallback_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
+        if (g->leader <= 1)
+                return 0;
+        if (leader_unreaped) {
+                /* The leader is unreaped, so its pid — the group's id — cannot
+                 * have been recycled: kill(-pgid) reaches exactly the group,
+                 * forks included. */
+                pid_t pgid = getpgid(g->leader);
+                if (pgid < 0)
+                        return errno == ESRCH ? 0 : negative_errno();
+                if (pgid != g->leader)
+                        return -EPERM;
+                if (kill(-pgid, sig) < 0)
+                        return errno == ESRCH ? 0 : negative_errno();
+                return 0;
+        }
+        struct proc_set *set = proc_set_new();
+        if (!set)
+                return -ENOMEM;
+        const struct proc_match m = { PROC_FIELD_PGRP, g->leader };
+        int r = proc_set_signal(set, &m, 1, sig);
+        proc_set_free(set);
+        return r;
+}
+
+static int fallback_contains(const struct unit_group *g, pid_t pid) {
+        pid_t pgrp, sid;
+        int r = proc_stat_field(pid, PROC_FIELD_PGRP, &pgrp);
+        if (r >= 0)
+                r = proc_stat_field(pid, PROC_FIELD_SESSION, &sid);
+        if (r < 0)
+                return r;
+        return g->leader > 1 && (pgrp == g->leader || sid == g->leader);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A unit's processes: the public face                                      */
+/* ------------------------------------------------------------------------ */
+
+static bool is_cgroup(const struct unit_group *g) {
+        return g->tree->mode == CGROUP_MODE_CGROUP;
+}
+
+static bool name_valid(const char *name) {
+        size_t n = strlen(name);
+        return n > 0 && n + strlen(".service") <= NAME_MAX && !streq(name, ".") && !streq(name, "..") &&
+               !strchr(name, '/') && !strchr(name, '\n');
+}
+
+static char *service_name(const char *name) {
+        size_t n = strlen(name), k = strlen(".service");
+        if (n > k && streq(name + n - k, ".service"))
+                return strdup(name);
+        return strdup_printf("%s.service", name);
+}
+
+struct unit_group *unit_group_free(struct unit_group *g) {
+        if (!g)
+                return NULL;
+        safe_close(g->dir_fd);
+        safe_close(g->events_fd);
+        free(g->name);
+        free(g->dir);
+        free(g->path);
+        free(g);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_group *, unit_group_free)
+
+static int group_open_cgroup(struct unit_group *g) {
+        struct cgroup_tree *t = g->tree;
+        g->dir = strdup_printf("%s/%s", t->dir, g->name);
+        g->path = streq(t->path, "/") ? strdup_printf("/%s", g->name) : strdup_printf("%s/%s", t->path, g->name);
+        if (!g->dir || !g->path)
+                return -ENOMEM;
+        if (mkdirat(t->dir_fd, g->name, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        g->dir_fd = openat(t->dir_fd, g->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (g->dir_fd < 0)
+                return negative_errno();
+        g->events_fd = openat(g->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+        return g->events_fd < 0 ? negative_errno() : 0;
+}
+
+int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group **ret_group) {
+        if (!tree || !name || !ret_group || !name_valid(name))
+                return -EINVAL;
+        _cleanup_(unit_group_freep) struct unit_group *g = calloc(1, sizeof *g);
+        if (!g)
+                return -ENOMEM;
+        g->tree = tree;
+        g->dir_fd = g->events_fd = -1;
+        g->name = service_name(name);
+        if (!g->name)
+                return -ENOMEM;
+        if (tree->mode == CGROUP_MODE_CGROUP) {
+                int r = group_open_cgroup(g);
+                if (r < 0)
+                        return r;
+        }
+        *ret_group = TAKE_PTR(g);
+        return 0;
+}
+
+const char *unit_group_dir(const struct unit_group *group) {
+        return group && !group->removed ? group->dir : NULL;
+}
+
+void unit_group_set_leader(struct unit_group *group, pid_t pid) {
+        if (group)
+                group->leader = pid > 0 ? pid : 0;
+}
+
+int unit_group_spawn_attr(const struct unit_group *group, struct exit_spawn_attr *attr) {
+        if (!group || !attr)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (is_cgroup(group)) {
+                attr->flags |= EXIT_SPAWN_CGROUP;
+                attr->cgroup_fd = group->dir_fd;
+        }
+        return 0;
+}
+
+int unit_group_events_fd(const struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        return is_cgroup(group) ? group->events_fd : -EOPNOTSUPP;
+}
+
+int unit_group_populated(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        return is_cgroup(group) ? read_populated(group) : fallback_populated(group);
+}
+
+int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return 0;
+        usec_t deadline = deadline_after_ms(timeout_ms);
+        int r = read_populated(group);
+        if (r <= 0)
+                return r;
+        int n = signal_by_cgroup_kill(group);
+        if (n < 0)
+                return n;
+        r = wait_empty(group, deadline);
+        return r < 0 ? r : n;
+}
+
+int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped) {
+        if (!group || sig <= 0 || sig >= _NSIG)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return fallback_signal(group, sig, leader_unreaped);
+        return sig == SIGKILL ? signal_by_cgroup_kill(group) : signal_by_scan(group, sig);
+}
+
+int unit_group_contains(struct unit_group *group, pid_t pid) {
+        if (!group || pid <= 0)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        return is_cgroup(group) ? cgroup_has_pid(group, pid) : fallback_contains(group, pid);
+}
+
+int unit_group_remove(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed || !is_cgroup(group))
+                return 0;
+        int r = read_populated(group);
+        if (r != 0)
+                return r > 0 ? -EBUSY : r;
+        r = remove_below(group->dir_fd, 0);
+        if (r < 0)
+                return r;
+        if (unlinkat(group->tree->dir_fd, group->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return negative_errno();
+        group->dir_fd = safe_close(group->dir_fd);
+        group->events_fd = safe_close(group->events_fd);
+        group->removed = true;
+        return 0;
+}

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every process of a unit (SPEC §4 "cgroups", "Signals to groups", "Stop").
+ *
+ * tend finds its own cgroup v2 once (cgroup_tree_open). If tend can create
+ * cgroups there and the kernel has cgroup.kill (Linux 5.14), the tree is in
+ * CGROUP mode: each unit gets a leaf cgroup `<tend's cgroup>/NAME.service`
+ * (no controllers enabled), its processes start in it (CLONE_INTO_CGROUP),
+ * its emptiness comes from cgroup.events, SIGKILL goes through cgroup.kill
+ * and any other signal through one pidfd per member. Otherwise the tree is in
+ * FALLBACK mode, and "every process of the unit" is the process group of its
+ * first main process (units are session leaders: pgid = sid = that pid).
+ *
+ * A struct unit_group hides the mode: the unit manager calls the same
+ * functions either way and never branches on it. What the fallback cannot do
+ * (a process that left the group survives; a previous tend's leftovers cannot
+ * be found) is written in docs/cgroups.md.
+ *
+ * Conventions: 0 (or a count >= 0) on success, a negative errno on failure;
+ * ret_ parameters are written only on success; no function logs (the caller
+ * logs, naming the unit). Every fd is O_CLOEXEC and owned by the object that
+ * returns it. Thread-safety: none; tend calls this module from its one
+ * thread (SPEC §1, §4).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "libexit.h"
+
+/* ------------------------------------------------------------------------ */
+/* Discovery, pure: parsing only, no system call (tested from strings)      */
+/* ------------------------------------------------------------------------ */
+
+struct cgroup_location {
+        char *mount; /* the cgroup2 mount point, e.g. "/sys/fs/cgroup/unified" */
+        char *path;  /* P, tend's cgroup as /proc/PID/cgroup names it, e.g. "/" */
+        char *dir;   /* tend's cgroup directory: mount joined with P taken relative to the mount's root */
+};
+
+/*
+ * Finds P in the text of /proc/PID/cgroup: the path of the "0::P" line.
+ * *ret_path is malloc'ed, owned by the caller.
+ * Errors: -ENOENT (no "0::" line: the process has no cgroup v2 hierarchy),
+ * -EINVAL (P not absolute), -ENOMEM.
+ */
+int cgroup_parse_self(const char *self_cgroup, char **ret_path);
+
+/*
+ * Resolves tend's cgroup directory from the texts of /proc/self/mountinfo and
+ * /proc/self/cgroup. Among the cgroup2 mounts (filesystem type "cgroup2"),
+ * the last one whose root (field 4) contains P is used (a later mount shadows
+ * an earlier one); mountinfo's octal escapes (\040 …) are decoded. A P or a
+ * root with a ".." component (a cgroup outside the reader's cgroup namespace)
+ * is outside. On success *ret holds three malloc'ed strings; release them
+ * with cgroup_location_done().
+ * Errors: -ENOENT (no "0::" line), -ENODEV (no cgroup2 mount), -EXDEV (P
+ * outside the root of every cgroup2 mount), -EINVAL, -ENOMEM.
+ */
+int cgroup_locate(const char *mountinfo, const char *self_cgroup, struct cgroup_location *ret);
+
+/* Frees the strings of loc and sets them to NULL (NULL fields accepted). */
+void cgroup_location_done(struct cgroup_location *loc);
+
+/* ------------------------------------------------------------------------ */
+/* tend's cgroup                                                            */
+/* ------------------------------------------------------------------------ */
+
+enum cgroup_mode {
+        CGROUP_MODE_CGROUP,   /* a writable cgroup v2 subtree with cgroup.kill */
+        CGROUP_MODE_FALLBACK, /* process groups (SPEC §4 "Signals to groups") */
+};
+
+struct cgroup_tree;
+
+/*
+ * Discovers tend's cgroup from /proc/self/cgroup and /proc/self/mountinfo
+ * and probes it: "writable" means tend can mkdir a child cgroup there (a
+ * temporary "tend-probe.PID", removed again) and write cgroup.procs (tend
+ * writes its own pid to its own cgroup.procs, a no-op move that checks the
+ * delegation, and opens the child's for writing); cgroup.kill and
+ * cgroup.events are probed in that child (the root cgroup has neither).
+ * Anything missing selects FALLBACK mode; the reason is in
+ * cgroup_tree_describe(). Call it once at start-up, before the first spawn.
+ * *ret_tree is the caller's (cgroup_tree_free).
+ * Errors: -ENOMEM, -EINVAL (ret_tree NULL). Never fails for lack of cgroups.
+ */
+int cgroup_tree_open(struct cgroup_tree **ret_tree);
+
+/*
+ * A tree in FALLBACK mode without looking at cgroups (a configuration that
+ * disables them; tests). why (copied; NULL accepted) names the cause in
+ * cgroup_tree_describe(). Errors: -ENOMEM, -EINVAL.
+ */
+int cgroup_tree_open_fallback(const char *why, struct cgroup_tree **ret_tree);
+
+/* Closes the tree's fds and frees it (NULL accepted); removes no cgroup.
+ * Every unit_group made from it must be freed first. Returns NULL. */
+struct cgroup_tree *cgroup_tree_free(struct cgroup_tree *tree);
+
+enum cgroup_mode cgroup_tree_mode(const struct cgroup_tree *tree);
+
+/* tend's cgroup directory (owned by the tree), or NULL in FALLBACK mode. */
+const char *cgroup_tree_dir(const struct cgroup_tree *tree);
+
+/*
+ * One line for the caller to log once at start-up, owned by the tree:
+ * "using the cgroup v2 subtree at DIR", or
+ * "no writable cgroup v2 subtree at DIR (CAUSE): using process groups",
+ * "no cgroup2 mount in /proc/self/mountinfo: using process groups", …
+ */
+const char *cgroup_tree_describe(const struct cgroup_tree *tree);
+
+/* ------------------------------------------------------------------------ */
+/* A unit's processes, in either mode                                       */
+/* ------------------------------------------------------------------------ */
+
+struct unit_group;
+
+/* How many passes a scan makes at most when each one finds new processes
+ * (a unit that forks faster than tend signals); the caller's stop timeout
+ * then escalates to SIGKILL, which cgroup.kill delivers atomically. */
+#define UNIT_GROUP_MAX_PASSES 256
+
+/*
+ * The processes of unit name (NAME, with or without the ".service" suffix).
+ * CGROUP mode: creates `<tend's cgroup>/NAME.service` if it does not exist
+ * (an existing one, with leftovers or not, is reused: see
+ * unit_group_kill_leftovers) and opens it and its cgroup.events. Call it
+ * before the unit's first spawn. FALLBACK mode: no system call.
+ * tree is borrowed and must outlive the group. *ret_group is the caller's.
+ * Errors: -EINVAL (NULL, an empty name, ".", "..", a name with '/' or a
+ * newline, or one too long for a directory entry), -ENOMEM, and in CGROUP
+ * mode the errno of mkdir/open (-EACCES, -EROFS, -ENOSPC past
+ * cgroup.max.descendants, …), which fails the unit's start (result
+ * `resources`).
+ */
+int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group **ret_group);
+
+/* Closes the group's fds and frees it (NULL accepted). The cgroup stays
+ * (see unit_group_remove). Returns NULL. */
+struct unit_group *unit_group_free(struct unit_group *group);
+
+/* The unit's cgroup directory (owned by the group), or NULL in FALLBACK mode. */
+const char *unit_group_dir(const struct unit_group *group);
+
+/*
+ * Records the unit's session leader: the first main process, started with
+ * EXIT_SPAWN_SETSID, so its pid is the process group (and session) id of
+ * every process of the unit in FALLBACK mode. Call it after each start's
+ * first spawn (a restart has a new leader); 0 forgets it. Used only in
+ * FALLBACK mode; harmless in CGROUP mode.
+ */
+void unit_group_set_leader(struct unit_group *group, pid_t pid);
+
+/*
+ * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets
+ * EXIT_SPAWN_CGROUP and cgroup_fd (a directory fd owned by the group, valid
+ * until unit_group_remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
+ * fallback writes "0" to cgroup.procs through an fd opened before the fork);
+ * in FALLBACK mode leaves attr unchanged. The caller sets EXIT_SPAWN_SETSID
+ * for the unit's main process itself. Errors: -EINVAL, -ENOENT (removed).
+ */
+int unit_group_spawn_attr(const struct unit_group *group, struct exit_spawn_attr *attr);
+
+/*
+ * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
+ * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
+ * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
+ * group. Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the
+ * leader's exit and uses unit_group_populated), -ENOENT (removed).
+ */
+int unit_group_events_fd(const struct unit_group *group);
+
+/*
+ * Whether any process of the unit is left: 1 or 0.
+ * CGROUP mode: "populated" of cgroup.events (the whole subtree), read through
+ * the events fd, which re-arms its EPOLLPRI. FALLBACK mode: whether /proc
+ * lists a process, tend excepted, in the leader's process group (0 without a
+ * leader); an unreaped leader counts.
+ * Errors: -ENOENT (removed), -EIO (unparsable cgroup.events), read errors.
+ */
+int unit_group_populated(struct unit_group *group);
+
+/*
+ * Leftovers of a previous tend: if the unit's cgroup is populated, writes
+ * cgroup.kill and waits until "populated 0", at most timeout_ms
+ * (CLOCK_MONOTONIC deadline; negative: no bound), blocking on the events fd.
+ * Call it before the unit's first spawn of each start. Returns the number of
+ * processes killed (the members listed just before the kill, the whole
+ * subtree; the caller logs it), 0 when there were none, and always 0 in
+ * FALLBACK mode (leftovers cannot be found without a cgroup; tend never
+ * re-adopts processes). Errors: -ETIMEDOUT (still populated at the deadline:
+ * a process in uninterruptible sleep), -ENOENT (removed), I/O errors.
+ */
+int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms);
+
+/*
+ * Sends sig (1 … _NSIG-1) to every process of the unit, tend excepted.
+ * CGROUP mode: SIGKILL writes cgroup.kill (the kernel kills the whole
+ * subtree, forks included); any other signal goes through one pidfd per
+ * process read from cgroup.procs (the subtree), kept only if, after opening,
+ * /proc/PID/cgroup still names the unit's cgroup (or one below it) and the
+ * pidfd is live; passes repeat until one finds no new process (forks race
+ * the scan), at most UNIT_GROUP_MAX_PASSES. leader_unreaped is ignored.
+ * FALLBACK mode: leader_unreaped says whether the caller has not reaped the
+ * leader yet, so its pgid cannot have been recycled: then kill(-pgid, sig);
+ * else the group's members are found in /proc (the pgrp field of
+ * /proc/PID/stat) and signalled through pidfds after the same re-check
+ * (proc-scan.h, which follows SIGTERM/SIGINT/SIGHUP with SIGCONT).
+ * A process that left the group (setsid, setpgid) is not reached.
+ * Sending SIGCONT after KillSignal is the caller's call: sig = SIGCONT.
+ * Returns the number of processes signalled one by one, or found in the
+ * cgroup just before cgroup.kill; 0 after kill(-pgid) (the kernel does not
+ * count) and when the unit has no process (or no leader).
+ * Errors: -EINVAL (bad sig), -EPERM (FALLBACK mode, leader unreaped: the
+ * leader does not lead its process group, so it was not started with
+ * EXIT_SPAWN_SETSID; nothing is signalled), -ENOENT (removed), -ENOMEM,
+ * I/O errors.
+ */
+int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped);
+
+/*
+ * Whether pid is a process of the unit, for NotifyAccess=all (SPEC §4
+ * "Readiness and notify"): 1 or 0. CGROUP mode: /proc/PID/cgroup names the
+ * unit's cgroup or one below it. FALLBACK mode: pid's process group or
+ * session is the leader's (0 without a leader). Racy by nature for a pid
+ * that exits at that moment: the answer is about the pid when it is read.
+ * Errors: -ESRCH (no such process), -EINVAL (pid <= 0), -ENOENT (removed).
+ */
+int unit_group_contains(struct unit_group *group, pid_t pid);
+
+/*
+ * Removes the unit's cgroup once it is empty (the unit was removed by a
+ * daemon-reload, or at shutdown): every cgroup below it (deepest first), then
+ * the unit's own; then closes the group's fds, after which only
+ * unit_group_free and unit_group_remove (0 again) may be called; the others
+ * answer -ENOENT. FALLBACK mode: 0, nothing to remove.
+ * Errors: -EBUSY (still populated; nothing removed), the errno of rmdir.
+ */
+int unit_group_remove(struct unit_group *group);

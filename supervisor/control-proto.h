@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control protocol's shared vocabulary (SPEC §5, docs/control-protocol.md):
+ * limits, commands, error codes and the exit statuses tendctl maps them to,
+ * and small json-c helpers both the server (control.c) and tendctl use. No
+ * I/O policy lives here: each side sends and receives on its own terms.
+ *
+ * Conventions: functions return 0 (or a non-negative count) or a negative
+ * errno; ret_* out-parameters are written only on success. json-c objects
+ * returned are the caller's reference (json_object_put()). Thread-safety:
+ * none needed (pure functions over the caller's objects).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "macro.h"
+
+#define CONTROL_PROTOCOL_VERSION 1
+
+/* SPEC §7: a request is at most 64 KiB; a bigger one is answered "too-large". */
+#define CONTROL_REQUEST_MAX (64u * 1024u)
+/* The largest message tend sends. Answers are cut into messages well below
+ * it (unit batches of CONTROL_BATCH_BYTES, log lines in pieces of
+ * CONTROL_LINE_PIECE bytes), so only a single huge store value comes near. */
+#define CONTROL_MESSAGE_MAX (128u * 1024u)
+#define CONTROL_BATCH_BYTES (32u * 1024u)
+#define CONTROL_LINE_PIECE (8u * 1024u)
+/* SPEC §7: at most 2048 control clients. */
+#define CONTROL_MAX_CLIENTS_DEFAULT 2048u
+
+/* The durable keys holding the units' records: "service/NAME". */
+#define CONTROL_RECORD_PREFIX "service/"
+
+enum control_command {
+        CONTROL_CMD_STATUS,
+        CONTROL_CMD_LIST,
+        CONTROL_CMD_START,
+        CONTROL_CMD_STOP,
+        CONTROL_CMD_RESTART,
+        CONTROL_CMD_RESET_FAILED,
+        CONTROL_CMD_KILL,
+        CONTROL_CMD_RELOAD,
+        CONTROL_CMD_LOGS,
+        CONTROL_CMD_WATCH,
+        CONTROL_CMD_DAEMON_RELOAD,
+        CONTROL_CMD_SHUTDOWN,
+        _CONTROL_CMD_MAX,
+};
+
+/* "status", "reset-failed", …; NULL when out of range. */
+const char *control_command_to_string(enum control_command c);
+/* The command named s, or -EINVAL. */
+int control_command_from_string(const char *s);
+
+/*
+ * Error codes carried in an answer's "error" field. Each maps to one tendctl
+ * exit status (SPEC §5: 1 failed, 2 usage, 3 not found, 4 permission denied).
+ */
+enum control_error {
+        CONTROL_ERROR_FAILED,              /* the operation failed; "message" says why */
+        CONTROL_ERROR_BAD_REQUEST,         /* malformed JSON, wrong field, unknown command */
+        CONTROL_ERROR_UNSUPPORTED_VERSION, /* "version" is not one tend speaks */
+        CONTROL_ERROR_TOO_LARGE,           /* request over CONTROL_REQUEST_MAX */
+        CONTROL_ERROR_NOT_FOUND,           /* no such unit */
+        CONTROL_ERROR_PERMISSION_DENIED,   /* peer not authorised (SO_PEERCRED/SO_PEERGROUPS) */
+        CONTROL_ERROR_TOO_MANY_CLIENTS,    /* max_clients connections are open */
+        CONTROL_ERROR_CANCELLED,           /* start/restart: the flight was cancelled (a stop) */
+        CONTROL_ERROR_ABANDONED,           /* start/restart: the work ended without an answer */
+        CONTROL_ERROR_LAGGED,              /* watch: the client fell behind; re-watch */
+        CONTROL_ERROR_STREAM_ENDED,        /* logs -f: the stream ended or the client fell behind */
+        _CONTROL_ERROR_MAX,
+};
+
+/* "failed", "bad-request", …; NULL when out of range. */
+const char *control_error_to_string(enum control_error e);
+/* The code named s; an unknown or NULL name is CONTROL_ERROR_FAILED (forward
+ * compatibility: a newer tend's error still fails the command). */
+enum control_error control_error_from_string(const char *s);
+/* tendctl's exit status for e (1, 2, 3 or 4). */
+int control_error_exit_status(enum control_error e);
+
+/* A message {"version": 1, "type": type}; NULL on ENOMEM. */
+struct json_object *control_message_new(const char *type);
+
+/*
+ * Parses exactly one JSON value filling buf[0..len) (trailing whitespace
+ * allowed). *ret is the caller's; JSON null gives *ret = NULL. -EBADMSG: not
+ * JSON, or trailing bytes; -ENOMEM.
+ */
+int control_json_parse(const void *buf, size_t len, struct json_object **ret);
+
+/* As control_json_parse(), but the value must be an object (a message). */
+int control_message_parse(const void *buf, size_t len, struct json_object **ret);
+
+/* The compact text of o (owned by o, valid until o changes or is put) and
+ * its length. -ENOMEM. */
+int control_message_text(struct json_object *o, const char **ret_text, size_t *ret_len);
+
+/*
+ * Typed field getters. Absent or null: -ENOENT (ret untouched). Present with
+ * another type: -EBADMSG. Strings stay owned by o.
+ */
+int control_get_string(struct json_object *o, const char *key, const char **ret);
+int control_get_int64(struct json_object *o, const char *key, int64_t *ret);
+int control_get_bool(struct json_object *o, const char *key, bool *ret);
+/* An array of strings: *ret the array object (borrowed), *ret_n its length. */
+int control_get_string_array(struct json_object *o, const char *key, struct json_object **ret, size_t *ret_n);
+
+/* Adds key → a new string (or null for NULL) / int64 / bool. -ENOMEM. */
+int control_add_string(struct json_object *o, const char *key, const char *value);
+int control_add_int64(struct json_object *o, const char *key, int64_t value);
+int control_add_bool(struct json_object *o, const char *key, bool value);
+
+static inline void json_object_putp(struct json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket (SPEC §5): tendctl's server side. One SOCK_SEQPACKET
+ * socket, one versioned JSON object per message, one request, one answer;
+ * `watch` and `logs -f` stream until the client leaves. The protocol is
+ * documented in docs/control-protocol.md.
+ *
+ * The server knows nothing of units: it reads unit records from the store
+ * (durable `service/NAME`, the fields of SPEC §5's JSON) and asks the manager
+ * for actions through struct control_ops.
+ *
+ * Single-threaded: everything runs in tend's sd-event loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <systemd/sd-event.h>
+
+#include "logs.h"
+#include "singleflight.h"
+#include "store.h"
+#include "time-util.h"
+
+struct control_ops {
+        /* Normalises "NAME" or "NAME.service" into ret (a buffer of 256 bytes)
+         * and says whether the unit exists (may instantiate a template
+         * instance NAME@INST.service). 0, or -ENOENT (tendctl exits 3). */
+        int (*resolve)(void *userdata, const char *name, char ret[static 256]);
+        /* start / restart: joins the unit's single flight (SPEC §2.3) and
+         * returns the caller's waiter (owned by the server from then on;
+         * freeing it releases the client's share). -ENOENT. */
+        int (*start)(void *userdata, const char *unit, bool restart, sf_waiter **ret_waiter);
+        /* stop: 0, -ENOENT. The stop proceeds asynchronously; the record shows it. */
+        int (*stop)(void *userdata, const char *unit);
+        /* reset-failed: unit NULL = every unit. 0, -ENOENT. */
+        int (*reset_failed)(void *userdata, const char *unit);
+        /* kill: sig to every process of the unit, or only its main process. 0, -ENOENT, -ESRCH. */
+        int (*kill)(void *userdata, const char *unit, int sig, bool main_only);
+        /* reload: runs ExecReload=. 0, -ENOENT, -EOPNOTSUPP ("no ExecReload="). */
+        int (*reload)(void *userdata, const char *unit);
+        /* The unit's log stream (NULL for units whose output bypasses tend: journal, inherit, null). */
+        logs_stream *(*logs)(void *userdata, const char *unit);
+        /* daemon-reload / shutdown: start the work and return 0 at once. */
+        int (*daemon_reload)(void *userdata);
+        int (*shutdown)(void *userdata);
+        /* Optional (NULL: the record's own field is shown). The number of
+         * waiters sharing the unit's flight now (sf_table_get_waiters()), so
+         * `status` shows it live: joining a flight is no state transition and
+         * does not rewrite the record. */
+        int (*waiters)(void *userdata, const char *unit);
+};
+
+struct control_options {
+        const char *path;      /* socket path (SPEC §5 rules applied by control_socket_path()) */
+        gid_t control_group;   /* (gid_t) -1: none; else 0660/0710 and this group may connect */
+        unsigned max_clients;  /* 0: 2048 (SPEC §7) */
+        /* A client with answers pending that reads nothing for this long is
+         * dropped (logged). 0: CONTROL_STALL_TIMEOUT_USEC. */
+        usec_t stall_timeout_usec;
+};
+
+#define CONTROL_STALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
+/* Bytes of answers queued per connection before tend stops producing more
+ * for it (watch events, log lines, unit batches wait in their own bounded
+ * queues meanwhile). */
+#define CONTROL_OUTPUT_MAX (256u * 1024u)
+
+struct control_server;
+
+/*
+ * The socket path SPEC §5 prescribes: opt (--control-socket) if set, else
+ * $TEND_SOCKET, else /run/tend/control for root, else
+ * $XDG_RUNTIME_DIR/tend/control. *ret is the caller's. -ENOENT if none applies.
+ */
+int control_socket_path(const char *opt, char **ret);
+
+/*
+ * Binds and listens: the socket's directory is created 0700 (0710 owned by
+ * the control group), the socket gets mode 0600 (0660). An existing socket
+ * file: connect() refused → stale, unlinked and bound; connected → -EADDRINUSE
+ * (tend exits 1 "already running"). Every connection is authorised by
+ * SO_PEERCRED uid and SO_PEERGROUPS (root, tend's uid, or the control group);
+ * a refused peer gets an error answer and is logged.
+ * References to event and store are taken; ops (copied) and userdata are
+ * borrowed and must outlive the server. opts->path NULL: control_socket_path(NULL).
+ * Errors (each logged with the path): -EADDRINUSE (a live socket),
+ * -EEXIST (the path exists and is no socket), -ENAMETOOLONG, -EINVAL, or the
+ * errno of mkdir/bind/listen/chmod/chown.
+ */
+int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
+                       const struct control_options *opts, struct control_server **ret);
+
+/* Closes every connection (their waiters released: SPEC §2.3, a client that
+ * goes away releases its share; --no-block shares too), unlinks the socket if
+ * it is still the one bound, removes the directory if the server created it.
+ * Accepts NULL; returns NULL. */
+struct control_server *control_server_free(struct control_server *s);

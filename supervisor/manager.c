@@ -1,0 +1,949 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager: units on one sd-event loop (SPEC §1 service and combined
+ * modes, §4). It implements the unit state machine's seam (struct unit_ops)
+ * with the real reaper, cgroups, log streams and timers, routes exits to
+ * units, runs the start jobs through the single-flight table, keeps every
+ * unit's record in the store, and shuts down in order.
+ *
+ * Collect, then dispatch: the reaper is drained first (all ready pidfds),
+ * then exits are handed to the state machines one by one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+
+extern char **environ;
+
+struct unit_data {
+        struct manager *m;
+        sd_event_source *timer;
+        sd_event_source *group_source;
+        struct unit_group *group;
+        logs_stream *logs;
+        sf_waiter *own_waiter;         /* tend's own requester's share, held until the outcome */
+        sd_event_source *waiter_source;
+        bool removed;                  /* gone from DIR at a reload: freed once dead */
+};
+
+struct manager {
+        const struct tend_options *opts;
+        sd_event *event;
+        struct exit_hub *hub;
+        struct exit_reaper *reaper;
+        struct exit_sub *sub;
+        sf_table *flights;
+        struct store *store;
+        struct cgroup_tree *cgroups;
+        logs_manager *logs;
+        struct control_server *control;
+        struct unit **units;
+        size_t n_units;
+
+        bool shutting_down;
+        bool force_killed;
+        sd_event_source *shutdown_timer;
+        int exit_status;
+
+        /* combined mode */
+        const int *inherited;
+        size_t n_inherited;
+        struct exit_process *cmd;
+        bool cmd_started, cmd_done;
+        int cmd_status;
+};
+
+static struct unit_data *data(const struct unit *u) {
+        return u->manager_data;
+}
+
+/* ---- the store record (SPEC §5 fields) ---- */
+
+static struct json_object *record_object(const struct manager *m, const struct unit *u) {
+        struct json_object *o = json_object_new_object();
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "name", json_object_new_string(u->name));
+        json_object_object_add(o, "state", json_object_new_string(unit_state_to_string(u->state)));
+        json_object_object_add(o, "main_pid", u->main_pid > 0 ? json_object_new_int(u->main_pid) : NULL);
+        json_object_object_add(o, "since", json_object_new_int64((int64_t) u->since_realtime));
+        json_object_object_add(o, "since_monotonic", json_object_new_int64((int64_t) u->since_monotonic));
+        json_object_object_add(o, "restarts", json_object_new_int64((int64_t) u->restarts));
+        struct json_object *last = NULL;
+        if (u->has_last_exit) {
+                last = json_object_new_object();
+                if (u->last_exit.kind == EXIT_REASON_EXITED)
+                        json_object_object_add(last, "code", json_object_new_int(u->last_exit.status));
+                else {
+                        json_object_object_add(last, "signal", json_object_new_int(u->last_exit.status));
+                        json_object_object_add(last, "core_dumped", json_object_new_boolean(u->last_exit.core_dumped));
+                }
+        }
+        json_object_object_add(o, "last_exit", last);
+        json_object_object_add(o, "status", u->status_text ? json_object_new_string(u->status_text) : NULL);
+        json_object_object_add(o, "result", json_object_new_string(unit_result_to_string(u->result)));
+        int waiters = sf_table_get_waiters(m->flights, u->name);
+        json_object_object_add(o, "waiters", json_object_new_int(waiters > 0 ? waiters : 0));
+        return o;
+}
+
+static void record_write(struct manager *m, struct unit *u) {
+        struct json_object *o = record_object(m, u);
+        if (!o)
+                return;
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        char key[STORE_KEY_MAX];
+        snprintf(key, sizeof key, "service/%s", u->name);
+        int k;
+        if (u->record_revision == 0)
+                k = store_create(m->store, STORE_DURABLE, key, text, strlen(text), 0, &u->record_revision);
+        else
+                k = store_update(m->store, STORE_DURABLE, key, text, strlen(text), u->record_revision, 0,
+                                 &u->record_revision);
+        if (k <= 0)
+                log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
+        json_object_put(o);
+}
+
+/* ---- the seam (struct unit_ops) ---- */
+
+static int op_spawn(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
+                    struct exit_process **ret) {
+        struct manager *m = userdata;
+        struct unit_data *d = data(u);
+        const struct unit_file *f = u->file;
+        char **envp = NULL, **argv = NULL, *path = NULL;
+
+        int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, f->environment,
+                                       f->environment_files, f->n_environment_files, &envp);
+        if (k >= 0)
+                k = unit_command_expand(cmd, envp, &argv, NULL);
+        if (k >= 0) {
+                k = unit_command_find_executable(cmd, envp, &path);
+                if (k == -ENOENT)
+                        log_error("%s: %s: executable not found", u->name, cmd->path);
+        }
+        int out = -1, err = -1;
+        if (k >= 0)
+                k = logs_stream_prepare_spawn(d->logs, &out, &err);
+        if (k >= 0) {
+                struct exit_spawn_attr a = {
+                        .size = sizeof a,
+                        .flags = EXIT_SPAWN_SETSID | EXIT_SPAWN_STDIO | EXIT_SPAWN_UMASK,
+                        .argv = argv,
+                        .envp = envp,
+                        .path = path,
+                        .cwd = f->working_directory ? f->working_directory : "/",
+                        .stdio = { EXIT_SPAWN_FD_NULL, out, err },
+                        .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
+                        .umask = 0022,
+                };
+                if (f->working_directory && f->working_directory_missing_ok && access(f->working_directory, X_OK) < 0)
+                        a.cwd = "/";
+                k = unit_group_spawn_attr(d->group, &a);
+                if (k >= 0)
+                        k = exit_reaper_spawn(m->reaper, &a, ret);
+                logs_stream_spawn_done(d->logs);
+                if (k >= 0 && main)
+                        unit_group_set_leader(d->group, exit_process_pid(*ret));
+        }
+        unit_strv_free(envp);
+        unit_strv_free(argv);
+        free(path);
+        return k;
+}
+
+static int op_signal_all(void *userdata, struct unit *u, int sig) {
+        return unit_group_signal(data(u)->group, sig, u->main != NULL);
+}
+
+static int op_populated(void *userdata, struct unit *u) {
+        return unit_group_populated(data(u)->group);
+}
+
+static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        unit_timer_fired(userdata);
+        return 0;
+}
+
+static int op_arm(void *userdata, struct unit *u, usec_t deadline) {
+        struct manager *m = userdata;
+        struct unit_data *d = data(u);
+        if (deadline == USEC_INFINITY)
+                return d->timer ? sd_event_source_set_enabled(d->timer, SD_EVENT_OFF) : 0;
+        if (!d->timer)
+                /* Accuracy 1 µs: sd-event's default (250 ms) would blur back-off delays. */
+                return sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
+        int k = sd_event_source_set_time(d->timer, deadline);
+        return k < 0 ? k : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+}
+
+static usec_t op_now(void *userdata) {
+        return now_usec(CLOCK_MONOTONIC);
+}
+
+static void maybe_start_cmd(struct manager *m);
+static void check_shutdown_done(struct manager *m);
+static void begin_shutdown(struct manager *m, int status);
+
+static void op_changed(void *userdata, struct unit *u) {
+        struct manager *m = userdata;
+        record_write(m, u);
+        maybe_start_cmd(m);
+        check_shutdown_done(m);
+}
+
+static void op_action(void *userdata, struct unit *u, unit_action action, int status) {
+        struct manager *m = userdata;
+        log_notice("%s: %s: tend exits with status %d", u->name,
+                   action == UNIT_ACTION_EXIT_FORCE ? "exit-force" : "exit", status);
+        if (action == UNIT_ACTION_EXIT_FORCE) {
+                m->exit_status = status;
+                sd_event_exit(m->event, status);
+                return;
+        }
+        begin_shutdown(m, status);
+}
+
+static int on_own_waiter(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct unit_data *d = userdata;
+        /* The outcome is in: tend's own requester lets go of its share. */
+        d->waiter_source = sd_event_source_disable_unref(d->waiter_source);
+        d->own_waiter = sf_waiter_free(d->own_waiter);
+        return 0;
+}
+
+/* Joins u's flight as one of tend's own requesters; returns the resolution
+ * when this request leads (the caller hands it to the unit), else NULL. */
+static sf_resolution *join_own(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        sf_waiter *w = NULL;
+        sf_resolution *r = NULL;
+        int k = sf_table_join(m->flights, u->name, &w, &r);
+        if (k < 0) {
+                log_error_errno(k, "%s: cannot start: %s", u->name, strerror(-k));
+                return NULL;
+        }
+        d->waiter_source = sd_event_source_disable_unref(d->waiter_source);
+        sf_waiter_free(d->own_waiter);
+        d->own_waiter = w;
+        int fd = sf_waiter_get_fd(w);
+        if (fd >= 0)
+                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN, on_own_waiter, d);
+        return r;
+}
+
+static void op_request_restart(void *userdata, struct unit *u) {
+        struct manager *m = userdata;
+        if (m->shutting_down)
+                return;
+        sf_resolution *r = join_own(m, u);
+        if (r)
+                unit_backoff_begin(u, r);
+}
+
+static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
+        if (pid > 0)
+                logs_stream_set_pid(data(u)->logs, pid);
+        else
+                (void) logs_stream_main_exited(data(u)->logs);
+}
+
+static const struct unit_ops unit_ops = {
+        .spawn = op_spawn,
+        .signal_all = op_signal_all,
+        .populated = op_populated,
+        .arm = op_arm,
+        .now = op_now,
+        .changed = op_changed,
+        .action = op_action,
+        .request_restart = op_request_restart,
+        .main_pid_changed = op_main_pid_changed,
+};
+
+/* ---- units ---- */
+
+static struct logs_target output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out) {
+        if (is_stderr && o->kind == UNIT_OUTPUT_DEFAULT)
+                return output_target(out, false, out);
+        switch (o->kind) {
+        case UNIT_OUTPUT_INHERIT:
+                return (struct logs_target) { LOGS_TARGET_INHERIT, NULL };
+        case UNIT_OUTPUT_NULL:
+                return (struct logs_target) { LOGS_TARGET_NULL, NULL };
+        case UNIT_OUTPUT_JOURNAL:
+                return (struct logs_target) { LOGS_TARGET_JOURNAL, NULL };
+        case UNIT_OUTPUT_FILE:
+                return (struct logs_target) { LOGS_TARGET_FILE, o->path };
+        case UNIT_OUTPUT_APPEND:
+                return (struct logs_target) { LOGS_TARGET_APPEND, o->path };
+        default:
+                return (struct logs_target) { logs_target_default(), NULL };
+        }
+}
+
+static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        unit_check_processes(userdata);
+        return 0;
+}
+
+static struct unit_data *unit_data_free(struct unit_data *d) {
+        if (!d)
+                return NULL;
+        sd_event_source_disable_unref(d->timer);
+        sd_event_source_disable_unref(d->group_source);
+        sd_event_source_disable_unref(d->waiter_source);
+        sf_waiter_free(d->own_waiter);
+        logs_stream_free(d->logs);
+        unit_group_free(d->group);
+        free(d);
+        return NULL;
+}
+
+static int unit_data_new(struct manager *m, struct unit *u) {
+        struct unit_data *d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        d->m = m;
+        u->manager_data = d;
+        const struct unit_file *f = u->file;
+        struct logs_stream_config c = {
+                .name = u->name,
+                .syslog_identifier = f->syslog_identifier,
+                .stdout_target = output_target(&f->standard_output, false, &f->standard_output),
+                .stderr_target = output_target(&f->standard_error, true, &f->standard_output),
+        };
+        int k = logs_stream_new(m->logs, &c, &d->logs);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+        k = unit_group_new(m->cgroups, u->name, &d->group);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
+        int fd = unit_group_events_fd(d->group);
+        if (fd >= 0)
+                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
+        return 0;
+}
+
+static struct unit *manager_unit_free(struct unit *u) {
+        if (!u)
+                return NULL;
+        unit_data_free(u->manager_data);
+        u->manager_data = NULL;
+        return unit_free(u);
+}
+
+static int manager_add_unit(struct manager *m, struct unit_file *f) {
+        struct unit **v = realloc(m->units, (m->n_units + 1) * sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        m->units = v;
+        struct unit *u = NULL;
+        int k = unit_new(f, &unit_ops, m, &u);
+        if (k < 0)
+                return k;
+        k = unit_data_new(m, u);
+        if (k < 0) {
+                u->file = NULL; /* the caller still owns f */
+                manager_unit_free(u);
+                return k;
+        }
+        m->units[m->n_units++] = u;
+        record_write(m, u);
+        return 0;
+}
+
+static struct unit *find_unit(struct manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_units; i++)
+                if (streq(m->units[i]->name, name))
+                        return m->units[i];
+        return NULL;
+}
+
+static void start_unit(struct manager *m, struct unit *u) {
+        sf_resolution *r = join_own(m, u);
+        if (r)
+                unit_start(u, r, false);
+}
+
+static void stop_unit(struct manager *m, struct unit *u) {
+        int k = sf_table_cancel(m->flights, u->name);
+        unit_stop(u, k == -EBUSY);
+}
+
+static int load_units(struct manager *m) {
+        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        int k = unit_load_dir(m->opts->config_dir, &set);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < set->n_units; i++) {
+                if (find_unit(m, set->units[i]->name))
+                        continue;
+                struct unit_file *f = set->units[i];
+                if (manager_add_unit(m, f) >= 0)
+                        set->units[i] = NULL; /* taken */
+        }
+        for (size_t i = 0; i < set->n_units; i++)
+                unit_file_free(set->units[i]);
+        set->n_units = 0;
+        return 0;
+}
+
+/* SIGHUP: re-read DIR. New units start, removed ones stop (and go once dead);
+ * changed units are left as they are until tendctl daemon-reload exists. */
+static void reload(struct manager *m) {
+        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        if (unit_load_dir(m->opts->config_dir, &set) < 0)
+                return;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                bool present = false;
+                for (size_t j = 0; j < set->n_units && !present; j++)
+                        present = streq(set->units[j]->name, u->name);
+                if (!present && !data(u)->removed) {
+                        log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
+                        data(u)->removed = true;
+                        stop_unit(m, u);
+                }
+        }
+        for (size_t j = 0; j < set->n_units; j++) {
+                if (find_unit(m, set->units[j]->name))
+                        continue;
+                struct unit_file *f = TAKE_PTR(set->units[j]);
+                if (manager_add_unit(m, f) < 0) {
+                        unit_file_free(f);
+                        continue;
+                }
+                log_info("%s: new in %s: starting it", f->name, m->opts->config_dir);
+                start_unit(m, m->units[m->n_units - 1]);
+        }
+}
+
+/* ---- exits ---- */
+
+/* Finds the unit and process an exit id belongs to. */
+static struct unit *unit_of_id(struct manager *m, exit_id_t id, struct exit_process **ret) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                if (u->main && exit_process_id(u->main) == id) {
+                        *ret = u->main;
+                        return u;
+                }
+                if (u->control && exit_process_id(u->control) == id) {
+                        *ret = u->control;
+                        return u;
+                }
+        }
+        *ret = NULL;
+        return NULL;
+}
+
+static void process_exit(struct manager *m, exit_id_t id) {
+        struct exit_reason reason;
+        if (m->cmd && exit_process_id(m->cmd) == id) {
+                if (exit_hub_take(m->hub, id, &reason) == 0) {
+                        int exec = exit_process_exec_result(m->cmd, NULL);
+                        m->cmd_status = exec < 0 && exec != -EINPROGRESS ? (exec == -ENOENT ? 127 : 126)
+                                                                          : exit_reason_to_shell_status(&reason);
+                        m->cmd_done = true;
+                        m->cmd = exit_process_unref(m->cmd);
+                        log_info("CMD exited: tend stops its units and exits with status %d", m->cmd_status);
+                        begin_shutdown(m, m->cmd_status);
+                }
+                return;
+        }
+        struct exit_process *p;
+        struct unit *u = unit_of_id(m, id, &p);
+        if (!u || exit_hub_take(m->hub, id, &reason) < 0)
+                return;
+        exit_process_ref(p);
+        unit_process_exited(u, p, &reason);
+        exit_process_unref(p);
+}
+
+/* After LAGGED: take the outcome of every process tend owns. */
+static void recover_exits(struct manager *m) {
+        if (m->cmd)
+                process_exit(m, exit_process_id(m->cmd));
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                if (u->main)
+                        process_exit(m, exit_process_id(u->main));
+                if (u->control)
+                        process_exit(m, exit_process_id(u->control));
+        }
+}
+
+static void drain_exec_events(struct manager *m) {
+        struct exit_process *p;
+        while (exit_reaper_next_exec(m->reaper, &p) == 0) {
+                for (size_t i = 0; i < m->n_units; i++)
+                        if (m->units[i]->main == p)
+                                unit_exec_result(m->units[i], p, exit_process_exec_result(p, NULL));
+                exit_process_unref(p);
+        }
+}
+
+static void drain_exits(struct manager *m) {
+        struct exit_event ev[64];
+        bool orphans = false;
+        int n;
+        while ((n = exit_sub_recv_batch(m->sub, ev, ELEMENTSOF(ev), 0)) > 0)
+                for (int i = 0; i < n; i++) {
+                        if (ev[i].type == EXIT_EVENT_LAGGED) {
+                                log_debug("exit queue overflowed: recovering outcomes from the ledger");
+                                recover_exits(m);
+                        } else if (ev[i].flags & EXIT_EVENT_ORPHAN)
+                                orphans = true;
+                        else
+                                process_exit(m, ev[i].id);
+                }
+        /* Without cgroups, a unit's last processes may have been orphans. */
+        if (orphans)
+                for (size_t i = 0; i < m->n_units; i++)
+                        unit_check_processes(m->units[i]);
+        check_shutdown_done(m);
+}
+
+static int on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+        int k = exit_reaper_dispatch(m->reaper);
+        if (k < 0)
+                log_warning_errno(k, "reaping: %s", strerror(-k));
+        drain_exec_events(m);
+        drain_exits(m);
+        return 0;
+}
+
+static int on_sub(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        drain_exits(userdata);
+        return 0;
+}
+
+static int on_store(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+        (void) store_dispatch(m->store);
+        return 0;
+}
+
+/* ---- combined mode ---- */
+
+static void maybe_start_cmd(struct manager *m) {
+        if (!m->opts->cmd || m->cmd_started || m->shutting_down)
+                return;
+        for (size_t i = 0; i < m->n_units; i++)
+                if (!unit_is_settled(m->units[i]))
+                        return;
+        m->cmd_started = true;
+        for (size_t i = 0; i < m->n_units; i++)
+                if (m->units[i]->state == UNIT_FAILED)
+                        fprintf(stderr, "tend: %s failed (%s) before CMD started\n", m->units[i]->name,
+                                unit_result_to_string(m->units[i]->result));
+        struct exit_spawn_attr a = { .size = sizeof a, .flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS,
+                                     .argv = m->opts->cmd };
+        int k = exit_reaper_spawn(m->reaper, &a, &m->cmd);
+        for (size_t i = 0; i < m->n_inherited; i++)
+                close(m->inherited[i]); /* CMD has them; tend keeps no copy */
+        m->n_inherited = 0;
+        if (k < 0) {
+                log_error("cannot start %s: %s", m->opts->cmd[0], strerror(-k));
+                begin_shutdown(m, 1);
+                return;
+        }
+        k = exit_process_wait_exec(m->cmd, -1, NULL);
+        if (k < 0)
+                log_error("%s: %s", m->opts->cmd[0], strerror(-k));
+}
+
+/* ---- the control socket's requests (SPEC §5) ---- */
+
+static struct unit *find_loaded(struct manager *m, const char *name) {
+        char full[256];
+        size_t n = strlen(name);
+        if (n >= 8 && streq(name + n - 8, ".service"))
+                snprintf(full, sizeof full, "%s", name);
+        else
+                snprintf(full, sizeof full, "%s.service", name);
+        return find_unit(m, full);
+}
+
+static int ctl_resolve(void *userdata, const char *name, char ret[static 256]) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u) {
+                /* NAME@INST.service exists when tendctl start names it (SPEC §3). */
+                char full[256];
+                size_t n = strlen(name);
+                snprintf(full, sizeof full, n >= 8 && streq(name + n - 8, ".service") ? "%s" : "%s.service", name);
+                struct unit_file *f = NULL;
+                if (!strchr(full, '@') || !unit_name_is_valid(full, UNIT_NAME_INSTANCE) ||
+                    unit_load(m->opts->config_dir, full, &f, NULL) < 0)
+                        return -ENOENT;
+                if (manager_add_unit(m, f) < 0) {
+                        unit_file_free(f);
+                        return -ENOENT;
+                }
+                u = m->units[m->n_units - 1];
+        }
+        snprintf(ret, 256, "%s", u->name);
+        return 0;
+}
+
+static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter **ret_waiter) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        if (m->shutting_down)
+                return -ESHUTDOWN;
+        sf_resolution *r = NULL;
+        int k = sf_table_join(m->flights, u->name, ret_waiter, &r);
+        if (k < 0)
+                return k;
+        if (r) {
+                if (restart)
+                        unit_explicit_restart(u, r);
+                else
+                        unit_start(u, r, true);
+        }
+        record_write(m, u); /* waiters changed */
+        return 0;
+}
+
+static int ctl_stop(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        stop_unit(m, u);
+        return 0;
+}
+
+static int ctl_reset_failed(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        if (!name) {
+                for (size_t i = 0; i < m->n_units; i++)
+                        unit_reset_failed(m->units[i]);
+                return 0;
+        }
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        unit_reset_failed(u);
+        return 0;
+}
+
+static int ctl_kill(void *userdata, const char *name, int sig, bool main_only) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        if (main_only)
+                return u->main ? exit_process_signal(u->main, sig) : -ESRCH;
+        if (!u->main && !u->control && unit_group_populated(data(u)->group) <= 0)
+                return -ESRCH;
+        int k = unit_group_signal(data(u)->group, sig, u->main != NULL);
+        return k < 0 ? k : 0;
+}
+
+static int ctl_reload(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        return unit_reload(u);
+}
+
+static logs_stream *ctl_logs(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return NULL;
+        enum logs_target_type t = output_target(&u->file->standard_output, false, &u->file->standard_output).type;
+        if (t == LOGS_TARGET_JOURNAL || t == LOGS_TARGET_INHERIT || t == LOGS_TARGET_NULL)
+                return NULL;
+        return data(u)->logs;
+}
+
+static int ctl_daemon_reload(void *userdata) {
+        reload(userdata);
+        return 0;
+}
+
+static int ctl_shutdown(void *userdata) {
+        struct manager *m = userdata;
+        log_info("shutdown requested through the control socket");
+        begin_shutdown(m, m->cmd_done ? m->cmd_status : 0);
+        return 0;
+}
+
+static int ctl_waiters(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        int k = sf_table_get_waiters(m->flights, name);
+        return k < 0 ? 0 : k;
+}
+
+static const struct control_ops control_ops = {
+        .resolve = ctl_resolve,
+        .start = ctl_start,
+        .stop = ctl_stop,
+        .reset_failed = ctl_reset_failed,
+        .kill = ctl_kill,
+        .reload = ctl_reload,
+        .logs = ctl_logs,
+        .daemon_reload = ctl_daemon_reload,
+        .shutdown = ctl_shutdown,
+        .waiters = ctl_waiters,
+};
+
+static int setup_control(struct manager *m) {
+        _cleanup_free_ char *path = NULL;
+        int k = control_socket_path(m->opts->control_socket, &path);
+        if (k < 0)
+                return log_error_errno(k, "no control socket path: set --control-socket or $TEND_SOCKET");
+        struct control_options o = { .path = path, .control_group = m->opts->control_group };
+        k = control_server_new(m->event, m->store, &control_ops, m, &o, &m->control);
+        if (k == -EADDRINUSE)
+                return log_error_errno(k, "already running: %s answers", path);
+        if (k < 0)
+                return log_error_errno(k, "control socket %s: %s", path, strerror(-k));
+        log_info("control socket: %s", path);
+        return 0;
+}
+
+/* ---- shutdown (SPEC §4 "Shutdown") ---- */
+
+static bool all_units_dead(struct manager *m) {
+        for (size_t i = 0; i < m->n_units; i++)
+                if (!unit_is_dead(m->units[i]))
+                        return false;
+        return true;
+}
+
+static void check_shutdown_done(struct manager *m) {
+        if (!m->shutting_down || m->cmd || !all_units_dead(m))
+                return;
+        if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
+                /* As PID 1 the remaining processes get SIGTERM, then, at the
+                 * deadline, SIGKILL; tend exits when none is left. */
+                static bool termed;
+                if (!termed) {
+                        termed = true;
+                        (void) kill(-1, SIGTERM);
+                        (void) kill(-1, SIGCONT);
+                }
+                return;
+        }
+        sd_event_exit(m->event, m->exit_status);
+}
+
+static void kill_everything(struct manager *m) {
+        m->force_killed = true;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                (void) unit_group_signal(data(u)->group, u->file->final_kill_signal, u->main != NULL);
+        }
+        if (m->cmd)
+                (void) exit_process_signal(m->cmd, SIGKILL);
+        if (getpid() == 1)
+                (void) kill(-1, SIGKILL);
+}
+
+static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        log_warning("shutdown deadline reached: sending the final kill signal to everything left");
+        kill_everything(m);
+        /* What survives SIGKILL (uninterruptible sleep) is not waited for. */
+        sd_event_exit(m->event, m->exit_status);
+        return 0;
+}
+
+static void stop_all_units(struct manager *m) {
+        /* Reverse order; independent units (all of them, until dependencies
+         * exist) stop in parallel. */
+        for (size_t i = m->n_units; i-- > 0;)
+                stop_unit(m, m->units[i]);
+        check_shutdown_done(m);
+}
+
+static int on_cmd_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        if (m->cmd) {
+                log_warning("%s did not exit within --stop-timeout: SIGKILL", m->opts->cmd[0]);
+                (void) exit_process_signal(m->cmd, SIGKILL);
+        }
+        return 0;
+}
+
+static void begin_shutdown(struct manager *m, int status) {
+        if (m->shutting_down)
+                return;
+        m->shutting_down = true;
+        m->exit_status = status;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + m->opts->shutdown_timeout;
+        (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, deadline, 1, on_shutdown_deadline, m);
+        if (m->cmd) {
+                /* Combined mode: CMD first, within the same deadline. */
+                (void) exit_process_signal(m->cmd, SIGTERM);
+                usec_t t = now_usec(CLOCK_MONOTONIC) + m->opts->stop_timeout;
+                (void) sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC, t < deadline ? t : deadline, 1,
+                                         on_cmd_stop_timeout, m);
+        }
+        stop_all_units(m);
+}
+
+/* ---- signals (SPEC §1's table) ---- */
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+        int sig = (int) si->ssi_signo;
+        char b[24];
+        bool terminate = sig == SIGTERM || sig == SIGINT || (sig == SIGPWR && getpid() == 1);
+
+        if (m->opts->cmd && m->cmd && !terminate) {
+                (void) exit_process_signal(m->cmd, options_remap(m->opts, sig)); /* forwarded to CMD */
+                return 0;
+        }
+        if (terminate) {
+                if (m->shutting_down) {
+                        log_notice("%s during shutdown: the final kill signal to everything", signal_to_string(sig, b));
+                        kill_everything(m);
+                        return 0;
+                }
+                log_info("%s: shutting down", signal_to_string(sig, b));
+                begin_shutdown(m, m->cmd_done ? m->cmd_status : 0);
+                return 0;
+        }
+        if (sig == SIGHUP) {
+                log_info("SIGHUP: re-reading %s", m->opts->config_dir);
+                reload(m);
+                return 0;
+        }
+        log_info("%s received: ignored", signal_to_string(sig, b));
+        return 0;
+}
+
+static int add_signal_sources(struct manager *m) {
+        sigset_t set;
+        signal_forward_set(&set);
+        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                return negative_errno();
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sigismember(&set, sig)) {
+                        int k = sd_event_add_signal(m->event, NULL, sig, on_signal, m);
+                        if (k < 0)
+                                return k;
+                }
+        return 0;
+}
+
+/* ---- set-up ---- */
+
+static int setup_cgroups(struct manager *m) {
+        int k = cgroup_tree_open(&m->cgroups);
+        if (k < 0)
+                return log_error_errno(k, "cgroups: %s", strerror(-k));
+        if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK)
+                log_notice("%s", cgroup_tree_describe(m->cgroups));
+        else
+                log_info("units run in cgroups under %s", cgroup_tree_dir(m->cgroups));
+        return 0;
+}
+
+static int manager_setup(struct manager *m) {
+        int k = sd_event_new(&m->event);
+        if (k < 0)
+                return log_error_errno(k, "sd_event_new: %s", strerror(-k));
+        k = exit_hub_new(0, 0, &m->hub);
+        if (k >= 0)
+                k = exit_reaper_new(m->hub, EXIT_REAPER_ORPHANS | EXIT_REAPER_EXEC_EVENTS, &m->reaper);
+        if (k == -ENOSYS)
+                return log_error_errno(k, "the kernel lacks %s: tend needs Linux 5.10 or later",
+                                       exit_reaper_missing_syscall());
+        /* Subscribe before the first spawn: earlier exits are not queued. */
+        if (k >= 0)
+                k = exit_hub_subscribe(m->hub, &m->sub);
+        if (k < 0)
+                return log_error_errno(k, "setting up the reaper: %s", strerror(-k));
+        if ((k = sf_table_new(&unit_outcome_ops, NULL, &m->flights)) < 0 ||
+            (k = store_new(NULL, &m->store)) < 0 ||
+            (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1 }, &m->logs)) < 0)
+                return log_error_errno(k, "setting up: %s", strerror(-k));
+        if ((k = setup_cgroups(m)) < 0 || (k = setup_control(m)) < 0)
+                return k;
+        if ((k = add_signal_sources(m)) < 0 ||
+            (k = sd_event_add_io(m->event, NULL, exit_reaper_fd(m->reaper), EPOLLIN, on_reaper, m)) < 0 ||
+            (k = sd_event_add_io(m->event, NULL, exit_sub_fd(m->sub), EPOLLIN, on_sub, m)) < 0 ||
+            (k = sd_event_add_io(m->event, NULL, store_get_fd(m->store), EPOLLIN, on_store, m)) < 0)
+                return log_error_errno(k, "setting up the event loop: %s", strerror(-k));
+        return 0;
+}
+
+static void manager_done(struct manager *m) {
+        m->control = control_server_free(m->control);
+        if (m->logs)
+                (void) logs_manager_drain(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit_data *d = data(m->units[i]);
+                if (d->group && unit_group_populated(d->group) == 0)
+                        (void) unit_group_remove(d->group);
+                manager_unit_free(m->units[i]);
+        }
+        free(m->units);
+        m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
+        exit_process_unref(m->cmd);
+        logs_manager_free(m->logs);
+        cgroup_tree_free(m->cgroups);
+        store_unref(m->store);
+        sf_table_unref(m->flights);
+        exit_sub_free(m->sub);
+        exit_reaper_free(m->reaper);
+        exit_hub_unref(m->hub);
+        m->event = sd_event_unref(m->event);
+}
+
+int manager_run(const struct tend_options *opts, const int *inherited, size_t n_inherited) {
+        struct manager m = { .opts = opts, .inherited = inherited, .n_inherited = opts->cmd ? n_inherited : 0 };
+        if (!opts->cmd)
+                for (size_t i = 0; i < n_inherited; i++)
+                        close(inherited[i]);
+        int k = manager_setup(&m);
+        if (k >= 0)
+                k = load_units(&m);
+        if (k >= 0) {
+                /* Every non-template unit in DIR gets a start job (SPEC §3). */
+                for (size_t i = 0; i < m.n_units; i++)
+                        start_unit(&m, m.units[i]);
+                maybe_start_cmd(&m);
+                k = sd_event_loop(m.event);
+                if (k < 0)
+                        log_error_errno(k, "event loop: %s", strerror(-k));
+        }
+        int status = k < 0 ? 1 : m.exit_status;
+        manager_done(&m);
+        return status;
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unit-file parser (SPEC §3): DIR/NAME.service in systemd's unit syntax
+ * and semantics for SPEC §3's subset, loaded into a struct unit_file. The
+ * reference for users is docs/tend.service.5.md (every key, its default, the
+ * differences from systemd).
+ *
+ * Diagnostics (SPEC §3, §7), all through log.h, each naming "FILE:LINE:" and
+ * quoting what the user wrote:
+ *  - warning, the rest of the file still loads: an unknown section or key, a
+ *    drop-in directory (not read), an unknown escape sequence (kept verbatim);
+ *  - error, the unit is not loaded: a syntax error, an invalid value, a key
+ *    tend recognises but does not enforce yet ("KEY is not supported yet").
+ * A bad file never affects another unit, and no input makes the parser crash
+ * or grow without bound (tests/fuzz/fuzz-unit-file.c).
+ *
+ * Conventions, for every function below unless its comment says otherwise:
+ *  - Return 0 on success or a negative errno; ret_* out-parameters are
+ *    written only on success.
+ *  - Pure and reentrant: no global state, so units may be parsed from several
+ *    threads at once; only log.h (thread-safe) and the file system are touched.
+ *  - Times are µs (usec_t); USEC_INFINITY is "infinity".
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "time-util.h"
+#include "unit-exec.h"
+
+/* Longest unit name, systemd's UNIT_NAME_MAX less the NUL. */
+#define UNIT_NAME_MAX 255
+/* Longest unit file read; longer files are refused (SPEC §7: bounded memory). */
+#define UNIT_FILE_SIZE_MAX (1024 * 1024)
+
+typedef enum unit_type {
+        UNIT_TYPE_SIMPLE,  /* started at fork */
+        UNIT_TYPE_EXEC,    /* started at a successful exec */
+        UNIT_TYPE_NOTIFY,  /* started at READY=1 (refused for now: not supported yet) */
+        UNIT_TYPE_ONESHOT, /* started at a successful exit */
+} unit_type;
+
+typedef enum unit_restart {
+        UNIT_RESTART_NO,
+        UNIT_RESTART_ALWAYS,
+        UNIT_RESTART_ON_SUCCESS,
+        UNIT_RESTART_ON_FAILURE,
+        UNIT_RESTART_ON_ABNORMAL,
+        UNIT_RESTART_ON_ABORT,
+        UNIT_RESTART_ON_WATCHDOG,
+} unit_restart;
+
+/* SuccessAction= / FailureAction=. */
+typedef enum unit_action {
+        UNIT_ACTION_NONE,
+        UNIT_ACTION_EXIT,       /* orderly shutdown of tend, exit with the unit's status */
+        UNIT_ACTION_EXIT_FORCE, /* immediate exit with the unit's status */
+} unit_action;
+
+typedef enum unit_kill_mode {
+        UNIT_KILL_CONTROL_GROUP,
+        UNIT_KILL_MIXED,
+        UNIT_KILL_PROCESS,
+} unit_kill_mode;
+
+typedef enum unit_notify_access {
+        UNIT_NOTIFY_ACCESS_DEFAULT, /* not set: none, or main for notify/watchdog units (SPEC §4) */
+        UNIT_NOTIFY_ACCESS_NONE,
+        UNIT_NOTIFY_ACCESS_MAIN,
+        UNIT_NOTIFY_ACCESS_EXEC,
+        UNIT_NOTIFY_ACCESS_ALL,
+} unit_notify_access;
+
+typedef enum unit_output_kind {
+        /* Not set. StandardOutput: SPEC §4's default, decided by the log module
+         * (the journal when $JOURNAL_STREAM matches tend's stderr, else tend's
+         * stdout with a "NAME[PID]: " prefix). StandardError: the same target as
+         * standard output (systemd's DefaultStandardError=inherit); an explicit
+         * StandardError=inherit is stored as this too. */
+        UNIT_OUTPUT_DEFAULT,
+        UNIT_OUTPUT_INHERIT, /* StandardOutput=inherit: tend's own stdout, no prefix, no ring */
+        UNIT_OUTPUT_NULL,
+        UNIT_OUTPUT_JOURNAL,
+        UNIT_OUTPUT_FILE,   /* file:PATH, opened for writing without truncation */
+        UNIT_OUTPUT_APPEND, /* append:PATH */
+} unit_output_kind;
+
+struct unit_output {
+        unit_output_kind kind;
+        char *path; /* UNIT_OUTPUT_FILE / _APPEND: absolute path; otherwise NULL */
+};
+
+/*
+ * Exit statuses that SuccessExitStatus= / RestartPreventExitStatus= list:
+ * codes 0–255 and signals 1–64 (termination by that signal).
+ */
+struct unit_exit_status_set {
+        uint64_t codes[4];
+        uint64_t signals; /* bit sig-1 */
+};
+
+static inline bool unit_exit_status_set_has_code(const struct unit_exit_status_set *s, int code) {
+        return code >= 0 && code <= 255 && (s->codes[code / 64] >> (code % 64)) & 1;
+}
+static inline bool unit_exit_status_set_has_signal(const struct unit_exit_status_set *s, int sig) {
+        return sig >= 1 && sig <= 64 && (s->signals >> (sig - 1)) & 1;
+}
+
+/*
+ * A loaded unit. Every pointer is owned by the struct (unit_file_free()).
+ * Defaults (docs/tend.service.5.md) are set for every key not in the file.
+ */
+struct unit_file {
+        char *name;     /* "foo.service", "foo@bar.service" */
+        char *path;     /* the file read: DIR/NAME, or DIR/foo@.service for an instance */
+        char *instance; /* "bar" for foo@bar.service, otherwise NULL */
+
+        /* [Unit] */
+        char *description;               /* NULL if not set */
+        char **requires, **wants, **binds_to, **after, **before; /* unit names (not supported yet: always NULL) */
+        usec_t start_limit_interval;     /* StartLimitIntervalSec=, 10s; 0 disables the limit */
+        unsigned start_limit_burst;      /* StartLimitBurst=, 5 */
+        unit_action success_action;      /* none */
+        unit_action failure_action;      /* none */
+
+        /* [Service] */
+        unit_type type;                  /* simple, or oneshot when there is no ExecStart= */
+        struct unit_command_list exec_start_pre;
+        struct unit_command_list exec_start; /* exactly 1, or ≥ 0 for oneshot */
+        struct unit_command_list exec_start_post;
+        struct unit_command_list exec_stop;
+        struct unit_command_list exec_reload;
+        unit_restart restart;            /* no */
+        usec_t restart_sec;              /* RestartSec=, 100ms */
+        unsigned restart_steps;          /* RestartSteps=, 0 */
+        usec_t restart_max_delay;        /* RestartMaxDelaySec=, infinity */
+        bool remain_after_exit;          /* no */
+        struct unit_exit_status_set success_exit_status;         /* empty: 0 alone is success */
+        struct unit_exit_status_set restart_prevent_exit_status; /* empty */
+        usec_t timeout_start;            /* TimeoutStartSec=, 90s (infinity for oneshot); 0 → infinity */
+        usec_t timeout_stop;             /* TimeoutStopSec=, 10s (SPEC §3); 0 → infinity */
+        usec_t watchdog;                 /* WatchdogSec= (not supported yet: always 0) */
+        int watchdog_signal;             /* WatchdogSignal= (not supported yet: SIGABRT) */
+        unit_notify_access notify_access;/* NotifyAccess= (not supported yet: DEFAULT) */
+        unit_kill_mode kill_mode;        /* control-group */
+        int kill_signal;                 /* SIGTERM */
+        int final_kill_signal;           /* SIGKILL */
+        bool send_sigkill;               /* yes */
+        bool ignore_sigpipe;             /* yes */
+        char **environment;              /* Environment=: "NAME=VALUE" strv, a later NAME replacing an
+                                          * earlier one in place; NULL if none */
+        struct unit_env_file *environment_files; /* EnvironmentFile=, read at each start */
+        size_t n_environment_files;
+        char *working_directory;         /* absolute, or NULL for "/" */
+        bool working_directory_missing_ok; /* '-' prefix */
+        struct unit_output standard_output;
+        struct unit_output standard_error;
+        char *syslog_identifier;         /* NULL: the unit name */
+};
+
+/* Frees u and everything it owns; returns NULL. NULL is accepted. */
+struct unit_file *unit_file_free(struct unit_file *u);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_file *, unit_file_free);
+
+/* ------------------------------------------------------------------------ */
+/* Unit names (systemd.unit(5): NAME.service, NAME@.service, NAME@INST.service) */
+/* ------------------------------------------------------------------------ */
+
+enum {
+        UNIT_NAME_PLAIN = 1 << 0,    /* foo.service */
+        UNIT_NAME_TEMPLATE = 1 << 1, /* foo@.service */
+        UNIT_NAME_INSTANCE = 1 << 2, /* foo@bar.service */
+        UNIT_NAME_ANY = UNIT_NAME_PLAIN | UNIT_NAME_TEMPLATE | UNIT_NAME_INSTANCE,
+};
+
+/*
+ * True if name is a valid service unit name of one of the kinds in flags:
+ * at most UNIT_NAME_MAX bytes, ending in ".service", a non-empty prefix of
+ * [A-Za-z0-9:_.\\-], then for a template "@", for an instance "@" and a
+ * non-empty instance of the same characters plus "@".
+ */
+bool unit_name_is_valid(const char *name, unsigned flags);
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Parses the text data[0..size) of unit name (the fuzzing and testing entry
+ * point; unit_load() reads the file and calls this). name must be a valid
+ * plain or instance name: it gives %n %N %p %P %i %I %f %j %J. origin names
+ * the file in messages ("FILE:LINE: ..."). On success *ret is a new unit
+ * owned by the caller (its path is origin). Returns 0; -EINVAL (invalid
+ * name, or the text is not a loadable unit: the messages say why);
+ * -EOPNOTSUPP (a key or value tend does not support yet); -EFBIG (over
+ * UNIT_FILE_SIZE_MAX); -ENOMEM. ret_message (optional) receives, on failure,
+ * a copy of the first error message (for status displays), owned by the
+ * caller; NULL on success.
+ */
+int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
+                    char **ret_message);
+
+/*
+ * Loads unit name from directory dir: DIR/NAME, or for an instance
+ * foo@bar.service without its own file, DIR/foo@.service with %i = bar.
+ * A symlink is read as the file it points to; a file that is empty or links
+ * to /dev/null is a masked unit. One warning if DIR/NAME.d/ (or, for an
+ * instance, the template's .d/) exists: drop-ins are not read.
+ * Returns 0 with *ret owned by the caller; -EINVAL (a template name or an
+ * invalid name), -ENOENT (no such unit), -ERFKILL (masked), an error of
+ * unit_file_parse(), or the open/read error; every failure is logged.
+ * ret_message as for unit_file_parse().
+ */
+int unit_load(const char *dir, const char *name, struct unit_file **ret, char **ret_message);
+
+/* A unit of a directory that was not loaded. */
+struct unit_load_error {
+        char *name;    /* the file name in DIR */
+        int error;     /* negative errno, as unit_load() returned it; -ERFKILL: masked */
+        char *message; /* the first error message (already logged) */
+};
+
+/* The result of loading a directory: sorted by name. */
+struct unit_set {
+        struct unit_file **units; /* n_units, owned */
+        size_t n_units;
+        struct unit_load_error *errors; /* n_errors, owned */
+        size_t n_errors;
+};
+
+/* Frees s and every unit and error in it; returns NULL. NULL is accepted. */
+struct unit_set *unit_set_free(struct unit_set *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_set *, unit_set_free);
+
+/*
+ * Loads every DIR/NAME.service that is not a template (SPEC §3 "Which units
+ * run"). A unit that fails to load (including an invalid name) is an entry of
+ * errors, logged, and affects no other unit. Other files are ignored.
+ * Returns 0 with *ret owned by the caller (even if every unit failed);
+ * a negative errno only when dir itself cannot be read (logged) or -ENOMEM.
+ */
+int unit_load_dir(const char *dir, struct unit_set **ret);

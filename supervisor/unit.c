@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unit state machine (SPEC §4); unit.h lists the states, phases and
+ * events. Transitions are the functions enter_*(); each event handler is a
+ * switch on the phase.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "signal-util.h"
+#include "unit.h"
+
+/* ---- names ---- */
+
+static const char *const state_names[_UNIT_STATE_MAX] = {
+        [UNIT_INACTIVE] = "inactive", [UNIT_STARTING] = "starting", [UNIT_RUNNING] = "running",
+        [UNIT_STOPPING] = "stopping", [UNIT_FAILED] = "failed",     [UNIT_BACKOFF] = "backoff",
+};
+
+static const char *const result_names[_UNIT_RESULT_MAX] = {
+        [UNIT_RESULT_SUCCESS] = "success",         [UNIT_RESULT_EXIT_CODE] = "exit-code",
+        [UNIT_RESULT_SIGNAL] = "signal",           [UNIT_RESULT_TIMEOUT] = "timeout",
+        [UNIT_RESULT_WATCHDOG] = "watchdog",       [UNIT_RESULT_START_LIMIT] = "start-limit",
+        [UNIT_RESULT_EXEC_FAILED] = "exec-failed", [UNIT_RESULT_DEPENDENCY] = "dependency",
+        [UNIT_RESULT_RESOURCES] = "resources",
+};
+
+const char *unit_state_to_string(enum unit_state s) {
+        return s < _UNIT_STATE_MAX ? state_names[s] : NULL;
+}
+
+const char *unit_result_to_string(enum unit_result r) {
+        return r < _UNIT_RESULT_MAX ? result_names[r] : NULL;
+}
+
+/* ---- outcomes (SPEC §2.3) ---- */
+
+static int outcome_copy(const void *outcome, void **ret_copy, void *userdata) {
+        struct unit_outcome *c = malloc(sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        *c = *(const struct unit_outcome *) outcome;
+        *ret_copy = c;
+        return 0;
+}
+
+static void outcome_free(void *outcome, void *userdata) {
+        free(outcome);
+}
+
+const sf_outcome_ops unit_outcome_ops = { .copy = outcome_copy, .free = outcome_free };
+
+/* Answers the current flight, if any, and ends the work's share of it. */
+static void answer_flight(struct unit *u, bool ok) {
+        if (!u->resolution)
+                return;
+        struct unit_outcome *o = malloc(sizeof *o);
+        if (o) {
+                *o = (struct unit_outcome) { .ok = ok, .main_pid = u->main_pid, .result = u->result };
+                if (sf_resolution_answer_take(u->resolution, o) < 0)
+                        free(o);
+        }
+        /* Without an answer (out of memory) freeing it answers `abandoned`. */
+        u->resolution = sf_resolution_free(u->resolution);
+}
+
+/* ---- helpers ---- */
+
+static usec_t now(struct unit *u) {
+        return u->ops->now(u->userdata);
+}
+
+static void set_state(struct unit *u, enum unit_state s, enum unit_phase p) {
+        u->phase = p;
+        if (u->state != s) {
+                u->state = s;
+                u->since_monotonic = now(u);
+                u->since_realtime = now_usec(CLOCK_REALTIME);
+                log_debug("%s: %s", u->name, unit_state_to_string(s));
+        }
+        u->ops->changed(u->userdata, u);
+}
+
+static void arm(struct unit *u, usec_t timeout) {
+        usec_t t = now(u);
+        u->ops->arm(u->userdata, u, timeout == USEC_INFINITY || timeout > USEC_INFINITY - t ? USEC_INFINITY : t + timeout);
+}
+
+static void disarm(struct unit *u) {
+        u->ops->arm(u->userdata, u, USEC_INFINITY);
+}
+
+static void set_main(struct unit *u, struct exit_process *p) {
+        exit_process_unref(u->main);
+        u->main = p;
+        u->main_pid = p ? exit_process_pid(p) : 0;
+        u->ops->main_pid_changed(u->userdata, u, u->main_pid);
+}
+
+/* systemd's clean exit: code 0 or SuccessExitStatus=; for non-oneshot units
+ * also SIGHUP, SIGINT, SIGTERM and SIGPIPE. */
+static bool exit_is_clean(const struct unit *u, const struct exit_reason *r) {
+        const struct unit_exit_status_set *ok = &u->file->success_exit_status;
+        if (r->kind == EXIT_REASON_EXITED)
+                return r->status == 0 || unit_exit_status_set_has_code(ok, r->status);
+        if (unit_exit_status_set_has_signal(ok, r->status))
+                return true;
+        return u->file->type != UNIT_TYPE_ONESHOT &&
+               (r->status == SIGHUP || r->status == SIGINT || r->status == SIGTERM || r->status == SIGPIPE);
+}
+
+static enum unit_result result_of_exit(const struct unit *u, const struct exit_reason *r) {
+        if (exit_is_clean(u, r))
+                return UNIT_RESULT_SUCCESS;
+        return r->kind == EXIT_REASON_EXITED ? UNIT_RESULT_EXIT_CODE : UNIT_RESULT_SIGNAL;
+}
+
+static const struct unit_command *command(const struct unit_command_list *l, size_t i) {
+        return i < l->n ? &l->commands[i] : NULL;
+}
+
+/* ---- restart policy (SPEC §4 "Restart") ---- */
+
+static bool restart_wanted(const struct unit *u) {
+        const struct unit_file *f = u->file;
+        if (!u->want_up || u->finished)
+                return false;
+        if (u->has_last_exit && u->result != UNIT_RESULT_START_LIMIT) {
+                const struct exit_reason *r = &u->last_exit;
+                if (r->kind == EXIT_REASON_EXITED && unit_exit_status_set_has_code(&f->restart_prevent_exit_status, r->status))
+                        return false;
+                if (r->kind == EXIT_REASON_KILLED && unit_exit_status_set_has_signal(&f->restart_prevent_exit_status, r->status))
+                        return false;
+        }
+        bool clean = u->result == UNIT_RESULT_SUCCESS;
+        bool unclean_signal = u->result == UNIT_RESULT_SIGNAL;
+        bool timeout = u->result == UNIT_RESULT_TIMEOUT, watchdog = u->result == UNIT_RESULT_WATCHDOG;
+        switch (f->restart) {
+        case UNIT_RESTART_NO:
+                return false;
+        case UNIT_RESTART_ALWAYS:
+                return true;
+        case UNIT_RESTART_ON_SUCCESS:
+                return clean;
+        case UNIT_RESTART_ON_FAILURE:
+                return !clean;
+        case UNIT_RESTART_ON_ABNORMAL:
+                return unclean_signal || timeout || watchdog;
+        case UNIT_RESTART_ON_ABORT:
+                return unclean_signal;
+        case UNIT_RESTART_ON_WATCHDOG:
+                return watchdog;
+        }
+        return false;
+}
+
+/* RestartSec= growing over RestartSteps= to RestartMaxDelaySec=, as systemd
+ * does: geometric interpolation, delay(n) = sec · (max/sec)^(n/steps). */
+static usec_t restart_delay(const struct unit *u) {
+        const struct unit_file *f = u->file;
+        usec_t sec = f->restart_sec, max = f->restart_max_delay;
+        if (f->restart_steps == 0 || max == USEC_INFINITY || max <= sec || sec == 0)
+                return sec;
+        unsigned n = u->restart_step < f->restart_steps ? u->restart_step : f->restart_steps;
+        double ratio = (double) max / (double) sec, d = (double) sec;
+        for (unsigned i = 0; i < n; i++)
+                d *= pow(ratio, 1.0 / f->restart_steps);
+        usec_t v = (usec_t) (d + 0.5);
+        return v > max ? max : v;
+}
+
+/* Records a start; false when it is one more than StartLimitBurst= within
+ * StartLimitIntervalSec= (0 disables the limit). */
+static bool start_limit_ok(struct unit *u) {
+        const struct unit_file *f = u->file;
+        if (f->start_limit_interval == 0 || f->start_limit_burst == 0)
+                return true;
+        unsigned cap = f->start_limit_burst + 1;
+        if (!u->start_times) {
+                u->start_times = calloc(cap, sizeof(usec_t));
+                if (!u->start_times)
+                        return true; /* out of memory: no limit rather than no start */
+        }
+        usec_t t = now(u);
+        u->start_times[u->start_times_head] = t;
+        u->start_times_head = (u->start_times_head + 1) % cap;
+        if (u->n_start_times < cap)
+                u->n_start_times++;
+        if (u->n_start_times < cap)
+                return true;
+        /* The oldest of the last burst+1 starts is at start_times_head. */
+        usec_t oldest = u->start_times[u->start_times_head];
+        return t - oldest >= f->start_limit_interval;
+}
+
+static void start_limit_reset(struct unit *u) {
+        u->n_start_times = 0;
+        u->start_times_head = 0;
+}
+
+/* ---- the end of a run ---- */
+
+static void enter_dead(struct unit *u);
+static void enter_stop(struct unit *u);
+static void enter_start(struct unit *u);
+static void run_next(struct unit *u);
+
+static void enter_backoff_or_dead(struct unit *u) {
+        disarm(u);
+        if (restart_wanted(u)) {
+                set_state(u, UNIT_BACKOFF, PHASE_BACKOFF);
+                u->ops->request_restart(u->userdata, u);
+                return;
+        }
+        enter_dead(u);
+}
+
+static void enter_dead(struct unit *u) {
+        disarm(u);
+        bool ok = u->result == UNIT_RESULT_SUCCESS;
+        set_state(u, ok ? UNIT_INACTIVE : UNIT_FAILED, PHASE_DEAD);
+        answer_flight(u, false);
+        if (!ok)
+                log_warning("%s: failed with result '%s'", u->name, unit_result_to_string(u->result));
+        unit_action action = ok ? u->file->success_action : u->file->failure_action;
+        if (action != UNIT_ACTION_NONE && u->want_up) {
+                int status = u->has_last_exit ? exit_reason_to_shell_status(&u->last_exit) : (ok ? 0 : 1);
+                u->ops->action(u->userdata, u, action, status);
+        }
+        if (u->restart_after_stop) {
+                u->restart_after_stop = false;
+                u->resolution = TAKE_PTR(u->pending_resolution);
+                u->want_up = true;
+                u->restarts++;
+                enter_start(u);
+        }
+}
+
+/* The stop sequence is done: nothing of the unit runs any more. */
+static void stop_finished(struct unit *u) {
+        u->started = false;
+        if (u->want_up && !u->restart_after_stop)
+                enter_backoff_or_dead(u);
+        else
+                enter_dead(u);
+}
+
+/* Whether the processes the current KillMode= waits for are gone. */
+static bool stop_complete(struct unit *u) {
+        if (u->main || u->control)
+                return false;
+        if (u->file->kill_mode == UNIT_KILL_PROCESS)
+                return true;
+        int k = u->ops->populated(u->userdata, u);
+        return k <= 0;
+}
+
+static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
+        char b[24];
+        bool all = u->file->kill_mode == UNIT_KILL_CONTROL_GROUP ||
+                   (u->file->kill_mode == UNIT_KILL_MIXED && final);
+        if (all) {
+                int k = u->ops->signal_all(u->userdata, u, sig);
+                if (k < 0)
+                        log_warning_errno(k, "%s: sending %s: %s", u->name, signal_to_string(sig, b), strerror(-k));
+                if (!final)
+                        (void) u->ops->signal_all(u->userdata, u, SIGCONT);
+                return;
+        }
+        if (u->main) {
+                (void) exit_process_signal(u->main, sig);
+                if (!final)
+                        (void) exit_process_signal(u->main, SIGCONT);
+        }
+        if (u->control) /* a control process is never left behind */
+                (void) exit_process_signal(u->control, sig);
+}
+
+static void enter_stop_signal(struct unit *u, bool final) {
+        if (final && !u->file->send_sigkill) {
+                log_warning("%s: processes survive the stop (SendSIGKILL=no)", u->name);
+                stop_finished(u);
+                return;
+        }
+        signal_for_kill_mode(u, final ? u->file->final_kill_signal : u->file->kill_signal, final);
+        set_state(u, UNIT_STOPPING, final ? PHASE_STOP_SIGKILL : PHASE_STOP_SIGTERM);
+        if (stop_complete(u)) {
+                stop_finished(u);
+                return;
+        }
+        arm(u, u->file->timeout_stop);
+}
+
+/* Runs ExecStop=[cmd_index…] if the unit had started, then the signals. */
+static void enter_stop(struct unit *u) {
+        disarm(u);
+        if (u->control) {
+                /* A start's control process is part of what is stopped. */
+                (void) exit_process_signal(u->control, u->file->kill_signal);
+        }
+        if (u->started && u->file->exec_stop.n > 0 && !u->control) {
+                u->cmd_index = 0;
+                set_state(u, UNIT_STOPPING, PHASE_STOP_CMD);
+                run_next(u);
+                return;
+        }
+        enter_stop_signal(u, false);
+}
+
+/* A start failed before the unit ran: record why, then stop what is left. */
+static void start_failed(struct unit *u, enum unit_result result) {
+        u->result = result;
+        answer_flight(u, false);
+        enter_stop(u);
+}
+
+/* ---- starting ---- */
+
+static void enter_running(struct unit *u) {
+        u->started = true;
+        disarm(u); /* TimeoutStartSec= no longer applies */
+        set_state(u, UNIT_RUNNING, PHASE_RUNNING);
+        answer_flight(u, true);
+        if (u->stop_queued) {
+                u->stop_queued = false;
+                unit_stop(u, false);
+        }
+}
+
+/* The start job is done for the unit's Type= (SPEC §4 "Start jobs"). */
+static void main_started(struct unit *u) {
+        if (u->file->exec_start_post.n > 0) {
+                u->cmd_index = 0;
+                set_state(u, UNIT_STARTING, PHASE_START_POST);
+                run_next(u);
+                return;
+        }
+        enter_running(u);
+}
+
+/* Spawns the command of the current phase at cmd_index; moves on when there
+ * is none left. */
+static void run_next(struct unit *u) {
+        const struct unit_file *f = u->file;
+        const struct unit_command *cmd = NULL;
+        bool main = false;
+        switch (u->phase) {
+        case PHASE_START_PRE:
+                cmd = command(&f->exec_start_pre, u->cmd_index);
+                if (!cmd) {
+                        u->cmd_index = 0;
+                        u->phase = PHASE_START;
+                        run_next(u);
+                        return;
+                }
+                break;
+        case PHASE_START:
+                cmd = command(&f->exec_start, u->cmd_index);
+                main = true;
+                if (!cmd) { /* oneshot: every ExecStart= succeeded (or there was none) */
+                        if (f->remain_after_exit)
+                                main_started(u);
+                        else {
+                                u->started = true;
+                                u->finished = true; /* done: nothing to restart */
+                                answer_flight(u, true);
+                                enter_stop(u);
+                        }
+                        return;
+                }
+                break;
+        case PHASE_START_POST:
+                cmd = command(&f->exec_start_post, u->cmd_index);
+                if (!cmd) {
+                        enter_running(u);
+                        return;
+                }
+                break;
+        case PHASE_STOP_CMD:
+                cmd = command(&f->exec_stop, u->cmd_index);
+                if (!cmd) {
+                        enter_stop_signal(u, false);
+                        return;
+                }
+                break;
+        case PHASE_RELOAD:
+                cmd = command(&f->exec_reload, u->cmd_index);
+                if (!cmd) {
+                        set_state(u, UNIT_RUNNING, PHASE_RUNNING);
+                        return;
+                }
+                break;
+        default:
+                return;
+        }
+
+        /* SPEC §2.3: the first fork of any of the unit's processes is the
+         * point of no return of its flight. */
+        if (u->resolution && sf_resolution_begin_publishing(u->resolution) == -ECANCELED) {
+                log_debug("%s: start cancelled before its first process", u->name);
+                u->resolution = sf_resolution_free(u->resolution);
+                u->result = UNIT_RESULT_SUCCESS;
+                u->want_up = false;
+                enter_dead(u);
+                return;
+        }
+
+        struct exit_process *p = NULL;
+        int k = u->ops->spawn(u->userdata, u, cmd, main, &p);
+        if (k < 0) {
+                log_error("%s: cannot start %s: %s", u->name, cmd->path, strerror(-k));
+                enum unit_result r = k == -ENOENT || k == -EACCES ? UNIT_RESULT_EXEC_FAILED : UNIT_RESULT_RESOURCES;
+                if (u->phase == PHASE_STOP_CMD || u->phase == PHASE_RELOAD) {
+                        u->cmd_index++;
+                        run_next(u);
+                } else
+                        start_failed(u, r);
+                return;
+        }
+        if (!main) {
+                u->control = p;
+                return;
+        }
+        set_main(u, p);
+        if (f->type == UNIT_TYPE_SIMPLE)
+                main_started(u);
+        /* exec: started at the exec status; oneshot: at its exit. */
+}
+
+static void enter_start(struct unit *u) {
+        if (!start_limit_ok(u)) {
+                log_error("%s: start limit hit (more than %u starts within the interval): no more automatic restarts",
+                          u->name, u->file->start_limit_burst);
+                u->result = UNIT_RESULT_START_LIMIT;
+                set_state(u, UNIT_FAILED, PHASE_DEAD);
+                answer_flight(u, false);
+                return;
+        }
+        u->result = UNIT_RESULT_SUCCESS;
+        u->started = false;
+        u->finished = false;
+        u->stop_queued = false;
+        u->cmd_index = 0; /* last_exit stays: the previous instance's, until this one exits */
+        set_state(u, UNIT_STARTING, PHASE_START_PRE);
+        arm(u, u->file->timeout_start);
+        run_next(u);
+}
+
+/* ---- events ---- */
+
+void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request) {
+        if (explicit_request) {
+                u->restart_step = 0;
+                start_limit_reset(u);
+        }
+        u->want_up = true;
+        if (u->resolution) {
+                /* Cannot happen: one flight per unit. Keep the older work. */
+                sf_resolution_free(resolution);
+                return;
+        }
+        u->resolution = resolution;
+        switch (u->phase) {
+        case PHASE_RUNNING:
+        case PHASE_RELOAD:
+                answer_flight(u, true);
+                return;
+        case PHASE_DEAD:
+                enter_start(u);
+                return;
+        case PHASE_BACKOFF:
+                disarm(u);
+                enter_start(u);
+                return;
+        case PHASE_STOP_CMD:
+        case PHASE_STOP_SIGTERM:
+        case PHASE_STOP_SIGKILL:
+                u->restart_after_stop = true;
+                u->pending_resolution = TAKE_PTR(u->resolution);
+                return;
+        default: /* starting: the flight is this one */
+                return;
+        }
+}
+
+void unit_explicit_restart(struct unit *u, sf_resolution *resolution) {
+        u->restart_step = 0;
+        start_limit_reset(u);
+        if (u->phase == PHASE_DEAD || u->phase == PHASE_BACKOFF) {
+                u->restarts += u->phase == PHASE_BACKOFF;
+                unit_start(u, resolution, false);
+                return;
+        }
+        /* The first signal to the old instance is the point of no return. */
+        if (sf_resolution_begin_publishing(resolution) == -ECANCELED) {
+                sf_resolution_free(resolution);
+                return;
+        }
+        u->pending_resolution = sf_resolution_free(u->pending_resolution);
+        u->pending_resolution = resolution;
+        u->restart_after_stop = true;
+        u->want_up = false;
+        if (u->phase != PHASE_STOP_CMD && u->phase != PHASE_STOP_SIGTERM && u->phase != PHASE_STOP_SIGKILL)
+                enter_stop(u);
+}
+
+void unit_stop(struct unit *u, bool flight_publishing) {
+        u->want_up = false;
+        u->pending_resolution = sf_resolution_free(u->pending_resolution);
+        u->restart_after_stop = false;
+        if (flight_publishing &&
+            (u->phase == PHASE_START_PRE || u->phase == PHASE_START || u->phase == PHASE_START_POST)) {
+                /* The start is past its point of no return: the stop is
+                 * applied when the publication completes (SPEC §2.3). */
+                u->stop_queued = true;
+                return;
+        }
+        switch (u->phase) {
+        case PHASE_DEAD:
+                answer_flight(u, false);
+                if (u->state == UNIT_FAILED) /* stop of a failed unit leaves it failed */
+                        return;
+                set_state(u, UNIT_INACTIVE, PHASE_DEAD);
+                return;
+        case PHASE_BACKOFF:
+                answer_flight(u, false);
+                u->result = UNIT_RESULT_SUCCESS;
+                enter_dead(u);
+                return;
+        case PHASE_STOP_CMD:
+        case PHASE_STOP_SIGTERM:
+        case PHASE_STOP_SIGKILL:
+                return;
+        default:
+                enter_stop(u);
+        }
+}
+
+void unit_backoff_begin(struct unit *u, sf_resolution *resolution) {
+        if (u->phase != PHASE_BACKOFF) {
+                sf_resolution_free(resolution);
+                return;
+        }
+        sf_resolution_free(u->resolution);
+        u->resolution = resolution;
+        usec_t delay = restart_delay(u);
+        if (u->restart_step < UINT32_MAX)
+                u->restart_step++;
+        log_info("%s: restarting in %llums", u->name, (unsigned long long) (delay / USEC_PER_MSEC));
+        arm(u, delay);
+}
+
+void unit_reset_failed(struct unit *u) {
+        u->restart_step = 0;
+        start_limit_reset(u);
+        if (u->state == UNIT_FAILED && u->phase == PHASE_DEAD) {
+                u->result = UNIT_RESULT_SUCCESS;
+                set_state(u, UNIT_INACTIVE, PHASE_DEAD);
+        }
+}
+
+static void main_exited(struct unit *u, const struct exit_reason *r) {
+        u->has_last_exit = true;
+        u->last_exit = *r;
+        int exec = exit_process_exec_result(u->main, NULL);
+        set_main(u, NULL);
+
+        switch (u->phase) {
+        case PHASE_START:
+                if (exec < 0 && exec != -EINPROGRESS) {
+                        start_failed(u, UNIT_RESULT_EXEC_FAILED);
+                        return;
+                }
+                if (u->file->type == UNIT_TYPE_ONESHOT) {
+                        if (!exit_is_clean(u, r) && !(u->file->exec_start.commands[u->cmd_index].flags & UNIT_COMMAND_IGNORE_FAILURE)) {
+                                start_failed(u, result_of_exit(u, r));
+                                return;
+                        }
+                        u->cmd_index++;
+                        run_next(u);
+                        return;
+                }
+                /* exec type dying before its exec status: a failed start. */
+                start_failed(u, result_of_exit(u, r) == UNIT_RESULT_SUCCESS ? UNIT_RESULT_EXIT_CODE : result_of_exit(u, r));
+                return;
+        case PHASE_START_POST:
+        case PHASE_RUNNING:
+        case PHASE_RELOAD:
+                if (exec < 0 && exec != -EINPROGRESS)
+                        u->result = UNIT_RESULT_EXEC_FAILED;
+                else
+                        u->result = result_of_exit(u, r);
+                if (u->phase == PHASE_START_POST)
+                        answer_flight(u, false);
+                /* As systemd: ExecStop=, then the rest of the unit's processes
+                 * per KillMode=, before the restart policy decides. */
+                enter_stop(u);
+                return;
+        case PHASE_STOP_CMD:
+                return; /* ExecStop= is still running: it decides */
+        case PHASE_STOP_SIGTERM:
+        case PHASE_STOP_SIGKILL:
+                if (stop_complete(u))
+                        stop_finished(u);
+                return;
+        default:
+                return;
+        }
+}
+
+static void control_exited(struct unit *u, const struct exit_reason *r) {
+        const struct unit_command *cmd = NULL;
+        switch (u->phase) {
+        case PHASE_START_PRE:
+                cmd = command(&u->file->exec_start_pre, u->cmd_index);
+                break;
+        case PHASE_START_POST:
+                cmd = command(&u->file->exec_start_post, u->cmd_index);
+                break;
+        case PHASE_STOP_CMD:
+                cmd = command(&u->file->exec_stop, u->cmd_index);
+                break;
+        case PHASE_RELOAD:
+                cmd = command(&u->file->exec_reload, u->cmd_index);
+                break;
+        default:
+                break;
+        }
+        u->control = exit_process_unref(u->control);
+        bool ok = exit_is_clean(u, r) || (cmd && (cmd->flags & UNIT_COMMAND_IGNORE_FAILURE));
+
+        switch (u->phase) {
+        case PHASE_START_PRE:
+        case PHASE_START_POST:
+                if (!ok) {
+                        log_warning("%s: %s failed", u->name, cmd ? cmd->path : "a control process");
+                        start_failed(u, result_of_exit(u, r));
+                        return;
+                }
+                u->cmd_index++;
+                run_next(u);
+                return;
+        case PHASE_RELOAD:
+                if (!ok) {
+                        log_warning("%s: %s failed: reload stopped", u->name, cmd ? cmd->path : "ExecReload=");
+                        set_state(u, UNIT_RUNNING, PHASE_RUNNING);
+                        return;
+                }
+                u->cmd_index++;
+                run_next(u);
+                return;
+        case PHASE_STOP_CMD:
+                u->cmd_index++;
+                run_next(u);
+                return;
+        case PHASE_STOP_SIGTERM:
+        case PHASE_STOP_SIGKILL:
+                if (stop_complete(u))
+                        stop_finished(u);
+                return;
+        default:
+                return;
+        }
+}
+
+int unit_reload(struct unit *u) {
+        if (u->file->exec_reload.n == 0)
+                return -EOPNOTSUPP;
+        if (u->phase != PHASE_RUNNING || u->control)
+                return -EBUSY;
+        u->cmd_index = 0;
+        u->phase = PHASE_RELOAD;
+        run_next(u);
+        return 0;
+}
+
+void unit_process_exited(struct unit *u, struct exit_process *p, const struct exit_reason *r) {
+        if (p == u->main)
+                main_exited(u, r);
+        else if (p == u->control)
+                control_exited(u, r);
+}
+
+void unit_exec_result(struct unit *u, struct exit_process *p, int error) {
+        if (p != u->main || u->phase != PHASE_START)
+                return;
+        if (error < 0) {
+                log_error("%s: cannot execute %s: %s", u->name, u->file->exec_start.commands[u->cmd_index].path,
+                          strerror(-error));
+                return; /* the main process exits 127 next: that event fails the start */
+        }
+        if (u->file->type == UNIT_TYPE_EXEC)
+                main_started(u);
+}
+
+void unit_timer_fired(struct unit *u) {
+        switch (u->phase) {
+        case PHASE_START_PRE:
+        case PHASE_START:
+        case PHASE_START_POST:
+                log_warning("%s: start timed out", u->name);
+                start_failed(u, UNIT_RESULT_TIMEOUT);
+                return;
+        case PHASE_RELOAD:
+                return;
+        case PHASE_STOP_CMD:
+                log_warning("%s: ExecStop= timed out", u->name);
+                if (u->control)
+                        (void) exit_process_signal(u->control, SIGKILL);
+                enter_stop_signal(u, false);
+                return;
+        case PHASE_STOP_SIGTERM:
+                log_warning("%s: still running %s after the stop signal: sending the final kill signal",
+                            u->name, "TimeoutStopSec=");
+                enter_stop_signal(u, true);
+                return;
+        case PHASE_STOP_SIGKILL:
+                log_error("%s: processes survived the final kill signal; giving up on them", u->name);
+                stop_finished(u);
+                return;
+        case PHASE_BACKOFF:
+                u->restarts++;
+                enter_start(u);
+                return;
+        default:
+                return;
+        }
+}
+
+void unit_check_processes(struct unit *u) {
+        if ((u->phase == PHASE_STOP_SIGTERM || u->phase == PHASE_STOP_SIGKILL) && stop_complete(u))
+                stop_finished(u);
+}
+
+bool unit_is_settled(const struct unit *u) {
+        return u->phase == PHASE_DEAD || u->phase == PHASE_RUNNING || u->phase == PHASE_RELOAD ||
+               u->phase == PHASE_BACKOFF;
+}
+
+bool unit_is_dead(const struct unit *u) {
+        return (u->phase == PHASE_DEAD || u->phase == PHASE_BACKOFF) && !u->main && !u->control;
+}
+
+/* ---- life ---- */
+
+int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata, struct unit **ret) {
+        struct unit *u = calloc(1, sizeof *u);
+        if (!u)
+                return -ENOMEM;
+        u->name = strdup(file->name);
+        if (!u->name) {
+                free(u);
+                return -ENOMEM;
+        }
+        u->file = file;
+        u->ops = ops;
+        u->userdata = userdata;
+        u->state = UNIT_INACTIVE;
+        u->phase = PHASE_DEAD;
+        u->since_monotonic = ops->now(userdata);
+        u->since_realtime = now_usec(CLOCK_REALTIME);
+        *ret = u;
+        return 0;
+}
+
+struct unit *unit_free(struct unit *u) {
+        if (!u)
+                return NULL;
+        sf_resolution_free(u->resolution);
+        sf_resolution_free(u->pending_resolution);
+        exit_process_unref(u->main);
+        exit_process_unref(u->control);
+        unit_file_free(u->file);
+        free(u->start_times);
+        free(u->status_text);
+        free(u->name);
+        free(u);
+        return NULL;
+}

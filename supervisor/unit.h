@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unit state machine (SPEC §4). This file and unit.c own the life cycle;
+ * no other module looks at a unit's phase.
+ *
+ * States, as shown everywhere (SPEC §4's words):
+ *   inactive → starting → running → stopping → inactive, plus failed and
+ *   backoff (waiting before an automatic restart).
+ *
+ * Phases, the machine's own finer positions:
+ *   DEAD         inactive or failed: no process
+ *   START_PRE    ExecStartPre=[i] runs (control process)
+ *   START        the main process runs: simple → started at fork; exec → at
+ *                a successful exec; oneshot → at the successful exit of
+ *                ExecStart=[i], each in turn
+ *   START_POST   ExecStartPost=[i] runs; the main process runs too
+ *   RUNNING      the main process runs (or RemainAfterExit= with none)
+ *   STOP_CMD     ExecStop=[i] runs
+ *   STOP_SIGTERM KillSignal= sent; waiting for the processes KillMode= names
+ *   STOP_SIGKILL FinalKillSignal= sent; waiting again
+ *   BACKOFF      waiting RestartSec= (grown over RestartSteps=) to restart
+ *
+ * Events: start (with the flight's resolution, SPEC §2.3), stop, restart,
+ * a process exited, the main process's exec succeeded or failed, the phase's
+ * deadline passed (TimeoutStartSec=, TimeoutStopSec=, the back-off delay),
+ * the unit's processes may be gone (cgroup.events, an orphan reaped).
+ *
+ * Desired versus current: `want` is what was last asked of the unit (up, or
+ * down by an explicit stop); `state`/`phase` is where it is. A process dying
+ * on its own moves the unit through the stop sequence and then the restart
+ * policy decides, as long as `want` is up.
+ *
+ * Every system call the machine needs goes through struct unit_ops, so the
+ * manager provides the real ones and a test can script them.
+ * Single-threaded: every function runs in tend's event loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "libexit.h"
+#include "singleflight.h"
+#include "time-util.h"
+#include "unit-file.h"
+
+enum unit_state {
+        UNIT_INACTIVE,
+        UNIT_STARTING,
+        UNIT_RUNNING,
+        UNIT_STOPPING,
+        UNIT_FAILED,
+        UNIT_BACKOFF,
+        _UNIT_STATE_MAX,
+};
+
+/* SPEC §5 "result". */
+enum unit_result {
+        UNIT_RESULT_SUCCESS,
+        UNIT_RESULT_EXIT_CODE,
+        UNIT_RESULT_SIGNAL,
+        UNIT_RESULT_TIMEOUT,
+        UNIT_RESULT_WATCHDOG,
+        UNIT_RESULT_START_LIMIT,
+        UNIT_RESULT_EXEC_FAILED,
+        UNIT_RESULT_DEPENDENCY,
+        UNIT_RESULT_RESOURCES,
+        _UNIT_RESULT_MAX,
+};
+
+enum unit_phase {
+        PHASE_DEAD,
+        PHASE_START_PRE,
+        PHASE_START,
+        PHASE_START_POST,
+        PHASE_RUNNING,
+        PHASE_STOP_CMD,
+        PHASE_STOP_SIGTERM,
+        PHASE_STOP_SIGKILL,
+        PHASE_BACKOFF,
+        PHASE_RELOAD,      /* ExecReload=[i] runs; the unit stays running */
+};
+
+/* A flight's outcome (SPEC §2.3): success with the new main pid, or failure
+ * with the unit's result. Owned by the single-flight table (unit_outcome_ops). */
+struct unit_outcome {
+        bool ok;
+        pid_t main_pid;
+        enum unit_result result;
+};
+extern const sf_outcome_ops unit_outcome_ops;
+
+struct unit;
+
+/* The seam: what the machine asks of the world (the manager implements it). */
+struct unit_ops {
+        /* Spawns cmd for u: its main process when main is true (a session
+         * leader with MAINPID unset), else a control process (MAINPID set when
+         * the main process runs). *ret is the caller's reference. Errors fail the
+         * start (-ENOENT: the executable was not found → exec-failed). */
+        int (*spawn)(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
+                     struct exit_process **ret);
+        /* Sends sig to every process of u (cgroup or process group). */
+        int (*signal_all)(void *userdata, struct unit *u, int sig);
+        /* 1 if any process of u is left, else 0. */
+        int (*populated)(void *userdata, struct unit *u);
+        /* Arms u's one timer at an absolute CLOCK_MONOTONIC deadline (µs);
+         * USEC_INFINITY disarms it. */
+        int (*arm)(void *userdata, struct unit *u, usec_t deadline);
+        usec_t (*now)(void *userdata);
+        /* u's record changed (state, pid, result…): write service/NAME. */
+        void (*changed)(void *userdata, struct unit *u);
+        /* u ended in success or failure and its SuccessAction=/FailureAction=
+         * asks tend to exit with status. */
+        void (*action)(void *userdata, struct unit *u, unit_action action, int status);
+        /* The restart policy wants a restart of u: join u's flight as one of
+         * tend's own requesters; the leader hands the resolution back through
+         * unit_backoff_begin(). */
+        void (*request_restart)(void *userdata, struct unit *u);
+        /* The main process changed (pid, or 0 when it is gone): logs prefix. */
+        void (*main_pid_changed)(void *userdata, struct unit *u, pid_t pid);
+};
+
+struct unit {
+        char *name;
+        struct unit_file *file;         /* owned; replaced by a reload when the unit is dead */
+        const struct unit_ops *ops;
+        void *userdata;
+        void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
+
+        enum unit_state state;
+        enum unit_phase phase;
+        enum unit_result result;
+        bool want_up;                   /* desired state: up unless explicitly stopped */
+        bool started;                   /* reached running in this start (ExecStop= runs) */
+        bool finished;                  /* a oneshot's commands all succeeded: no restart */
+        size_t cmd_index;
+
+        struct exit_process *main;      /* while unreaped */
+        struct exit_process *control;
+        pid_t main_pid;                 /* the main process's pid, 0 when gone */
+        bool has_last_exit;
+        struct exit_reason last_exit;   /* of the last main process */
+        char *status_text;              /* STATUS= (readiness issue), or NULL */
+
+        usec_t since_realtime;          /* last state change, µs */
+        usec_t since_monotonic;
+        uint64_t restarts;              /* automatic and requested, since tend started */
+        unsigned restart_step;          /* RestartSteps= position */
+        usec_t *start_times;            /* the last StartLimitBurst+1 starts (ring) */
+        unsigned n_start_times, start_times_head;
+
+        sf_resolution *resolution;      /* the current start flight's work, or NULL */
+        bool stop_queued;               /* a stop arrived while the flight was PUBLISHING */
+        bool restart_after_stop;        /* an explicit restart: start once stopped */
+        sf_resolution *pending_resolution; /* that restart's flight */
+        uint64_t record_revision;       /* of service/NAME in the store */
+};
+
+/* Creates a unit from its loaded file (taken on success). */
+int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata, struct unit **ret);
+struct unit *unit_free(struct unit *u);
+
+const char *unit_state_to_string(enum unit_state s);
+const char *unit_result_to_string(enum unit_result r);
+
+/*
+ * Starts u for the flight whose resolution is given (taken). A running unit
+ * answers at once; a stopping one starts when stopped. An explicit start
+ * (tendctl, not the restart policy) resets the back-off step and the start
+ * limit.
+ */
+void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request);
+
+/* Explicit restart: stop, then start for the flight (taken). */
+void unit_explicit_restart(struct unit *u, sf_resolution *resolution);
+
+/* Explicit stop. The caller first cancels u's flight through the table
+ * (sf_table_cancel): flight_publishing is true when that was refused because
+ * the flight is PUBLISHING; the stop is then queued until the publication
+ * completes (SPEC §2.3). Then the stop sequence. */
+void unit_stop(struct unit *u, bool flight_publishing);
+
+/* The restart policy's flight: wait the back-off delay, then start. */
+void unit_backoff_begin(struct unit *u, sf_resolution *resolution);
+
+/* Runs ExecReload= (tendctl reload). 0; -EOPNOTSUPP: no ExecReload=;
+ * -EBUSY: the unit is not running, or a control process runs. */
+int unit_reload(struct unit *u);
+
+/* reset-failed: a failed unit becomes inactive; the start limit and back-off reset. */
+void unit_reset_failed(struct unit *u);
+
+/* A process of u (main or control) exited; the outcome was taken. */
+void unit_process_exited(struct unit *u, struct exit_process *p, const struct exit_reason *reason);
+
+/* The exec status of u's main process is known (0 or a negative errno). */
+void unit_exec_result(struct unit *u, struct exit_process *p, int error);
+
+/* u's deadline passed. */
+void unit_timer_fired(struct unit *u);
+
+/* u's processes may be gone (cgroup.events, an orphan reaped). */
+void unit_check_processes(struct unit *u);
+
+/* Whether u counts as settled for combined mode (SPEC §4 "Settled"). */
+bool unit_is_settled(const struct unit *u);
+
+/* Whether u has no process and no pending work. */
+bool unit_is_dead(const struct unit *u);
