@@ -177,6 +177,17 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         return k;
 }
 
+/* Leftovers of a previous tend wait at most this long for cgroup.kill. */
+#define LEFTOVER_KILL_TIMEOUT_MS 2000
+
+static int op_prepare(void *userdata, struct unit *u) {
+        int k = unit_group_kill_leftovers(data(u)->group, LEFTOVER_KILL_TIMEOUT_MS);
+        if (k > 0)
+                log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
+                           k == 1 ? "" : "es");
+        return k < 0 ? k : 0;
+}
+
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
         return unit_group_signal(data(u)->group, sig, u->main != NULL);
 }
@@ -275,6 +286,7 @@ static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
 
 static const struct unit_ops unit_ops = {
         .spawn = op_spawn,
+        .prepare = op_prepare,
         .signal_all = op_signal_all,
         .populated = op_populated,
         .arm = op_arm,

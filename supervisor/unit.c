@@ -448,6 +448,12 @@ static void enter_start(struct unit *u) {
         u->cmd_index = 0; /* last_exit stays: the previous instance's, until this one exits */
         set_state(u, UNIT_STARTING, PHASE_START_PRE);
         arm(u, u->file->timeout_start);
+        int k = u->ops->prepare(u->userdata, u);
+        if (k < 0) {
+                log_error("%s: cannot prepare its start: %s", u->name, strerror(-k));
+                start_failed(u, UNIT_RESULT_RESOURCES);
+                return;
+        }
         run_next(u);
 }
 

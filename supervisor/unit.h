@@ -101,6 +101,10 @@ struct unit_ops {
          * start (-ENOENT: the executable was not found → exec-failed). */
         int (*spawn)(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
                      struct exit_process **ret);
+        /* Before each start's first spawn: empties u's cgroup of leftovers of
+         * a previous tend (SPEC §4 "cgroups"). An error fails the start
+         * (result resources). */
+        int (*prepare)(void *userdata, struct unit *u);
         /* Sends sig to every process of u (cgroup or process group). */
         int (*signal_all)(void *userdata, struct unit *u, int sig);
         /* 1 if any process of u is left, else 0. */
