@@ -39,6 +39,7 @@ struct unit_group {
         int events_fd;            /* CGROUP: cgroup.events */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
         bool removed;
+        bool killed;              /* CGROUP: cgroup.kill was written (see unit_group_renew) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -658,6 +659,8 @@ static int signal_by_cgroup_kill(struct unit_group *g) {
         if (n < 0)
                 return n;
         int r = write_string_at(g->dir_fd, "cgroup.kill", "1");
+        if (r >= 0)
+                g->killed = true;
         return r < 0 ? r : n;
 }
 
@@ -843,6 +846,44 @@ int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
                 return n;
         r = wait_empty(group, deadline);
         return r < 0 ? r : n;
+}
+
+bool unit_group_needs_renewal(const struct unit_group *group) {
+        return group && !group->removed && is_cgroup(group) && group->killed;
+}
+
+int unit_group_renew(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!unit_group_needs_renewal(group))
+                return 0;
+        /* dir_fd < 0: an earlier renewal failed after the rmdir; only the
+         * mkdir is left to do. */
+        if (group->dir_fd >= 0) {
+                int r = read_populated(group);
+                if (r != 0)
+                        return r > 0 ? -EBUSY : r;
+                r = remove_below(group->dir_fd, 0);
+                if (r < 0)
+                        return r;
+                if (unlinkat(group->tree->dir_fd, group->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                        return negative_errno();
+                group->dir_fd = safe_close(group->dir_fd);
+                group->events_fd = safe_close(group->events_fd);
+        }
+        group->events_fd = safe_close(group->events_fd);
+        group->dir = (free(group->dir), NULL);
+        group->path = (free(group->path), NULL);
+        int r = group_open_cgroup(group);
+        if (r < 0) {
+                group->dir_fd = safe_close(group->dir_fd);
+                group->events_fd = safe_close(group->events_fd);
+                return r;
+        }
+        group->killed = false;
+        return 1;
 }
 
 int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped) {

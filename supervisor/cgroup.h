@@ -197,6 +197,24 @@ int unit_group_populated(struct unit_group *group);
 int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms);
 
 /*
+ * A cgroup that was emptied with cgroup.kill is replaced by a fresh one
+ * before the unit's next start: Linux (seen on 6.18; the kill_seq check of
+ * cgroup_post_fork, since 6.14) compares the spawner's cgroup with the
+ * target's kill count, so every child clone3(CLONE_INTO_CGROUP) puts into a
+ * cgroup that was ever killed is SIGKILLed at birth, for good.
+ * unit_group_needs_renewal: whether that is the case (CGROUP mode, after
+ * cgroup.kill). unit_group_renew: if so and the cgroup is empty, removes it
+ * (with any below it) and creates and opens it again: the directory fd and
+ * the events fd change (the caller stops watching the old events fd before,
+ * and watches unit_group_events_fd() after). Returns 1 when renewed, 0 when
+ * nothing was needed. Errors: -EBUSY (still populated; nothing done),
+ * -ENOENT (removed), the errno of rmdir/mkdir/open (then a later call tries
+ * the mkdir again).
+ */
+bool unit_group_needs_renewal(const struct unit_group *group);
+int unit_group_renew(struct unit_group *group);
+
+/*
  * Sends sig (1 … _NSIG-1) to every process of the unit, tend excepted.
  * CGROUP mode: SIGKILL writes cgroup.kill (the kernel kills the whole
  * subtree, forks included); any other signal goes through one pidfd per

@@ -30,6 +30,7 @@
 #include "logs.h"
 #include "macro.h"
 #include "manager.h"
+#include "sandbox.h"
 #include "signal-util.h"
 #include "singleflight.h"
 #include "store.h"
@@ -37,6 +38,8 @@
 #include "unit.h"
 
 extern char **environ;
+
+#define UNIT_DEFAULT_NOFILE_SOFT 1024u
 
 struct unit_data {
         struct manager *m;
@@ -71,6 +74,7 @@ struct manager {
         /* combined mode */
         const int *inherited;
         size_t n_inherited;
+        rlim_t nofile_soft_inherited; /* CMD gets it back (SPEC §7) */
         struct exit_process *cmd;
         bool cmd_started, cmd_done;
         int cmd_status;
@@ -137,9 +141,13 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         struct unit_data *d = data(u);
         const struct unit_file *f = u->file;
         char **envp = NULL, **argv = NULL, *path = NULL;
+        struct sandbox_plan *sb = NULL;
 
-        int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, f->environment,
-                                       f->environment_files, f->n_environment_files, &envp);
+        /* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
+        int k = sandbox_plan_new(u->name, f, NULL, &sb);
+        if (k >= 0)
+                k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
+                                           f->environment_files, f->n_environment_files, &envp);
         if (k >= 0)
                 k = unit_command_expand(cmd, envp, &argv, NULL);
         if (k >= 0) {
@@ -157,13 +165,16 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                         .argv = argv,
                         .envp = envp,
                         .path = path,
-                        .cwd = f->working_directory ? f->working_directory : "/",
+                        .cwd = sb->working_directory ? sb->working_directory : "/",
                         .stdio = { EXIT_SPAWN_FD_NULL, out, err },
                         .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
-                        .umask = 0022,
+                        .umask = f->umask,
+                        /* SPEC §7: units get soft 1024 unless LimitNOFILE= (systemd's default). */
+                        .nofile_soft = f->limits[RLIMIT_NOFILE].set ? 0 : UNIT_DEFAULT_NOFILE_SOFT,
                 };
-                if (f->working_directory && f->working_directory_missing_ok && access(f->working_directory, X_OK) < 0)
+                if (sb->working_directory && f->working_directory_missing_ok && access(sb->working_directory, X_OK) < 0)
                         a.cwd = "/";
+                sandbox_plan_apply(sb, &a);
                 k = unit_group_spawn_attr(d->group, &a);
                 if (k >= 0)
                         k = exit_reaper_spawn(m->reaper, &a, ret);
@@ -174,17 +185,31 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         unit_strv_free(envp);
         unit_strv_free(argv);
         free(path);
+        sandbox_plan_free(sb);
         return k;
 }
 
 /* Leftovers of a previous tend wait at most this long for cgroup.kill. */
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
 
+static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
 static int op_prepare(void *userdata, struct unit *u) {
-        int k = unit_group_kill_leftovers(data(u)->group, LEFTOVER_KILL_TIMEOUT_MS);
+        struct manager *m = userdata;
+        struct unit_data *d = data(u);
+        int k = unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
         if (k > 0)
                 log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                            k == 1 ? "" : "es");
+        if (k < 0 || !unit_group_needs_renewal(d->group))
+                return k < 0 ? k : 0;
+        /* After cgroup.kill the kernel would kill every child spawned into
+         * that cgroup (cgroup.h): a fresh one, watched anew. */
+        d->group_source = sd_event_source_disable_unref(d->group_source);
+        k = unit_group_renew(d->group);
+        int fd = unit_group_events_fd(d->group);
+        if (fd >= 0)
+                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
         return k < 0 ? k : 0;
 }
 
@@ -443,7 +468,17 @@ static void reload(struct manager *m) {
                 }
         }
         for (size_t j = 0; j < set->n_units; j++) {
-                if (find_unit(m, set->units[j]->name))
+                struct unit *old = find_unit(m, set->units[j]->name);
+                if (old && data(old)->removed) {
+                        /* Removed at an earlier reload and back now: it is
+                         * still loaded (removed units are not freed yet), so
+                         * it starts again, as a new unit would. */
+                        data(old)->removed = false;
+                        log_info("%s: back in %s: starting it", old->name, m->opts->config_dir);
+                        start_unit(m, old);
+                        continue;
+                }
+                if (old)
                         continue;
                 struct unit_file *f = TAKE_PTR(set->units[j]);
                 if (manager_add_unit(m, f) < 0) {
@@ -513,9 +548,13 @@ static void recover_exits(struct manager *m) {
 static void drain_exec_events(struct manager *m) {
         struct exit_process *p;
         while (exit_reaper_next_exec(m->reaper, &p) == 0) {
-                for (size_t i = 0; i < m->n_units; i++)
+                int stage = 0, error = exit_process_exec_result(p, &stage);
+                for (size_t i = 0; i < m->n_units; i++) {
+                        if (m->units[i]->main == p || m->units[i]->control == p)
+                                sandbox_log_exec_failure(m->units[i]->name, error, stage); /* "NAME: KEY …" */
                         if (m->units[i]->main == p)
-                                unit_exec_result(m->units[i], p, exit_process_exec_result(p, NULL));
+                                unit_exec_result(m->units[i], p, error);
+                }
                 exit_process_unref(p);
         }
 }
@@ -576,7 +615,7 @@ static void maybe_start_cmd(struct manager *m) {
                         fprintf(stderr, "tend: %s failed (%s) before CMD started\n", m->units[i]->name,
                                 unit_result_to_string(m->units[i]->result));
         struct exit_spawn_attr a = { .size = sizeof a, .flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS,
-                                     .argv = m->opts->cmd };
+                                     .argv = m->opts->cmd, .nofile_soft = m->nofile_soft_inherited };
         int k = exit_reaper_spawn(m->reaper, &a, &m->cmd);
         for (size_t i = 0; i < m->n_inherited; i++)
                 close(m->inherited[i]); /* CMD has them; tend keeps no copy */
@@ -886,7 +925,18 @@ static int setup_cgroups(struct manager *m) {
         return 0;
 }
 
+/* tend takes its hard RLIMIT_NOFILE as its soft one (SPEC §7). */
+static void raise_nofile(struct manager *m) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        m->nofile_soft_inherited = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static int manager_setup(struct manager *m) {
+        raise_nofile(m);
         int k = sd_event_new(&m->event);
         if (k < 0)
                 return log_error_errno(k, "sd_event_new: %s", strerror(-k));

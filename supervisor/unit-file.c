@@ -41,9 +41,6 @@
 static const char *const not_supported_yet[] = {
         "Requires", "Wants", "BindsTo", "After", "Before",
         "WatchdogSec", "WatchdogSignal", "NotifyAccess", "Type=notify",
-        "User", "Group", "SupplementaryGroups", "UMask", "NoNewPrivileges",
-        "CapabilityBoundingSet", "AmbientCapabilities", "SystemCallFilter", "SystemCallErrorNumber",
-        "Limit*",
 };
 
 enum section {
@@ -62,6 +59,7 @@ enum {
         LIST_BINDS_TO,
         LIST_AFTER,
         LIST_BEFORE,
+        LIST_SUPPLEMENTARY_GROUPS,
         _LIST_MAX,
 };
 
@@ -82,6 +80,7 @@ struct parse_ctx {
         unsigned n_messages;
         bool type_set, timeout_start_set;
         unsigned exec_start_extra_line, restart_line, type_line;
+        unsigned ambient_line, syscall_filter_line;
         struct strlist lists[_LIST_MAX];
 };
 
@@ -108,6 +107,8 @@ static const struct unit_file unit_defaults = {
         .final_kill_signal = SIGKILL,
         .send_sigkill = true,
         .ignore_sigpipe = true,
+        .umask = 0022,
+        .capability_bounding_set = UINT64_MAX, /* unchanged */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -591,10 +592,16 @@ static int parse_working_directory(struct parse_ctx *c, const struct key_def *k,
                 free(u->working_directory);
                 u->working_directory = NULL;
                 u->working_directory_missing_ok = false;
+                u->working_directory_home = false;
                 return 0;
         }
-        if (streq(v, "~"))
-                return report(c, LOG_ERR, EOPNOTSUPP, "WorkingDirectory=~ is not supported yet");
+        if (streq(v, "~")) { /* the home of User= (sandbox.h), resolved at each start */
+                free(u->working_directory);
+                u->working_directory = NULL;
+                u->working_directory_missing_ok = missing_ok;
+                u->working_directory_home = true;
+                return 0;
+        }
         int r = resolve_specifiers(c, k, v, &path);
         if (r < 0)
                 return r;
@@ -606,6 +613,7 @@ static int parse_working_directory(struct parse_ctx *c, const struct key_def *k,
         free(u->working_directory);
         u->working_directory = path;
         u->working_directory_missing_ok = missing_ok;
+        u->working_directory_home = false;
         return 0;
 }
 
@@ -864,10 +872,179 @@ static int parse_exec(struct parse_ctx *c, const struct key_def *k, const char *
         return 0;
 }
 
-static int parse_refused(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        if (!*value) /* a reset to the default: nothing to enforce */
+/* --- sandboxing (sandbox.h) ------------------------------------------------- */
+
+/* systemd's relaxed user and group names: anything but blanks, control
+ * characters, ':' and '/' (numeric ids are names too). */
+static bool user_name_is_valid(const char *s) {
+        if (!*s || strlen(s) > 255 || streq(s, ".") || streq(s, ".."))
+                return false;
+        for (; *s; s++)
+                if ((unsigned char) *s <= ' ' || *s == 0x7f || *s == ':' || *s == '/')
+                        return false;
+        return true;
+}
+
+/* User=, Group=: one name, specifiers resolved; looked up at each start. */
+static int parse_user(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        char **field = FIELD(c, k, char *), *s = NULL, q[QUOTE_BUF];
+        if (*value) {
+                int r = resolve_specifiers(c, k, value, &s);
+                if (r < 0)
+                        return r;
+                if (!user_name_is_valid(s)) {
+                        r = syntax_error(c, "%s=: invalid %s name %s", k->key, streq(k->key, "User") ? "user" : "group",
+                                         quote(q, s));
+                        free(s);
+                        return r;
+                }
+        }
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        struct strlist *l = &c->lists[(uintptr_t) k->data];
+        if (!*value) {
+                strlist_clear(l);
                 return 0;
-        return report(c, LOG_ERR, EOPNOTSUPP, "%s= is not supported yet", k->key);
+        }
+        int r;
+        for (const char *p = value;;) {
+                _cleanup_free_ char *w = NULL;
+                char *n = NULL, q[QUOTE_BUF];
+                r = next_word(c, k, &p, value, &w, NULL);
+                if (r <= 0)
+                        break;
+                r = resolve_specifiers(c, k, w, &n);
+                if (r < 0)
+                        break;
+                if (!user_name_is_valid(n)) {
+                        r = syntax_error(c, "%s=: invalid group name %s", k->key, quote(q, n));
+                        free(n);
+                        break;
+                }
+                r = strlist_push(l, n);
+                if (r < 0)
+                        break;
+        }
+        return r;
+}
+
+static int parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(value, &end, 8);
+        if (value[0] < '0' || value[0] > '7' || *end || errno || v > 07777)
+                return invalid_value(c, k, value);
+        *FIELD(c, k, mode_t) = (mode_t) v;
+        return 0;
+}
+
+/* Limit*=: k->data is the resource. */
+static int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        int resource = (int) (uintptr_t) k->data;
+        struct sandbox_limit *l = &c->u->limits[resource];
+        char q[QUOTE_BUF];
+        if (!*value) {
+                *l = (struct sandbox_limit) {};
+                return 0;
+        }
+        int r = sandbox_parse_limit(resource, value, &l->rl);
+        if (r == -EDOM)
+                return syntax_error(c, "%s=: the soft limit is above the hard limit in %s", k->key, quote(q, value));
+        if (r == -ERANGE)
+                return syntax_error(c, "%s=: out of range: %s", k->key, quote(q, value));
+        if (r < 0)
+                return invalid_value(c, k, value);
+        l->set = true;
+        return 0;
+}
+
+/*
+ * CapabilityBoundingSet=, AmbientCapabilities= (systemd's rules): "~"
+ * inverts; the first assignment (or one naming nothing) replaces the
+ * default, later ones merge by OR, or by AND NOT with "~"; empty is the empty set.
+ */
+static int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        uint64_t *set = FIELD(c, k, uint64_t), initial, sum = 0;
+        memcpy(&initial, (const char *) &unit_defaults + k->offset, sizeof initial);
+        bool invert = value[0] == '~';
+        int r;
+        for (const char *p = value + invert;;) {
+                _cleanup_free_ char *w = NULL;
+                char q[QUOTE_BUF];
+                r = next_word(c, k, &p, value, &w, NULL);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                int cap = sandbox_capability_from_name(w);
+                if (cap < 0)
+                        return syntax_error(c, "%s=: unknown capability %s", k->key, quote(q, w));
+                sum |= UINT64_C(1) << cap;
+        }
+        if (streq(k->key, "AmbientCapabilities"))
+                c->ambient_line = c->line;
+        if (sum == 0 || *set == initial)
+                *set = invert ? ~sum : sum;
+        else if (invert)
+                *set &= ~sum;
+        else
+                *set |= sum;
+        return 0;
+}
+
+/* SystemCallFilter=: names and @groups (sandbox.h); "~" makes a deny list. */
+static int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        struct sandbox_syscall_filter *f = &c->u->syscall_filter;
+        if (!*value) {
+                sandbox_syscall_filter_clear(f);
+                return 0;
+        }
+        bool invert = value[0] == '~';
+        if (!f->set) { /* "~" alone: a deny list denying nothing yet */
+                f->set = true;
+                f->allow_list = !invert;
+        }
+        c->syscall_filter_line = c->line;
+        for (const char *p = value + invert;;) {
+                _cleanup_free_ char *w = NULL;
+                char q[QUOTE_BUF];
+                int r = next_word(c, k, &p, value, &w, NULL);
+                if (r <= 0)
+                        return r;
+                r = sandbox_syscall_filter_add(f, w, invert);
+                if (r == -EINVAL)
+                        return syntax_error(c, "%s=: unknown system call %s", k->key, quote(q, w));
+                if (r == -ENOENT)
+                        return syntax_error(c, "%s=: unknown system call group %s", k->key, quote(q, w));
+                if (r == -EBADMSG)
+                        return syntax_error(c, "%s=: invalid error number in %s", k->key, quote(q, w));
+                if (r == -EDOM)
+                        return syntax_error(c, "%s=: an error number (%s) is only allowed in a deny list (\"~\")",
+                                            k->key, quote(q, w));
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        int e = sandbox_errno_from_name(value);
+        char q[QUOTE_BUF];
+        if (e < 0)
+                return syntax_error(c, "%s=: invalid error number %s", k->key, quote(q, value));
+        *FIELD(c, k, int) = e;
+        return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -878,6 +1055,7 @@ static int parse_refused(struct parse_ctx *c, const struct key_def *k, const cha
 #define U SECTION_UNIT
 #define S SECTION_SERVICE
 #define LIST(i) ((const void *) (uintptr_t) (i))
+#define RESOURCE(r) ((const void *) (uintptr_t) (r))
 
 static const struct key_def unit_keys[] = {
         { U, "Description", parse_string, F(description), NULL },
@@ -926,32 +1104,32 @@ static const struct key_def unit_keys[] = {
         { S, "StartLimitInterval", parse_timespan_key, F(start_limit_interval), NULL },
         { S, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
         { S, "FailureAction", parse_enum, F(failure_action), &action_table },
-        /* recognised, not enforced yet: not_supported_yet[] refuses them before a parser runs */
-        { S, "User", parse_refused, 0, 0, NULL },
-        { S, "Group", parse_refused, 0, 0, NULL },
-        { S, "SupplementaryGroups", parse_refused, 0, 0, NULL },
-        { S, "UMask", parse_refused, 0, 0, NULL },
-        { S, "NoNewPrivileges", parse_refused, 0, 0, NULL },
-        { S, "CapabilityBoundingSet", parse_refused, 0, 0, NULL },
-        { S, "AmbientCapabilities", parse_refused, 0, 0, NULL },
-        { S, "SystemCallFilter", parse_refused, 0, 0, NULL },
-        { S, "SystemCallErrorNumber", parse_refused, 0, 0, NULL },
-        { S, "LimitCPU", parse_refused, 0, 0, NULL },
-        { S, "LimitFSIZE", parse_refused, 0, 0, NULL },
-        { S, "LimitDATA", parse_refused, 0, 0, NULL },
-        { S, "LimitSTACK", parse_refused, 0, 0, NULL },
-        { S, "LimitCORE", parse_refused, 0, 0, NULL },
-        { S, "LimitRSS", parse_refused, 0, 0, NULL },
-        { S, "LimitNOFILE", parse_refused, 0, 0, NULL },
-        { S, "LimitAS", parse_refused, 0, 0, NULL },
-        { S, "LimitNPROC", parse_refused, 0, 0, NULL },
-        { S, "LimitMEMLOCK", parse_refused, 0, 0, NULL },
-        { S, "LimitLOCKS", parse_refused, 0, 0, NULL },
-        { S, "LimitSIGPENDING", parse_refused, 0, 0, NULL },
-        { S, "LimitMSGQUEUE", parse_refused, 0, 0, NULL },
-        { S, "LimitNICE", parse_refused, 0, 0, NULL },
-        { S, "LimitRTPRIO", parse_refused, 0, 0, NULL },
-        { S, "LimitRTTIME", parse_refused, 0, 0, NULL },
+        /* sandboxing (sandbox.h) */
+        { S, "User", parse_user, F(user), NULL },
+        { S, "Group", parse_user, F(group), NULL },
+        { S, "SupplementaryGroups", parse_supplementary_groups, 0, 0, LIST(LIST_SUPPLEMENTARY_GROUPS) },
+        { S, "UMask", parse_umask, F(umask), NULL },
+        { S, "NoNewPrivileges", parse_bool, F(no_new_privileges), NULL },
+        { S, "CapabilityBoundingSet", parse_capabilities, F(capability_bounding_set), NULL },
+        { S, "AmbientCapabilities", parse_capabilities, F(ambient_capabilities), NULL },
+        { S, "SystemCallFilter", parse_syscall_filter, 0, 0, NULL },
+        { S, "SystemCallErrorNumber", parse_errno, F(syscall_error_number), NULL },
+        { S, "LimitCPU", parse_limit, 0, 0, RESOURCE(RLIMIT_CPU) },
+        { S, "LimitFSIZE", parse_limit, 0, 0, RESOURCE(RLIMIT_FSIZE) },
+        { S, "LimitDATA", parse_limit, 0, 0, RESOURCE(RLIMIT_DATA) },
+        { S, "LimitSTACK", parse_limit, 0, 0, RESOURCE(RLIMIT_STACK) },
+        { S, "LimitCORE", parse_limit, 0, 0, RESOURCE(RLIMIT_CORE) },
+        { S, "LimitRSS", parse_limit, 0, 0, RESOURCE(RLIMIT_RSS) },
+        { S, "LimitNOFILE", parse_limit, 0, 0, RESOURCE(RLIMIT_NOFILE) },
+        { S, "LimitAS", parse_limit, 0, 0, RESOURCE(RLIMIT_AS) },
+        { S, "LimitNPROC", parse_limit, 0, 0, RESOURCE(RLIMIT_NPROC) },
+        { S, "LimitMEMLOCK", parse_limit, 0, 0, RESOURCE(RLIMIT_MEMLOCK) },
+        { S, "LimitLOCKS", parse_limit, 0, 0, RESOURCE(RLIMIT_LOCKS) },
+        { S, "LimitSIGPENDING", parse_limit, 0, 0, RESOURCE(RLIMIT_SIGPENDING) },
+        { S, "LimitMSGQUEUE", parse_limit, 0, 0, RESOURCE(RLIMIT_MSGQUEUE) },
+        { S, "LimitNICE", parse_limit, 0, 0, RESOURCE(RLIMIT_NICE) },
+        { S, "LimitRTPRIO", parse_limit, 0, 0, RESOURCE(RLIMIT_RTPRIO) },
+        { S, "LimitRTTIME", parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },
 };
 
 static const struct key_def *key_lookup(enum section section, const char *key) {
@@ -1139,6 +1317,7 @@ static int finish_lists(struct parse_ctx *c) {
         char ***dst[_LIST_MAX] = {
                 [LIST_REQUIRES] = &c->u->requires, [LIST_WANTS] = &c->u->wants, [LIST_BINDS_TO] = &c->u->binds_to,
                 [LIST_AFTER] = &c->u->after,       [LIST_BEFORE] = &c->u->before,
+                [LIST_SUPPLEMENTARY_GROUPS] = &c->u->supplementary_groups,
         };
         for (int i = 0; i < _LIST_MAX; i++)
                 if (dst[i]) {
@@ -1146,6 +1325,26 @@ static int finish_lists(struct parse_ctx *c) {
                         c->lists[i] = (struct strlist) {};
                 }
         return finish_environment(c);
+}
+
+/* The sandboxing keys that depend on each other (sandbox.h). */
+static void verify_sandbox(struct parse_ctx *c) {
+        struct unit_file *u = c->u;
+        uint64_t outside = u->ambient_capabilities & ~u->capability_bounding_set & sandbox_capability_all();
+        if (outside) {
+                char name[64];
+                sandbox_capability_name(__builtin_ctzll(outside), name, sizeof name);
+                c->line = c->ambient_line;
+                syntax_error(c, "AmbientCapabilities=: %s is not in CapabilityBoundingSet=", name);
+        }
+        char exempt[128];
+        sandbox_syscall_filter_exempt(&u->syscall_filter, exempt, sizeof exempt);
+        if (*exempt) {
+                c->line = c->syscall_filter_line;
+                report(c, LOG_WARNING, 0, "SystemCallFilter=: %s stay allowed: tend needs them to start the program",
+                       exempt);
+        }
+        c->line = 0;
 }
 
 /* systemd's service_verify(), and its defaults that depend on other keys. */
@@ -1184,6 +1383,7 @@ static void verify(struct parse_ctx *c) {
                        format_timespan(u->restart_max_delay, b1), format_timespan(u->restart_sec, b2));
                 u->restart_sec = u->restart_max_delay;
         }
+        verify_sandbox(c);
 }
 
 struct unit_file *unit_file_free(struct unit_file *u) {
@@ -1211,6 +1411,10 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         free(u->standard_output.path);
         free(u->standard_error.path);
         free(u->syslog_identifier);
+        free(u->user);
+        free(u->group);
+        unit_strv_free(u->supplementary_groups);
+        sandbox_syscall_filter_clear(&u->syscall_filter);
         free(u);
         return NULL;
 }

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "sandbox.h"
 #include "time-util.h"
 #include "unit-exec.h"
 
@@ -154,11 +155,24 @@ struct unit_file {
                                           * earlier one in place; NULL if none */
         struct unit_env_file *environment_files; /* EnvironmentFile=, read at each start */
         size_t n_environment_files;
-        char *working_directory;         /* absolute, or NULL for "/" */
+        char *working_directory;         /* absolute, or NULL for "/" (and for "~") */
         bool working_directory_missing_ok; /* '-' prefix */
+        bool working_directory_home;     /* WorkingDirectory=~: User='s home (tend's user's without User=) */
         struct unit_output standard_output;
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name */
+
+        /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at each start */
+        char *user;                      /* User=: a name or a numeric uid; NULL: tend's own */
+        char *group;                     /* Group=: a name or a numeric gid; NULL: User='s primary group */
+        char **supplementary_groups;     /* SupplementaryGroups=: names or gids, added to User='s; NULL: none */
+        mode_t umask;                    /* UMask=, 0022 */
+        struct sandbox_limit limits[SANDBOX_RLIMIT_MAX]; /* Limit*=, by resource: not set → tend's own */
+        bool no_new_privileges;          /* NoNewPrivileges=, no (SystemCallFilter= may imply it) */
+        uint64_t capability_bounding_set;/* CapabilityBoundingSet=, a mask: UINT64_MAX, unchanged */
+        uint64_t ambient_capabilities;   /* AmbientCapabilities=, a mask: 0 */
+        struct sandbox_syscall_filter syscall_filter; /* SystemCallFilter=: not set */
+        int syscall_error_number;        /* SystemCallErrorNumber=: 0, a denied call kills with SIGSYS */
 };
 
 /* Frees u and everything it owns; returns NULL. NULL is accepted. */

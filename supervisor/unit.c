@@ -244,6 +244,9 @@ static void enter_dead(struct unit *u) {
 /* The stop sequence is done: nothing of the unit runs any more. */
 static void stop_finished(struct unit *u) {
         u->started = false;
+        /* SPEC §4 "Stop": KillMode=process leaves the rest; say so. */
+        if (u->file->kill_mode == UNIT_KILL_PROCESS && u->ops->populated(u->userdata, u) > 0)
+                log_warning("%s: processes of the unit are left running (KillMode=process)", u->name);
         if (u->want_up && !u->restart_after_stop)
                 enter_backoff_or_dead(u);
         else
@@ -575,6 +578,12 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
         u->last_exit = *r;
         int exec = exit_process_exec_result(u->main, NULL);
         set_main(u, NULL);
+        if (exec < 0 && exec != -EINPROGRESS) {
+                /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
+                const struct unit_command *cmd =
+                        command(&u->file->exec_start, u->phase == PHASE_START ? u->cmd_index : 0);
+                log_error("%s: cannot execute %s: %s", u->name, cmd ? cmd->path : "ExecStart=", strerror(-exec));
+        }
 
         switch (u->phase) {
         case PHASE_START:
@@ -693,13 +702,10 @@ void unit_process_exited(struct unit *u, struct exit_process *p, const struct ex
 }
 
 void unit_exec_result(struct unit *u, struct exit_process *p, int error) {
-        if (p != u->main || u->phase != PHASE_START)
+        /* A failure is logged by main_exited(): the exit may be handled
+         * first, and a simple unit is already running here. */
+        if (p != u->main || u->phase != PHASE_START || error < 0)
                 return;
-        if (error < 0) {
-                log_error("%s: cannot execute %s: %s", u->name, u->file->exec_start.commands[u->cmd_index].path,
-                          strerror(-error));
-                return; /* the main process exits 127 next: that event fails the start */
-        }
         if (u->file->type == UNIT_TYPE_EXEC)
                 main_started(u);
 }
@@ -723,6 +729,9 @@ void unit_timer_fired(struct unit *u) {
         case PHASE_STOP_SIGTERM:
                 log_warning("%s: still running %s after the stop signal: sending the final kill signal",
                             u->name, "TimeoutStopSec=");
+                /* As systemd: a stop that needs the final kill signal timed out. */
+                if (u->result == UNIT_RESULT_SUCCESS)
+                        u->result = UNIT_RESULT_TIMEOUT;
                 enter_stop_signal(u, true);
                 return;
         case PHASE_STOP_SIGKILL:

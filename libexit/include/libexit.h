@@ -405,6 +405,8 @@ struct exit_spawn_attr {
         uint64_t ignore_signals;   /* bit (sig - 1): started with SIG_IGN instead of SIG_DFL
                                     * (a service's SIGPIPE); every other signal at SIG_DFL */
         uint32_t umask;            /* with EXIT_SPAWN_UMASK */
+        uint64_t nofile_soft;      /* non-zero: the child's RLIMIT_NOFILE soft limit (capped
+                                    * at the caller's hard limit, which it keeps) */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 
 #include "libexit.h"
 
@@ -80,6 +81,8 @@ struct spawn_plan {
         bool take_foreground;
         uint64_t ignore_signals;
         mode_t umask;
+        bool set_nofile;
+        struct rlimit nofile;   /* computed before the clone */
         int (*pre_exec)(void *userdata, int *ret_stage);
         void *pre_exec_userdata;
 };

@@ -188,6 +188,11 @@ int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr)
         };
         if (plan->flags & EXIT_SPAWN_FOREGROUND)
                 plan->flags |= EXIT_SPAWN_SETPGID;
+        if (attr->nofile_soft && getrlimit(RLIMIT_NOFILE, &plan->nofile) == 0) {
+                plan->set_nofile = true;
+                plan->nofile.rlim_cur = attr->nofile_soft < plan->nofile.rlim_max ? attr->nofile_soft
+                                                                                  : plan->nofile.rlim_max;
+        }
         if ((plan->flags & EXIT_SPAWN_SETSID) && (plan->flags & EXIT_SPAWN_SETPGID))
                 return -EINVAL;
         if ((plan->flags & EXIT_SPAWN_CGROUP) && attr->cgroup_fd < 0)
@@ -255,6 +260,8 @@ static int child_setup(struct spawn_plan *plan) {
                         (void) sigaction(sig, sig <= 64 && (plan->ignore_signals >> (sig - 1)) & 1 ? &ign : &dfl, NULL);
         if (plan->flags & EXIT_SPAWN_UMASK)
                 umask(plan->umask);
+        if (plan->set_nofile && setrlimit(RLIMIT_NOFILE, &plan->nofile) < 0)
+                return -errno;
 
         if ((plan->flags & EXIT_SPAWN_SETSID) && setsid() < 0)
                 return -errno;

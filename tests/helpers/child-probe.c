@@ -18,6 +18,8 @@
  *                            then exits with CODE after a line (or EOF) on stdin
  *   child-probe activation   prints "pid=P LISTEN_PID=… LISTEN_FDS=… fds=…", then accepts
  *                            one connection on fd 3, writes "hello P" to it and exits 0
+ * For the service integration tests:
+ *   child-probe stamp FILE   appends its CLOCK_MONOTONIC time ("SEC.NSEC") to FILE, exits 0
  */
 #include <dirent.h>
 #include <errno.h>
@@ -158,6 +160,17 @@ static int sigs(void) {
         return 0;
 }
 
+static int stamp(const char *path) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return 1;
+        say(fd, "%lld.%09ld\n", (long long) ts.tv_sec, ts.tv_nsec);
+        close(fd);
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2)
                 return 2;
@@ -188,5 +201,7 @@ int main(int argc, char **argv) {
                 return orphans(atoi(argv[2]), atoi(argv[3]));
         if (strcmp(argv[1], "activation") == 0)
                 return activation();
+        if (strcmp(argv[1], "stamp") == 0 && argc == 3)
+                return stamp(argv[2]);
         return 2;
 }

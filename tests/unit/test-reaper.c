@@ -396,6 +396,19 @@ static void test_path_ignore_umask(void **state) {
         r = wait_exit(c, p);
         exit_process_unref(p);
         assert_int_equal(r.status, 27); /* sh prints 0027; $((0027)) would be octal, exit takes decimal 27 */
+
+        /* nofile_soft: the child's soft RLIMIT_NOFILE, the hard one kept. */
+        struct rlimit rl;
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        char *argv3[] = { (char *) "/bin/sh", (char *) "-c", (char *) "test $(ulimit -n) = 100 && test $(ulimit -H -n) = $0", NULL, NULL };
+        char hard[32];
+        snprintf(hard, sizeof hard, "%llu", (unsigned long long) rl.rlim_max);
+        argv3[3] = hard;
+        a = (struct exit_spawn_attr) { .size = sizeof a, .argv = argv3, .nofile_soft = 100 };
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        r = wait_exit(c, p);
+        exit_process_unref(p);
+        assert_int_equal(r.status, 0);
 }
 
 static void test_sigchld_ignored(void **state) {

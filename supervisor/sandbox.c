@@ -1,0 +1,986 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandboxing a unit's processes (sandbox.h): the values' vocabulary, the plan
+ * computed before each spawn, and the pre-exec hook that applies it.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/capability.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "libexit.h"
+#include "log.h"
+#include "sandbox.h"
+#include "timespan.h"
+#include "unit-exec.h"
+#include "unit-file.h"
+
+/* 16-bit ids on some 32-bit ABIs: the 32-bit calls take gid_t/uid_t. */
+#ifdef SYS_setgroups32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
+
+#define CAP_BIT(c) (UINT64_C(1) << (c))
+
+/* ------------------------------------------------------------------------ */
+/* Limit*=                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum limit_kind { LIMIT_NUMBER, LIMIT_BYTES, LIMIT_SECONDS, LIMIT_USEC, LIMIT_NICE };
+
+#define L(name, kind) { "Limit" name, "Limit" name "=", kind }
+static const struct {
+        const char *key, *key_eq;
+        enum limit_kind kind;
+} limit_keys[SANDBOX_RLIMIT_MAX] = {
+        [RLIMIT_CPU] = L("CPU", LIMIT_SECONDS),
+        [RLIMIT_FSIZE] = L("FSIZE", LIMIT_BYTES),
+        [RLIMIT_DATA] = L("DATA", LIMIT_BYTES),
+        [RLIMIT_STACK] = L("STACK", LIMIT_BYTES),
+        [RLIMIT_CORE] = L("CORE", LIMIT_BYTES),
+        [RLIMIT_RSS] = L("RSS", LIMIT_BYTES),
+        [RLIMIT_NPROC] = L("NPROC", LIMIT_NUMBER),
+        [RLIMIT_NOFILE] = L("NOFILE", LIMIT_NUMBER),
+        [RLIMIT_MEMLOCK] = L("MEMLOCK", LIMIT_BYTES),
+        [RLIMIT_AS] = L("AS", LIMIT_BYTES),
+        [RLIMIT_LOCKS] = L("LOCKS", LIMIT_NUMBER),
+        [RLIMIT_SIGPENDING] = L("SIGPENDING", LIMIT_NUMBER),
+        [RLIMIT_MSGQUEUE] = L("MSGQUEUE", LIMIT_BYTES),
+        [RLIMIT_NICE] = L("NICE", LIMIT_NICE),
+        [RLIMIT_RTPRIO] = L("RTPRIO", LIMIT_NUMBER),
+        [RLIMIT_RTTIME] = L("RTTIME", LIMIT_USEC),
+};
+#undef L
+
+int sandbox_rlimit_from_key(const char *key) {
+        for (int i = 0; key && i < SANDBOX_RLIMIT_MAX; i++)
+                if (limit_keys[i].key && streq(limit_keys[i].key, key))
+                        return i;
+        return -EINVAL;
+}
+
+const char *sandbox_rlimit_key(int resource) {
+        return resource >= 0 && resource < SANDBOX_RLIMIT_MAX ? limit_keys[resource].key : NULL;
+}
+
+/* An unsigned decimal integer, all of s[0..n). */
+static int parse_u64(const char *s, size_t n, uint64_t *ret) {
+        uint64_t v = 0;
+        if (n == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (s[i] - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+/* "4096", "64K", "16G" (base 1024). */
+static int parse_bytes(const char *s, size_t n, uint64_t *ret) {
+        static const char suffixes[] = "KMGTPE";
+        unsigned shift = 0;
+        const char *p = n ? strchr(suffixes, s[n - 1]) : NULL;
+        if (p && s[n - 1]) {
+                shift = 10 * (unsigned) (p - suffixes + 1);
+                n--;
+        }
+        uint64_t v;
+        int r = parse_u64(s, n, &v);
+        if (r < 0)
+                return r;
+        if (shift && v > (UINT64_MAX >> shift))
+                return -ERANGE;
+        *ret = v << shift;
+        return 0;
+}
+
+static int parse_limit_value(enum limit_kind kind, const char *s, size_t n, rlim_t *ret) {
+        char buf[64];
+        uint64_t v;
+        usec_t u;
+        int r;
+        if (n == strlen("infinity") && strncmp(s, "infinity", n) == 0) {
+                *ret = RLIM_INFINITY;
+                return 0;
+        }
+        switch (kind) {
+        case LIMIT_BYTES:
+                r = parse_bytes(s, n, &v);
+                break;
+        case LIMIT_SECONDS:
+        case LIMIT_USEC:
+                if (n >= sizeof buf)
+                        return -EINVAL;
+                memcpy(buf, s, n);
+                buf[n] = '\0';
+                r = parse_timespan(buf, kind == LIMIT_SECONDS ? USEC_PER_SEC : 1, &u);
+                if (r < 0)
+                        return r;
+                if (u == USEC_INFINITY)
+                        return -EINVAL;
+                v = kind == LIMIT_SECONDS ? (u + USEC_PER_SEC - 1) / USEC_PER_SEC : u; /* CPU: rounded up */
+                break;
+        case LIMIT_NICE:
+                if (n > 0 && (s[0] == '+' || s[0] == '-')) {
+                        r = parse_u64(s + 1, n - 1, &v);
+                        if (r < 0)
+                                return r;
+                        if (s[0] == '-' ? v > 20 : v > 19)
+                                return -ERANGE;
+                        v = s[0] == '-' ? 20 + v : 20 - v; /* the kernel's 40..1 for nice -20..19 */
+                        break;
+                }
+                r = parse_u64(s, n, &v);
+                if (r >= 0 && v > 40)
+                        return -ERANGE;
+                break;
+        default:
+                r = parse_u64(s, n, &v);
+                break;
+        }
+        if (r < 0)
+                return r;
+        if ((rlim_t) v == RLIM_INFINITY)
+                return -ERANGE;
+        *ret = (rlim_t) v;
+        return 0;
+}
+
+int sandbox_parse_limit(int resource, const char *value, struct rlimit *ret) {
+        if (!sandbox_rlimit_key(resource) || !value || !ret)
+                return -EINVAL;
+        enum limit_kind kind = limit_keys[resource].kind;
+        const char *colon = strchr(value, ':');
+        struct rlimit rl;
+        size_t n = colon ? (size_t) (colon - value) : strlen(value);
+        int r = parse_limit_value(kind, value, n, &rl.rlim_cur);
+        if (r < 0)
+                return r;
+        rl.rlim_max = rl.rlim_cur;
+        if (colon) {
+                r = parse_limit_value(kind, colon + 1, strlen(colon + 1), &rl.rlim_max);
+                if (r < 0)
+                        return r;
+                if (rl.rlim_cur > rl.rlim_max) /* RLIM_INFINITY is the largest */
+                        return -EDOM;
+        }
+        *ret = rl;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Capabilities, errno names                                                 */
+/* ------------------------------------------------------------------------ */
+
+static unsigned cap_count(void) {
+        int n = cap_max_bits();
+        return n <= 0 ? 1 : n > 64 ? 64 : (unsigned) n;
+}
+
+uint64_t sandbox_capability_all(void) {
+        unsigned n = cap_count();
+        return n >= 64 ? UINT64_MAX : CAP_BIT(n) - 1;
+}
+
+int sandbox_capability_from_name(const char *name) {
+        cap_value_t c;
+        if (!name || !*name || cap_from_name(name, &c) < 0 || c < 0 || (unsigned) c >= cap_count())
+                return -EINVAL;
+        return (int) c;
+}
+
+void sandbox_capability_name(int cap, char *buf, size_t size) {
+        char *name = cap_to_name((cap_value_t) cap);
+        snprintf(buf, size, "%s", name ? name : "?");
+        for (char *p = buf; *p; p++)
+                *p = (char) toupper((unsigned char) *p);
+        cap_free(name);
+}
+
+int sandbox_errno_from_name(const char *s) {
+        if (!s || !*s)
+                return -EINVAL;
+        if (streq(s, "kill"))
+                return 0;
+        if (s[0] >= '0' && s[0] <= '9') {
+                uint64_t v;
+                return parse_u64(s, strlen(s), &v) < 0 || v < 1 || v > 4095 ? -EINVAL : (int) v;
+        }
+        for (int e = 1; e <= 4095; e++) {
+                const char *name = strerrorname_np(e);
+                if (name && streq(name, s))
+                        return e;
+        }
+        return -EINVAL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* SystemCallFilter=                                                         */
+/* ------------------------------------------------------------------------ */
+
+void sandbox_syscall_filter_clear(struct sandbox_syscall_filter *f) {
+        free(f->syscalls);
+        *f = (struct sandbox_syscall_filter) {};
+}
+
+/* The index of nr in f, or where it goes (with *found false). */
+static size_t filter_find(const struct sandbox_syscall_filter *f, int nr, bool *found) {
+        size_t lo = 0, hi = f->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (f->syscalls[mid].nr < nr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *found = lo < f->n && f->syscalls[lo].nr == nr;
+        return lo;
+}
+
+static int filter_put(struct sandbox_syscall_filter *f, int nr, int action, bool add) {
+        bool found;
+        size_t i = filter_find(f, nr, &found);
+        if (!add) {
+                if (found)
+                        memmove(f->syscalls + i, f->syscalls + i + 1, (f->n-- - i - 1) * sizeof *f->syscalls);
+                return 0;
+        }
+        if (found) {
+                f->syscalls[i].action = action;
+                return 0;
+        }
+        if ((f->n & (f->n + 1)) == 0 || f->n == 0) { /* grow at 1, 2, 4, … - 1: amortised inserts */
+                struct sandbox_syscall *v = realloc(f->syscalls, (2 * f->n + 2) * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                f->syscalls = v;
+        }
+        memmove(f->syscalls + i + 1, f->syscalls + i, (f->n - i) * sizeof *f->syscalls);
+        f->syscalls[i] = (struct sandbox_syscall) { nr, action };
+        f->n++;
+        return 0;
+}
+
+/* A group's members, nested groups included; unknown names skipped. */
+static int filter_put_group(struct sandbox_syscall_filter *f, const char *const *members, int action, bool add,
+                            unsigned depth) {
+        int r = 0;
+        for (; *members && r >= 0; members++) {
+                if ((*members)[0] == '@') {
+                        const char *const *g = sandbox_syscall_group(*members);
+                        if (g && depth < 4)
+                                r = filter_put_group(f, g, action, add, depth + 1);
+                        continue;
+                }
+                int nr = seccomp_syscall_resolve_name(*members);
+                if (nr != __NR_SCMP_ERROR)
+                        r = filter_put(f, nr, action, add);
+        }
+        return r;
+}
+
+int sandbox_syscall_filter_add(struct sandbox_syscall_filter *f, const char *word, bool invert) {
+        if (!f || !word || !*word)
+                return -EINVAL;
+        char name[128];
+        const char *colon = strchr(word, ':');
+        size_t n = colon ? (size_t) (colon - word) : strlen(word);
+        int action = SANDBOX_ACTION_DEFAULT;
+        if (n == 0 || n >= sizeof name)
+                return -EINVAL;
+        memcpy(name, word, n);
+        name[n] = '\0';
+        if (colon) {
+                if (!invert)
+                        return -EDOM;
+                action = sandbox_errno_from_name(colon + 1);
+                if (action < 0)
+                        return -EBADMSG;
+        }
+        const char *const *group = name[0] == '@' ? sandbox_syscall_group(name) : NULL;
+        int nr = name[0] == '@' ? 0 : seccomp_syscall_resolve_name(name);
+        if (name[0] == '@' && !group)
+                return -ENOENT;
+        if (name[0] != '@' && nr == __NR_SCMP_ERROR)
+                return -EINVAL;
+        if (!f->set) {
+                f->set = true;
+                f->allow_list = !invert;
+        }
+        bool add = invert != f->allow_list; /* the list's own kind adds, the other removes */
+        return group ? filter_put_group(f, group, action, add, 0) : filter_put(f, nr, action, add);
+}
+
+static const char *const exempt_names[] = { "execve", "exit", "exit_group", "rt_sigprocmask" };
+
+static bool is_exempt(int nr) {
+        for (size_t i = 0; i < ELEMENTSOF(exempt_names); i++)
+                if (seccomp_syscall_resolve_name(exempt_names[i]) == nr)
+                        return true;
+        return false;
+}
+
+void sandbox_syscall_filter_exempt(const struct sandbox_syscall_filter *f, char *buf, size_t size) {
+        size_t o = 0;
+        if (size)
+                buf[0] = '\0';
+        if (!f->set || f->allow_list)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(exempt_names); i++) {
+                bool found;
+                (void) filter_find(f, seccomp_syscall_resolve_name(exempt_names[i]), &found);
+                if (found && o < size)
+                        o += (size_t) snprintf(buf + o, size - o, "%s%s", o ? " " : "", exempt_names[i]);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* tend's own credentials                                                    */
+/* ------------------------------------------------------------------------ */
+
+static bool has_cap(uint64_t mask, int cap) {
+        return (mask >> cap) & 1;
+}
+
+int sandbox_self_get(struct sandbox_self *ret) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        if (syscall(SYS_capget, &h, d) < 0)
+                return negative_errno();
+        struct sandbox_self s = {
+                .uid = geteuid(),
+                .gid = getegid(),
+                .effective = d[0].effective | (uint64_t) d[1].effective << 32,
+                .permitted = d[0].permitted | (uint64_t) d[1].permitted << 32,
+        };
+        for (unsigned c = 0; c < cap_count(); c++)
+                if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0)
+                        s.bounding |= CAP_BIT(c);
+        for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
+                if (getrlimit(i, &s.limits[i]) < 0)
+                        return negative_errno();
+        *ret = s;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: users and groups                                                */
+/* ------------------------------------------------------------------------ */
+
+static int needs_privileges(const char *unit, const char *key) {
+        return log_error_errno(EPERM, "%s: %s needs privileges tend lacks (EPERM)", unit, key);
+}
+
+/* A numeric id: all digits, below (id_t) -1 (the "no change" value). */
+static bool parse_id(const char *s, uint32_t *ret) {
+        uint64_t v;
+        if (parse_u64(s, strlen(s), &v) < 0 || v >= UINT32_MAX)
+                return false;
+        *ret = (uint32_t) v;
+        return true;
+}
+
+struct user_info {
+        bool found;   /* in the user database */
+        uid_t uid;
+        gid_t gid;
+        char *name, *home, *shell;
+};
+
+static void user_info_done(struct user_info *u) {
+        free(u->name);
+        free(u->home);
+        free(u->shell);
+}
+
+/* getpwnam_r/getpwuid_r with a growing buffer: 1 found, 0 not, or a negative errno. */
+static int lookup_passwd(const char *name, uid_t uid, struct user_info *ret) {
+        size_t size = 1024;
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(size);
+                struct passwd pw, *res = NULL;
+                if (!buf)
+                        return -ENOMEM;
+                int e = name ? getpwnam_r(name, &pw, buf, size, &res) : getpwuid_r(uid, &pw, buf, size, &res);
+                if (e == ERANGE && size < 1024 * 1024) {
+                        size *= 4;
+                        continue;
+                }
+                if (e && e != ENOENT && e != ESRCH)
+                        return -e;
+                if (!res)
+                        return 0;
+                *ret = (struct user_info) { true, pw.pw_uid, pw.pw_gid, strdup(pw.pw_name), strdup(pw.pw_dir),
+                                            strdup(pw.pw_shell && *pw.pw_shell ? pw.pw_shell : "/bin/sh") };
+                if (!ret->name || !ret->home || !ret->shell) {
+                        user_info_done(ret);
+                        return -ENOMEM;
+                }
+                return 1;
+        }
+}
+
+/* getgrnam_r/getgrgid_r: 1 found (*ret_gid), 0 not, or a negative errno. */
+static int lookup_group(const char *name, gid_t gid, gid_t *ret_gid) {
+        size_t size = 1024;
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(size);
+                struct group gr, *res = NULL;
+                if (!buf)
+                        return -ENOMEM;
+                int e = name ? getgrnam_r(name, &gr, buf, size, &res) : getgrgid_r(gid, &gr, buf, size, &res);
+                if (e == ERANGE && size < 1024 * 1024) {
+                        size *= 4;
+                        continue;
+                }
+                if (e && e != ENOENT && e != ESRCH)
+                        return -e;
+                if (res)
+                        *ret_gid = gr.gr_gid;
+                return res ? 1 : 0;
+        }
+}
+
+/* User=: a name, or a numeric uid (with or without a database entry). */
+static int resolve_user(const char *unit, const char *user, struct user_info *ret) {
+        char q[64];
+        uint32_t id;
+        bool numeric = parse_id(user, &id);
+        int r = lookup_passwd(numeric ? NULL : user, numeric ? id : 0, ret);
+        if (r < 0)
+                return log_error_errno(r, "%s: User=%s: %s", unit, user, strerror(-r));
+        if (r > 0)
+                return 0;
+        if (!numeric)
+                return log_error_errno(ESRCH, "%s: User=%s: no such user", unit, user);
+        /* A uid without an entry (a container's arbitrary uid): its number stands for its name. */
+        snprintf(q, sizeof q, "%u", id);
+        *ret = (struct user_info) { false, id, id, strdup(q), strdup("/"), strdup("/bin/sh") };
+        if (!ret->name || !ret->home || !ret->shell)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Group=, SupplementaryGroups=: a name, or a numeric gid (with or without an entry). */
+static int resolve_group(const char *unit, const char *key, const char *group, gid_t *ret) {
+        uint32_t id;
+        if (parse_id(group, &id)) {
+                *ret = id;
+                return 0;
+        }
+        int r = lookup_group(group, 0, ret);
+        if (r < 0)
+                return log_error_errno(r, "%s: %s=%s: %s", unit, key, group, strerror(-r));
+        if (r == 0)
+                return log_error_errno(ESRCH, "%s: %s=%s: no such group", unit, key, group);
+        return 0;
+}
+
+static int groups_add(struct sandbox_plan *p, gid_t g) {
+        for (size_t i = 0; i < p->n_groups; i++)
+                if (p->groups[i] == g)
+                        return 0;
+        gid_t *v = realloc(p->groups, (p->n_groups + 1) * sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        p->groups = v;
+        p->groups[p->n_groups++] = g;
+        return 0;
+}
+
+/* The user's groups in the group database (initgroups' list: the primary one included). */
+static int user_groups(const struct user_info *u, struct sandbox_plan *p) {
+        if (!u->found)
+                return groups_add(p, u->gid);
+        int n = 64;
+        for (;;) {
+                _cleanup_free_ gid_t *list = malloc((size_t) n * sizeof *list);
+                int got = n;
+                if (!list)
+                        return -ENOMEM;
+                if (getgrouplist(u->name, u->gid, list, &got) < 0) {
+                        if (got <= n || n > 65536)
+                                return -EINVAL;
+                        n = got;
+                        continue;
+                }
+                for (int i = 0; i < got; i++)
+                        if (groups_add(p, list[i]) < 0)
+                                return -ENOMEM;
+                return 0;
+        }
+}
+
+/* USER, LOGNAME, HOME, SHELL (SPEC §3), then Environment=, which may override them. */
+static int user_environment(const struct user_info *u, char *const *environment, char ***ret) {
+        size_t n = 0;
+        while (environment && environment[n])
+                n++;
+        char **v = calloc(n + 5, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        if (asprintf(&v[0], "USER=%s", u->name) < 0 || asprintf(&v[1], "LOGNAME=%s", u->name) < 0 ||
+            asprintf(&v[2], "HOME=%s", u->home) < 0 || asprintf(&v[3], "SHELL=%s", u->shell) < 0)
+                goto oom;
+        for (size_t i = 0; i < n; i++)
+                if (!(v[4 + i] = strdup(environment[i])))
+                        goto oom;
+        *ret = v;
+        return 0;
+oom:
+        unit_strv_free(v);
+        return -ENOMEM;
+}
+
+/* The home of tend's own user, for WorkingDirectory=~ without User=. */
+static int own_home(const struct sandbox_self *self, char **ret) {
+        struct user_info u = {};
+        int r = lookup_passwd(NULL, self->uid, &u);
+        if (r < 0)
+                return r;
+        *ret = strdup(r > 0 ? u.home : "/");
+        user_info_done(&u);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int plan_supplementary(const char *unit, const struct unit_file *f, struct sandbox_plan *p) {
+        for (char **g = f->supplementary_groups; g && *g; g++) {
+                gid_t gid;
+                int r = resolve_group(unit, "SupplementaryGroups", *g, &gid);
+                if (r < 0)
+                        return r;
+                if (groups_add(p, gid) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* User=, Group=, SupplementaryGroups=, and what follows from User=: its
+ * environment and home (SPEC §3). */
+static int plan_credentials(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                            struct sandbox_plan *p) {
+        struct user_info u = {};
+        bool supplementary = f->supplementary_groups && f->supplementary_groups[0];
+        int r = 0;
+        if (f->user)
+                r = resolve_user(unit, f->user, &u);
+        if (r >= 0 && f->group)
+                r = resolve_group(unit, "Group", f->group, &p->gid);
+        else if (r >= 0 && f->user)
+                p->gid = u.gid;
+        if (r >= 0 && f->user)
+                r = user_groups(&u, p);
+        if (r >= 0)
+                r = plan_supplementary(unit, f, p);
+        if (r >= 0 && f->user) {
+                r = user_environment(&u, f->environment, &p->environment);
+                p->environment_owned = r >= 0;
+        }
+        if (r >= 0 && f->working_directory_home)
+                r = f->user ? ((p->home = strdup(u.home)) ? 0 : -ENOMEM) : own_home(self, &p->home);
+        p->uid = u.uid;
+        p->set_uid = f->user;
+        p->set_gid = f->user || f->group;
+        p->set_groups = f->user || supplementary;
+        p->gid_stage = f->group ? SANDBOX_STAGE_SETGID : SANDBOX_STAGE_SETGID_USER;
+        p->groups_stage = supplementary ? SANDBOX_STAGE_SETGROUPS : SANDBOX_STAGE_SETGROUPS_USER;
+        user_info_done(&u);
+        return r;
+}
+
+/* SPEC §1: an unprivileged tend runs units as itself; asking for another
+ * user or group fails the start before the fork. */
+static int check_credentials(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                             struct sandbox_plan *p) {
+        bool setuid_ok = has_cap(self->effective, CAP_SETUID), setgid_ok = has_cap(self->effective, CAP_SETGID);
+        bool supplementary = f->supplementary_groups && f->supplementary_groups[0];
+        if (p->set_uid && !setuid_ok) {
+                if (p->uid != self->uid)
+                        return needs_privileges(unit, "User=");
+                p->set_uid = false; /* already that user */
+        }
+        if (p->set_gid && !setgid_ok) {
+                if (p->gid != self->gid)
+                        return needs_privileges(unit, f->group ? "Group=" : "User=");
+                p->set_gid = false;
+        }
+        if (p->set_groups && !setgid_ok) {
+                if (supplementary)
+                        return needs_privileges(unit, "SupplementaryGroups=");
+                p->set_groups = false; /* tend's own groups, as its own user */
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: limits, capabilities                                            */
+/* ------------------------------------------------------------------------ */
+
+/* /proc/sys/fs/nr_open: LimitNOFILE=infinity means this (as in systemd). */
+static rlim_t nr_open(void) {
+        char buf[32] = {};
+        int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        safe_close(fd);
+        uint64_t v;
+        return n > 0 && parse_u64(buf, strcspn(buf, "\n"), &v) >= 0 ? (rlim_t) v : 1024 * 1024;
+}
+
+static int plan_limits(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                       struct sandbox_plan *p) {
+        bool resource_ok = has_cap(self->effective, CAP_SYS_RESOURCE);
+        for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++) {
+                if (!f->limits[i].set)
+                        continue;
+                struct rlimit rl = f->limits[i].rl;
+                if (i == RLIMIT_NOFILE) {
+                        rlim_t max = nr_open();
+                        rl.rlim_cur = rl.rlim_cur == RLIM_INFINITY ? max : rl.rlim_cur;
+                        rl.rlim_max = rl.rlim_max == RLIM_INFINITY ? max : rl.rlim_max;
+                }
+                if (rl.rlim_max > self->limits[i].rlim_max && !resource_ok) {
+                        return needs_privileges(unit, limit_keys[i].key_eq);
+                }
+                p->limits[p->n_limits].resource = i;
+                p->limits[p->n_limits++].rl = rl;
+        }
+        return 0;
+}
+
+static void caps_data(uint32_t d[6], uint64_t effective, uint64_t permitted, uint64_t inheritable) {
+        /* struct __user_cap_data_struct[2]: { effective, permitted, inheritable } × low/high words */
+        d[0] = (uint32_t) effective, d[1] = (uint32_t) permitted, d[2] = (uint32_t) inheritable;
+        d[3] = (uint32_t) (effective >> 32), d[4] = (uint32_t) (permitted >> 32), d[5] = (uint32_t) (inheritable >> 32);
+}
+
+/* Whether every uid becomes non-zero from a process with a zero one: the
+ * kernel then clears the ambient set (and, without keep-caps, the permitted). */
+static bool drops_root(const struct sandbox_self *self, const struct sandbox_plan *p) {
+        return self->uid == 0 && p->set_uid && p->uid != 0;
+}
+
+static int plan_capabilities(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                             struct sandbox_plan *p) {
+        uint64_t all = sandbox_capability_all();
+        p->cap_last = cap_count() - 1;
+        p->bounding_drop = self->bounding & ~f->capability_bounding_set & all;
+        if (p->bounding_drop && !has_cap(self->effective, CAP_SETPCAP))
+                return needs_privileges(unit, "CapabilityBoundingSet=");
+        p->ambient = f->ambient_capabilities & all;
+        if (p->ambient & ~(self->permitted & self->bounding & ~p->bounding_drop))
+                return needs_privileges(unit, "AmbientCapabilities=");
+        if (!p->ambient)
+                return 0;
+        caps_data(p->caps_before, self->effective, self->permitted, p->ambient);
+        p->keep_caps = p->ambient_again = drops_root(self, p);
+        caps_data(p->caps_after, p->ambient, p->ambient, p->ambient);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: seccomp                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* libseccomp's export, read back from a memfd into a plain array. */
+static int export_bpf(scmp_filter_ctx ctx, struct sandbox_plan *p) {
+        _cleanup_close_ int fd = memfd_create("tend-seccomp", MFD_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        int r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return r;
+        off_t size = lseek(fd, 0, SEEK_END);
+        off_t insn = (off_t) sizeof(struct sock_filter);
+        if (size <= 0 || size % insn || size / insn > BPF_MAXINSNS)
+                return size < 0 ? negative_errno() : -E2BIG;
+        void *buf = malloc((size_t) size);
+        if (!buf)
+                return -ENOMEM;
+        if (pread(fd, buf, (size_t) size, 0) != (ssize_t) size) {
+                free(buf);
+                return -EIO;
+        }
+        p->seccomp_filter = buf;
+        p->seccomp_len = (unsigned short) (size / insn);
+        return 0;
+}
+
+/* Another ABI this machine runs (i386, x32 on x86-64; arm on arm64): the
+ * same filter applies there, as systemd's default SystemCallArchitectures=. */
+static void add_secondary_archs(scmp_filter_ctx ctx) {
+        uint32_t native = seccomp_arch_native();
+        if (native == SCMP_ARCH_X86_64) {
+                (void) seccomp_arch_add(ctx, SCMP_ARCH_X86);
+                (void) seccomp_arch_add(ctx, SCMP_ARCH_X32);
+        } else if (native == SCMP_ARCH_AARCH64)
+                (void) seccomp_arch_add(ctx, SCMP_ARCH_ARM);
+}
+
+static int rule_add(scmp_filter_ctx ctx, uint32_t action, int nr) {
+        int r = seccomp_rule_add(ctx, action, nr, 0);
+        /* -EDOM/-EINVAL: a pseudo number no ABI of the filter has; -EEXIST: listed twice;
+         * -EACCES: the filter's default action already. */
+        return r == -EDOM || r == -EEXIST || r == -EACCES || (r == -EINVAL && nr < 0) ? 0 : r;
+}
+
+static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t deny) {
+        const struct sandbox_syscall_filter *sf = &f->syscall_filter;
+        int r = 0;
+        for (size_t i = 0; i < sf->n && r >= 0; i++) {
+                const struct sandbox_syscall *s = &sf->syscalls[i];
+                if (sf->allow_list)
+                        r = rule_add(ctx, SCMP_ACT_ALLOW, s->nr);
+                else if (!is_exempt(s->nr))
+                        r = rule_add(ctx, s->action == SANDBOX_ACTION_DEFAULT ? deny
+                                          : s->action == 0                     ? SCMP_ACT_KILL_PROCESS
+                                                                               : SCMP_ACT_ERRNO((uint32_t) s->action),
+                                     s->nr);
+        }
+        if (!sf->allow_list)
+                return r;
+        struct sandbox_syscall_filter always = {};
+        for (const char *const *s = sandbox_syscall_allow_always; *s && r >= 0; s++)
+                r = sandbox_syscall_filter_add(&always, *s, false);
+        for (size_t i = 0; i < always.n && r >= 0; i++)
+                r = rule_add(ctx, SCMP_ACT_ALLOW, always.syscalls[i].nr);
+        sandbox_syscall_filter_clear(&always);
+        return r;
+}
+
+static int plan_seccomp(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                        struct sandbox_plan *p) {
+        p->no_new_privs = f->no_new_privileges;
+        if (!f->syscall_filter.set)
+                return 0;
+        /* systemd's rule: without CAP_SYS_ADMIN at the filter, NoNewPrivileges=yes is implied. */
+        bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
+        p->no_new_privs |= !sys_admin;
+        uint32_t deny = f->syscall_error_number > 0 ? SCMP_ACT_ERRNO((uint32_t) f->syscall_error_number)
+                                                    : SCMP_ACT_KILL_PROCESS;
+        scmp_filter_ctx ctx = seccomp_init(f->syscall_filter.allow_list ? deny : SCMP_ACT_ALLOW);
+        if (!ctx)
+                return log_error_errno(ENOMEM, "%s: SystemCallFilter=: cannot create the filter", unit);
+        int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); /* the hook sets it, in its place */
+        if (r >= 0)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny);
+        if (r >= 0) {
+                add_secondary_archs(ctx);
+                r = build_filter(f, ctx, deny);
+        }
+        if (r >= 0)
+                r = export_bpf(ctx, p);
+        seccomp_release(ctx);
+        if (r < 0)
+                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %s", unit, strerror(-r));
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
+        if (!p)
+                return NULL;
+        if (p->environment_owned)
+                unit_strv_free(p->environment);
+        free(p->home);
+        free(p->groups);
+        free(p->seccomp_filter);
+        free(p);
+        return NULL;
+}
+
+/* Whether f asks for anything checked against tend's own credentials: a
+ * unit without sandboxing keys costs its spawn no system call here. */
+static bool needs_self(const struct unit_file *f) {
+        if (f->user || f->group || f->supplementary_groups || f->working_directory_home || f->ambient_capabilities ||
+            f->capability_bounding_set != UINT64_MAX || f->syscall_filter.set)
+                return true;
+        for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
+                if (f->limits[i].set)
+                        return true;
+        return false;
+}
+
+int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                     struct sandbox_plan **ret) {
+        if (!unit || !f || !ret)
+                return -EINVAL;
+        struct sandbox_self own = {};
+        if (!self && !needs_self(f))
+                self = &own; /* unread: nothing below compares against it */
+        if (!self) {
+                int r = sandbox_self_get(&own);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot read tend's credentials: %s", unit, strerror(-r));
+                self = &own;
+        }
+        _cleanup_(sandbox_plan_freep) struct sandbox_plan *p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        int r = plan_credentials(unit, f, self, p);
+        if (r >= 0)
+                r = check_credentials(unit, f, self, p);
+        if (r >= 0)
+                r = plan_limits(unit, f, self, p);
+        if (r >= 0)
+                r = plan_capabilities(unit, f, self, p);
+        if (r >= 0)
+                r = plan_seccomp(unit, f, self, p);
+        if (r < 0)
+                return r;
+        if (!p->environment_owned)
+                p->environment = f->environment; /* borrowed */
+        p->working_directory = f->working_directory_home ? p->home : f->working_directory;
+        p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
+                  p->no_new_privs || p->seccomp_filter;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a) {
+        if (!p || !a || !p->hook)
+                return;
+        p->pdeath_signal = a->pdeath_signal;
+        p->parent = getpid();
+        a->pre_exec = sandbox_pre_exec;
+        a->pre_exec_userdata = p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The child: async-signal-safe only                                         */
+/* ------------------------------------------------------------------------ */
+
+static int set_caps(const uint32_t data[6]) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {
+                { .effective = data[0], .permitted = data[1], .inheritable = data[2] },
+                { .effective = data[3], .permitted = data[4], .inheritable = data[5] },
+        };
+        return (int) syscall(SYS_capset, &h, d);
+}
+
+/* The inheritable set from data, then each ambient capability raised (it
+ * must be in both the permitted and the inheritable set). */
+static int raise_ambient(const struct sandbox_plan *p, const uint32_t data[6]) {
+        if (set_caps(data) < 0)
+                return -1;
+        for (unsigned c = 0; c <= p->cap_last; c++)
+                if ((p->ambient >> c) & 1 && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0)
+                        return -1;
+        return 0;
+}
+
+#define FAIL(stage)                                      \
+        do {                                             \
+                *ret_stage = EXIT_STAGE_HOOK + (stage);  \
+                return errno > 0 ? -errno : -EIO;        \
+        } while (0)
+
+int sandbox_pre_exec(void *userdata, int *ret_stage) {
+        const struct sandbox_plan *p = userdata;
+        for (size_t i = 0; i < p->n_limits; i++)
+                if (setrlimit(p->limits[i].resource, &p->limits[i].rl) < 0)
+                        FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
+        for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
+                if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+                        FAIL(SANDBOX_STAGE_BOUNDING);
+        if (p->ambient && raise_ambient(p, p->caps_before) < 0)
+                FAIL(SANDBOX_STAGE_AMBIENT);
+        if (p->keep_caps && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                FAIL(SANDBOX_STAGE_KEEPCAPS);
+        if (p->set_groups && syscall(SYS_SETGROUPS, p->n_groups, p->groups) < 0)
+                FAIL(p->groups_stage);
+        if (p->set_gid && syscall(SYS_SETRESGID, p->gid, p->gid, p->gid) < 0)
+                FAIL(p->gid_stage);
+        if (p->set_uid && syscall(SYS_SETRESUID, p->uid, p->uid, p->uid) < 0)
+                FAIL(SANDBOX_STAGE_SETUID);
+        if (p->ambient_again && raise_ambient(p, p->caps_after) < 0)
+                FAIL(SANDBOX_STAGE_AMBIENT_AGAIN);
+        if (p->pdeath_signal && (p->set_uid || p->set_gid)) {
+                if (prctl(PR_SET_PDEATHSIG, p->pdeath_signal, 0, 0, 0) < 0)
+                        FAIL(SANDBOX_STAGE_PDEATHSIG);
+                if (getppid() != p->parent) {
+                        errno = ESRCH; /* the parent died before the signal was armed again */
+                        FAIL(SANDBOX_STAGE_PDEATHSIG);
+                }
+        }
+        if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                FAIL(SANDBOX_STAGE_NO_NEW_PRIVS);
+        if (p->seccomp_filter) {
+                struct sock_fprog prog = { .len = p->seccomp_len, .filter = p->seccomp_filter };
+                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+                        FAIL(SANDBOX_STAGE_SECCOMP);
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Failures, for the parent                                                  */
+/* ------------------------------------------------------------------------ */
+
+bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_step) {
+        static const struct {
+                const char *key, *step;
+        } stages[] = {
+                [SANDBOX_STAGE_BOUNDING] = { "CapabilityBoundingSet=", "PR_CAPBSET_DROP" },
+                [SANDBOX_STAGE_AMBIENT] = { "AmbientCapabilities=", "capset, PR_CAP_AMBIENT_RAISE" },
+                [SANDBOX_STAGE_KEEPCAPS] = { "AmbientCapabilities=", "PR_SET_KEEPCAPS" },
+                [SANDBOX_STAGE_SETGROUPS] = { "SupplementaryGroups=", "setgroups" },
+                [SANDBOX_STAGE_SETGROUPS_USER] = { "User=", "setgroups" },
+                [SANDBOX_STAGE_SETGID] = { "Group=", "setresgid" },
+                [SANDBOX_STAGE_SETGID_USER] = { "User=", "setresgid" },
+                [SANDBOX_STAGE_SETUID] = { "User=", "setresuid" },
+                [SANDBOX_STAGE_AMBIENT_AGAIN] = { "AmbientCapabilities=",
+                                                  "capset, PR_CAP_AMBIENT_RAISE after the uid change" },
+                [SANDBOX_STAGE_PDEATHSIG] = { "User=", "PR_SET_PDEATHSIG after the uid change" },
+                [SANDBOX_STAGE_NO_NEW_PRIVS] = { "NoNewPrivileges=", "PR_SET_NO_NEW_PRIVS" },
+                [SANDBOX_STAGE_SECCOMP] = { "SystemCallFilter=", "PR_SET_SECCOMP" },
+        };
+        int s = stage - EXIT_STAGE_HOOK;
+        const char *key = NULL, *step = NULL;
+        if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
+                key = limit_keys[s - SANDBOX_STAGE_LIMIT].key_eq, step = "setrlimit";
+        } else if (s > 0 && (size_t) s < ELEMENTSOF(stages) && stages[s].key)
+                key = stages[s].key, step = stages[s].step;
+        if (!key)
+                return false;
+        if (ret_key)
+                *ret_key = key;
+        if (ret_step)
+                *ret_step = step;
+        return true;
+}
+
+void sandbox_log_exec_failure(const char *unit, int error, int stage) {
+        const char *key, *step, *name;
+        if (error >= 0 || !sandbox_stage_describe(stage, &key, &step))
+                return;
+        name = strerrorname_np(-error);
+        log_error("%s: %s %s failed: %s (%s)", unit, key, step, strerror(-error), name ? name : "?");
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sandboxing a unit's processes (SPEC §1 "Unprivileged", §3; issue 9): User=,
+ * Group=, SupplementaryGroups=, WorkingDirectory=~, Limit*=, NoNewPrivileges=,
+ * CapabilityBoundingSet=, AmbientCapabilities=, SystemCallFilter=,
+ * SystemCallErrorNumber=. (UMask= is libexit's attr.umask.) The reference for
+ * users is docs/tend.service.5.md "SANDBOXING".
+ *
+ * Two halves:
+ *  - the vocabulary of the values, for the unit-file parser: capability names
+ *    (libcap), system-call names and tend's groups (libseccomp), errno names,
+ *    resource limits. Pure and thread-safe.
+ *  - a plan, computed before each spawn (STYLE.md "Reserve before fork"): the
+ *    ids and groups resolved now (getpwnam_r, getgrnam_r, getgrouplist), the
+ *    capability sets, the seccomp BPF program exported by libseccomp, and the
+ *    privilege checks an unprivileged tend needs (SPEC §1). The child then
+ *    runs sandbox_pre_exec() as libexit's pre-exec hook: system calls only.
+ *
+ * The child's order (each step only when the unit asks for it), after
+ * libexit's own set-up (umask, session, fds, chdir):
+ *   1. setrlimit, each Limit*=;
+ *   2. PR_CAPBSET_DROP, each capability not in CapabilityBoundingSet=;
+ *   3. capset with inheritable = AmbientCapabilities=, then
+ *      PR_CAP_AMBIENT_RAISE each;
+ *   4. PR_SET_KEEPCAPS, so the permitted set survives the uid change;
+ *   5. setgroups, setresgid, setresuid (raw system calls: a child of clone3
+ *      must not run glibc's set*id broadcast to its parent's threads);
+ *   6. capset (effective = permitted = inheritable = ambient) and
+ *      PR_CAP_AMBIENT_RAISE each again: the kernel cleared the ambient set
+ *      when every uid became non-zero;
+ *   7. PR_SET_PDEATHSIG again if the spawn asked for one (a credential change
+ *      clears it), then the parent checked;
+ *   8. PR_SET_NO_NEW_PRIVS;
+ *   9. PR_SET_SECCOMP with the prepared program — last: after it come only
+ *      libexit's sigprocmask and execve, which tend never lets a filter deny.
+ * A failing step ends the child before the exec (it never runs half
+ * sandboxed); its stage code names the key (sandbox_stage_describe()).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+struct exit_spawn_attr;
+struct unit_file;
+
+/* ------------------------------------------------------------------------ */
+/* Values (for the unit-file parser)                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Limit*=: one per setrlimit(2) resource systemd names (RLIMIT_CPU … RLIMIT_RTTIME). */
+#define SANDBOX_RLIMIT_MAX 16
+
+struct sandbox_limit {
+        bool set;        /* false: inherited from tend */
+        struct rlimit rl;
+};
+
+/* The resource of key "LimitNOFILE" etc., or -EINVAL. */
+int sandbox_rlimit_from_key(const char *key);
+/* "LimitNOFILE" for RLIMIT_NOFILE; NULL for a resource outside 0..SANDBOX_RLIMIT_MAX-1. */
+const char *sandbox_rlimit_key(int resource);
+
+/*
+ * Parses the value of Limit*= for resource (systemd.exec(5)): "VALUE" (soft
+ * and hard) or "SOFT:HARD"; "infinity"; sizes with K, M, G, T, P, E (base
+ * 1024) for the byte limits; time spans for LimitCPU= (seconds, rounded up)
+ * and LimitRTTIME= (µs by default); LimitNICE= as a nice value "+N"/"-N"
+ * (-20…19) or a raw 0…40. Returns 0; -EINVAL (syntax), -ERANGE (out of
+ * range), -EDOM (the soft limit above the hard one).
+ */
+int sandbox_parse_limit(int resource, const char *value, struct rlimit *ret);
+
+/* The number of capability name ("CAP_NET_BIND_SERVICE", any case, or a
+ * number) in 0..63 known to libcap and the kernel, or -EINVAL. */
+int sandbox_capability_from_name(const char *name);
+/* Every capability the running kernel knows, as a mask (bit n = capability n). */
+uint64_t sandbox_capability_all(void);
+/* Writes capability cap's name ("CAP_NET_BIND_SERVICE", or its number if
+ * libcap has no name for it) to buf. */
+void sandbox_capability_name(int cap, char *buf, size_t size);
+
+/* An errno as SystemCallErrorNumber= takes it: a name ("EPERM") or 1…4095;
+ * "kill" is 0. Returns it, or -EINVAL. */
+int sandbox_errno_from_name(const char *s);
+
+/* SystemCallFilter= (systemd.exec(5)). */
+#define SANDBOX_ACTION_DEFAULT (-1) /* the unit's action: SystemCallErrorNumber=, else kill */
+struct sandbox_syscall {
+        int nr;     /* libseccomp's number (negative: a pseudo number, another ABI's call) */
+        int action; /* deny lists: SANDBOX_ACTION_DEFAULT, 0 (kill) or an errno ("name:EPERM") */
+};
+struct sandbox_syscall_filter {
+        bool set;                    /* false: no filter */
+        bool allow_list;             /* the first assignment's kind: without "~" an allow list */
+        struct sandbox_syscall *syscalls; /* n, sorted by nr, owned */
+        size_t n;
+};
+
+void sandbox_syscall_filter_clear(struct sandbox_syscall_filter *f);
+
+/*
+ * One word of a SystemCallFilter= assignment: a system call name or a group
+ * ("@system-service"), with ":ERRNO" or ":kill" after it in a deny list. The
+ * first word of the unit decides the kind (invert: the assignment began with
+ * "~"); later words of the same kind add, of the other kind remove (as
+ * systemd). Returns 0; -EINVAL (an unknown system call), -ENOENT (an unknown
+ * group), -EBADMSG (a bad errno after ':'), -EDOM (':' in an allow list),
+ * -ENOMEM. A group's members unknown to libseccomp are skipped.
+ */
+int sandbox_syscall_filter_add(struct sandbox_syscall_filter *f, const char *word, bool invert);
+
+/*
+ * The calls tend needs between the filter and the program (libexit's
+ * sigprocmask and execve, exit): a deny list never denies them. Writes the
+ * names f denies among them to buf ("execve rt_sigprocmask"), empty if none.
+ */
+void sandbox_syscall_filter_exempt(const struct sandbox_syscall_filter *f, char *buf, size_t size);
+
+/* tend's groups: the names ("@basic-io", …) in order, NULL-terminated, and a
+ * group's members (names, "@group" for a nested one), NULL-terminated; NULL
+ * for an unknown group. */
+extern const char *const sandbox_syscall_group_names[];
+const char *const *sandbox_syscall_group(const char *name);
+/* The calls every allow list permits (execve's needs), NULL-terminated. */
+extern const char *const sandbox_syscall_allow_always[];
+
+/* ------------------------------------------------------------------------ */
+/* The plan of one spawn                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* tend's own credentials, as the plan's privilege checks see them: a seam for tests. */
+struct sandbox_self {
+        uid_t uid; /* effective */
+        gid_t gid;
+        uint64_t effective, permitted, bounding; /* capability masks */
+        struct rlimit limits[SANDBOX_RLIMIT_MAX];
+};
+
+/* Reads the calling process's credentials into *ret. Returns 0 or a negative errno. */
+int sandbox_self_get(struct sandbox_self *ret);
+
+/* Stage codes the hook reports (EXIT_STAGE_HOOK + one of these). */
+enum {
+        SANDBOX_STAGE_BOUNDING = 1,
+        SANDBOX_STAGE_AMBIENT,
+        SANDBOX_STAGE_KEEPCAPS,
+        SANDBOX_STAGE_SETGROUPS,      /* SupplementaryGroups= */
+        SANDBOX_STAGE_SETGROUPS_USER, /* User='s groups alone */
+        SANDBOX_STAGE_SETGID,         /* Group= */
+        SANDBOX_STAGE_SETGID_USER,    /* User='s primary group */
+        SANDBOX_STAGE_SETUID,
+        SANDBOX_STAGE_AMBIENT_AGAIN,
+        SANDBOX_STAGE_PDEATHSIG,
+        SANDBOX_STAGE_NO_NEW_PRIVS,
+        SANDBOX_STAGE_SECCOMP,
+        SANDBOX_STAGE_LIMIT = 32, /* + the resource */
+        _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
+};
+
+/*
+ * Everything the child needs, computed by sandbox_plan_new(). Read-only
+ * outside this module (tests inspect it).
+ */
+struct sandbox_plan {
+        /* for the parent */
+        char **environment;       /* with User=: USER= LOGNAME= HOME= SHELL=, then the unit's
+                                   * Environment= (owned); else the unit's own (borrowed) */
+        bool environment_owned;
+        const char *working_directory; /* WorkingDirectory=, or the home for "~"; NULL: "/" */
+        char *home;               /* WorkingDirectory=~: User='s home, or tend's user's */
+        bool hook;                /* the child has work to do: sandbox_plan_apply() sets the hook */
+
+        /* for the child, in its order */
+        struct { int resource; struct rlimit rl; } limits[SANDBOX_RLIMIT_MAX];
+        size_t n_limits;
+        uint64_t bounding_drop;   /* capabilities to drop from the bounding set */
+        unsigned cap_last;        /* the kernel's last capability */
+        uint64_t ambient;
+        uint32_t caps_before[6];  /* capset data (v3: effective, permitted, inheritable × 2) of step 3 */
+        uint32_t caps_after[6];   /* of step 6 */
+        bool keep_caps;
+        bool set_groups;
+        gid_t *groups;
+        size_t n_groups;
+        bool set_gid, set_uid;
+        gid_t gid;
+        uid_t uid;
+        int groups_stage, gid_stage; /* SANDBOX_STAGE_…: the key the groups and the gid came from */
+        bool ambient_again;
+        int pdeath_signal;        /* from the spawn attributes (sandbox_plan_apply) */
+        pid_t parent;
+        bool no_new_privs;
+        void *seccomp_filter;     /* struct sock_filter[seccomp_len] */
+        unsigned short seccomp_len;
+};
+
+/*
+ * Builds the plan of one process of unit (its name, for messages) from the
+ * keys of f. User=, Group=, SupplementaryGroups= are resolved now (numeric
+ * ids accepted), so a start after a user is created sees it. self is tend's
+ * credentials (NULL: read them now). Every failure is logged, naming the unit
+ * and the key, and returned:
+ *   -ESRCH   "NAME.service: User=bob: no such user" (Group=, SupplementaryGroups=: "no such group");
+ *   -EPERM   "NAME.service: KEY needs privileges tend lacks (EPERM)" (SPEC §1): another user
+ *            or group without CAP_SETUID/CAP_SETGID, dropping the bounding set without
+ *            CAP_SETPCAP, an ambient capability tend does not hold, a hard limit above
+ *            tend's own without CAP_SYS_RESOURCE;
+ *   -ENOMEM, or an error of the lookups or of libseccomp.
+ * On success *ret is owned by the caller (sandbox_plan_free()); it must
+ * outlive the spawn it is applied to.
+ */
+int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                     struct sandbox_plan **ret);
+
+/* Frees p; returns NULL. NULL is accepted. */
+struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct sandbox_plan *, sandbox_plan_free);
+
+/*
+ * Hooks p into a spawn: sets a->pre_exec and a->pre_exec_userdata when the
+ * child has work to do (a unit without sandboxing keys keeps libexit's fast
+ * path), and takes a->pdeath_signal and the caller's pid for step 7.
+ */
+void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a);
+
+/* The hook (libexit's pre_exec): async-signal-safe; 0, or a negative errno
+ * with *ret_stage = EXIT_STAGE_HOOK + SANDBOX_STAGE_…. */
+int sandbox_pre_exec(void *userdata, int *ret_stage);
+
+/*
+ * What a stage of the hook names: the key ("User=", "LimitNOFILE=") and the
+ * step ("setresuid"); false if stage is not one of the hook's.
+ */
+bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_step);
+
+/* Logs "UNIT: KEY: STEP failed: strerror (ENAME)" when a process's exec
+ * failure (error < 0, stage) is one of the hook's; otherwise nothing. */
+void sandbox_log_exec_failure(const char *unit, int error, int stage);
