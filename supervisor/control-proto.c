@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The control protocol's shared vocabulary and json-c helpers (control-proto.h). */
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "control-proto.h"
@@ -195,4 +198,125 @@ int control_add_int64(struct json_object *o, const char *key, int64_t value) {
 
 int control_add_bool(struct json_object *o, const char *key, bool value) {
         return add(o, key, json_object_new_boolean(value), false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Which commands take "units": required (≥ 1), exactly one, optional, or none. */
+enum units_rule { UNITS_NONE, UNITS_OPTIONAL, UNITS_REQUIRED, UNITS_ONE };
+
+static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
+        [CONTROL_CMD_STATUS] = UNITS_OPTIONAL,      [CONTROL_CMD_LIST] = UNITS_NONE,
+        [CONTROL_CMD_START] = UNITS_REQUIRED,       [CONTROL_CMD_STOP] = UNITS_REQUIRED,
+        [CONTROL_CMD_RESTART] = UNITS_REQUIRED,     [CONTROL_CMD_RESET_FAILED] = UNITS_OPTIONAL,
+        [CONTROL_CMD_KILL] = UNITS_REQUIRED,        [CONTROL_CMD_RELOAD] = UNITS_REQUIRED,
+        [CONTROL_CMD_LOGS] = UNITS_ONE,             [CONTROL_CMD_WATCH] = UNITS_NONE,
+        [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
+};
+
+_printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (size > 0)
+                vsnprintf(reason, size, fmt, ap);
+        va_end(ap);
+        return error;
+}
+
+/* The text of a field for a message (a value of any type, or "(missing)"). */
+static const char *field_text(struct json_object *o, const char *key) {
+        struct json_object *v = NULL;
+        if (!json_object_object_get_ex(o, key, &v) || !v)
+                return "(missing)";
+        return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+}
+
+static int decode_envelope(struct control_request *q, char *reason, size_t size) {
+        int64_t version;
+        const char *cmd;
+        int r = control_get_int64(q->o, "version", &version);
+        if (r < 0 || version != CONTROL_PROTOCOL_VERSION)
+                return refuse(-EPROTONOSUPPORT, reason, size, "protocol version %.64s is not supported (tend speaks 1)",
+                              field_text(q->o, "version"));
+        if (control_get_string(q->o, "command", &cmd) < 0 || (r = control_command_from_string(cmd)) < 0)
+                return refuse(-EBADMSG, reason, size, "unknown or missing command %.64s", field_text(q->o, "command"));
+        q->cmd = (enum control_command) r;
+        q->units = NULL;
+        q->n_units = 0;
+        r = control_get_string_array(q->o, "units", &q->units, &q->n_units);
+        enum units_rule rule = units_rules[q->cmd];
+        if (rule == UNITS_ONE && r >= 0 && q->n_units > 1)
+                return refuse(-EBADMSG, reason, size, "%s takes exactly one unit", cmd);
+        if (r == -EBADMSG || (rule == UNITS_NONE && q->n_units > 0) || (rule >= UNITS_REQUIRED && q->n_units == 0))
+                return refuse(-EBADMSG, reason, size, "%s: \"units\" must be an array of unit names (required: "
+                              "start stop restart kill reload logs; not taken: list watch daemon-reload shutdown)", cmd);
+        return 0;
+}
+
+static int decode_fields(struct control_request *q, char *reason, size_t size) {
+        int64_t sig = SIGTERM;
+        const char *ks = "durable";
+        switch (q->cmd) {
+        case CONTROL_CMD_START:
+        case CONTROL_CMD_STOP:
+        case CONTROL_CMD_RESTART:
+                if (control_get_bool(q->o, "no_block", &q->no_block) == -EBADMSG)
+                        return refuse(-EBADMSG, reason, size, "%s", "\"no_block\" is a boolean");
+                return 0;
+        case CONTROL_CMD_KILL:
+                if (control_get_bool(q->o, "main", &q->main_only) == -EBADMSG)
+                        return refuse(-EBADMSG, reason, size, "%s", "\"main\" is a boolean");
+                if (control_get_int64(q->o, "signal", &sig) == -EBADMSG || sig < 1 || sig >= _NSIG)
+                        return refuse(-EBADMSG, reason, size, "\"signal\" must be a signal number (1 to %d)", _NSIG - 1);
+                q->signal = (int) sig;
+                return 0;
+        case CONTROL_CMD_LOGS:
+                if (control_get_int64(q->o, "lines", &q->lines) == -EBADMSG || q->lines < -1 ||
+                    control_get_bool(q->o, "follow", &q->follow) == -EBADMSG)
+                        return refuse(-EBADMSG, reason, size, "%s",
+                                      "\"lines\" is a number of lines (>= 0), \"follow\" a boolean");
+                return 0;
+        case CONTROL_CMD_WATCH:
+                if (control_get_string(q->o, "prefix", &q->prefix) == -EBADMSG ||
+                    control_get_string(q->o, "keyspace", &ks) == -EBADMSG)
+                        return refuse(-EBADMSG, reason, size, "%s", "\"prefix\" and \"keyspace\" are strings");
+                if (!streq(ks, "durable") && !streq(ks, "ephemeral"))
+                        return refuse(-EBADMSG, reason, size, "unknown keyspace \"%.64s\"", ks);
+                q->ephemeral = streq(ks, "ephemeral");
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+int control_request_decode(const void *buf, size_t len, struct control_request *ret, char *reason, size_t size) {
+        struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "" };
+        if ((!buf && len) || !ret || (!reason && size))
+                return -EINVAL;
+        int r = control_message_parse(buf ? buf : "", len, &q.o);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return refuse(-EBADMSG, reason, size, "%s", "the request is not one JSON object");
+        r = decode_envelope(&q, reason, size);
+        if (r >= 0)
+                r = decode_fields(&q, reason, size);
+        if (r < 0) {
+                control_request_done(&q);
+                return r;
+        }
+        *ret = q;
+        return 0;
+}
+
+void control_request_done(struct control_request *q) {
+        if (q->o)
+                json_object_put(q->o);
+        *q = (struct control_request) { .signal = SIGTERM, .lines = -1, .prefix = "" };
+}
+
+const char *control_request_unit(const struct control_request *q, size_t i) {
+        return json_object_get_string(json_object_array_get_idx(q->units, i));
 }

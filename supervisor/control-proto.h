@@ -84,6 +84,44 @@ enum control_error control_error_from_string(const char *s);
 /* tendctl's exit status for e (1, 2, 3 or 4). */
 int control_error_exit_status(enum control_error e);
 
+/*
+ * A decoded request (docs/control-protocol.md "Requests"): the envelope, the
+ * units the command takes, its own fields with their defaults. Fields a
+ * command does not take are ignored (not even type-checked).
+ */
+struct control_request {
+        struct json_object *o;      /* the message; owned (control_request_done()) */
+        enum control_command cmd;
+        struct json_object *units;  /* borrowed from o: an array of strings, or NULL */
+        size_t n_units;
+        bool no_block;              /* start, stop, restart */
+        bool main_only;             /* kill: "main" */
+        int signal;                 /* kill: 1 … _NSIG-1; SIGTERM */
+        int64_t lines;              /* logs: ≥ 0; -1 (absent): the whole ring */
+        bool follow;                /* logs */
+        const char *prefix;         /* watch: borrowed from o; "" (absent): every key */
+        bool ephemeral;             /* watch: "keyspace" "ephemeral" (default "durable") */
+};
+
+/*
+ * The control-message decoder: parses buf[0..len) as one request and checks
+ * it whole — envelope ("version", "command"), "units" as the command takes
+ * them, each of its fields' type and range — before anything is done.
+ * 0 with *ret filled (ret->o is the caller's). On refusal, reason[0..size)
+ * receives the answer's message and the return says its error:
+ * -EPROTONOSUPPORT unsupported-version ("version" absent or not 1),
+ * -EBADMSG bad-request (not one JSON object, unknown command, a field of the
+ * wrong type or out of range, units missing or unexpected); -ENOMEM.
+ * Pure: no I/O, no global state (tests/fuzz/fuzz-control.c fuzzes it).
+ */
+int control_request_decode(const void *buf, size_t len, struct control_request *ret, char *reason, size_t size);
+
+/* Releases q->o; q may be reused. */
+void control_request_done(struct control_request *q);
+
+/* The request's i-th unit name (i < q->n_units). */
+const char *control_request_unit(const struct control_request *q, size_t i);
+
 /* A message {"version": 1, "type": type}; NULL on ENOMEM. */
 struct json_object *control_message_new(const char *type);
 

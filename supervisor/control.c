@@ -800,15 +800,8 @@ static void conn_done(struct conn *c) {
 /* Requests                                                                  */
 /* ------------------------------------------------------------------------ */
 
-struct request {
-        json *o;
-        enum control_command cmd;
-        json *units; /* array of strings, or NULL */
-        size_t n_units;
-};
-
-static const char *unit_arg(const struct request *q, size_t i) {
-        return json_object_get_string(json_object_array_get_idx(q->units, i));
+static const char *unit_arg(const struct control_request *q, size_t i) {
+        return control_request_unit(q, i);
 }
 
 /* "NAME" or "NAME.service" → the manager's name. 0, -ENOENT. */
@@ -852,7 +845,7 @@ static int records_add(struct conn *c, struct store_event *ev) {
 }
 
 /* status NAME…: each unit's record; unknown units are listed in the result. */
-static int status_named(struct conn *c, const struct request *q) {
+static int status_named(struct conn *c, const struct control_request *q) {
         json *missing = json_object_new_array();
         if (!missing || json_object_object_add(c->final, "units", missing) < 0) {
                 json_object_put(missing);
@@ -880,7 +873,7 @@ static int status_named(struct conn *c, const struct request *q) {
         return 0;
 }
 
-static void handle_status(struct conn *c, const struct request *q) {
+static void handle_status(struct conn *c, const struct control_request *q) {
         int r;
         c->final = result_new(true);
         if (!c->final) {
@@ -1115,45 +1108,22 @@ static void stop_one(struct conn *c, struct pending *p, bool no_block) {
 
 /* --- the per-unit commands --- */
 
-static int simple_op(struct conn *c, const struct request *q, const char *unit) {
+static int simple_op(struct conn *c, const struct control_request *q, const char *unit) {
         struct control_server *s = c->s;
-        int64_t sig = SIGTERM;
-        bool main_only = false;
-
         switch (q->cmd) {
         case CONTROL_CMD_RESET_FAILED:
                 return s->ops.reset_failed(s->userdata, unit);
         case CONTROL_CMD_RELOAD:
                 return s->ops.reload(s->userdata, unit);
         case CONTROL_CMD_KILL:
-                (void) control_get_int64(q->o, "signal", &sig);
-                (void) control_get_bool(q->o, "main", &main_only);
-                return s->ops.kill(s->userdata, unit, (int) sig, main_only);
+                return s->ops.kill(s->userdata, unit, q->signal, q->main_only);
         default:
                 return -EINVAL;
         }
 }
 
-/* The fields of start/stop/restart/kill, checked before anything is done. */
-static int units_fields_check(struct conn *c, const struct request *q) {
-        int64_t sig = SIGTERM;
-        bool b;
-        if (control_get_bool(q->o, "no_block", &b) == -EBADMSG || control_get_bool(q->o, "main", &b) == -EBADMSG) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s", "\"no_block\" and \"main\" are booleans");
-                return -EINVAL;
-        }
-        if (control_get_int64(q->o, "signal", &sig) == -EBADMSG || sig < 1 || sig >= _NSIG) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "\"signal\" must be a signal number (1 to %d)", _NSIG - 1);
-                return -EINVAL;
-        }
-        return 0;
-}
-
-static void handle_units(struct conn *c, const struct request *q) {
-        bool no_block = false;
-        if (units_fields_check(c, q) < 0)
-                return;
-        (void) control_get_bool(q->o, "no_block", &no_block);
+static void handle_units(struct conn *c, const struct control_request *q) {
+        bool no_block = q->no_block;
         if (pending_new(c, q->n_units) < 0) {
                 conn_queue(c, NULL);
                 return;
@@ -1183,14 +1153,69 @@ static void handle_units(struct conn *c, const struct request *q) {
         pending_check_done(c);
 }
 
+/* daemon-reload: the manager's report in the result. Files that do not
+ * load fail the request (each is a failed entry of "units", the first one's
+ * message at the top); the rest of the difference is applied all the same. */
+static json *reload_result(json *report) {
+        _cleanup_json_ json *o = result_new(true);
+        json *units = json_object_new_array(), *failed = NULL;
+        if (!o || !units || json_object_object_add(o, "units", units) < 0) {
+                json_object_put(units);
+                return NULL;
+        }
+        static const char *const keys[] = { "added", "changed", "removed" };
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                json *a = NULL;
+                if (!json_object_object_get_ex(report, keys[i], &a))
+                        a = json_object_new_array();
+                else
+                        json_object_get(a);
+                if (!a || json_object_object_add(o, keys[i], a) < 0) {
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        json_object_object_get_ex(report, "failed", &failed);
+        for (size_t i = 0; failed && i < json_object_array_length(failed); i++) {
+                json *f = json_object_array_get_idx(failed, i);
+                const char *name = "?", *message = "does not load";
+                (void) control_get_string(f, "name", &name);
+                (void) control_get_string(f, "message", &message);
+                _cleanup_json_ json *e = unit_result_new(name);
+                if (!e || set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0 ||
+                    (i == 0 && set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0) ||
+                    json_object_array_add(units, e) < 0)
+                        return NULL;
+                TAKE_PTR(e);
+        }
+        return TAKE_PTR(o);
+}
+
+static void handle_daemon_reload(struct conn *c) {
+        struct control_server *s = c->s;
+        _cleanup_json_ json *report = json_object_new_object();
+        if (!report) {
+                conn_queue(c, NULL);
+                return;
+        }
+        int r = s->ops.daemon_reload(s->userdata, report);
+        if (r < 0) {
+                answer_error(c, CONTROL_ERROR_FAILED, "cannot read the unit directory: %s", strerror(-r));
+                return;
+        }
+        conn_queue(c, reload_result(report));
+}
+
 /* reset-failed without a name: every unit. */
-static void handle_global(struct conn *c, const struct request *q) {
+static void handle_global(struct conn *c, const struct control_request *q) {
         struct control_server *s = c->s;
         int r;
+        if (q->cmd == CONTROL_CMD_DAEMON_RELOAD) {
+                handle_daemon_reload(c);
+                return;
+        }
         if (q->cmd == CONTROL_CMD_RESET_FAILED)
                 r = s->ops.reset_failed(s->userdata, NULL);
-        else if (q->cmd == CONTROL_CMD_DAEMON_RELOAD)
-                r = s->ops.daemon_reload(s->userdata);
         else
                 r = s->ops.shutdown(s->userdata);
         if (r < 0) {
@@ -1221,20 +1246,14 @@ static void follower_notify(logs_follower *f, void *userdata) {
 
 /* The ring is copied into the queue at once (bounded by the ring's own size)
  * and the follower attached in the same loop iteration: no gap, no overlap. */
-static void handle_logs(struct conn *c, const struct request *q) {
+static void handle_logs(struct conn *c, const struct control_request *q) {
         struct control_server *s = c->s;
         logs_stream *stream = NULL;
         char unit[256];
-        int64_t lines = -1;
-        bool follow = false;
+        int64_t lines = q->lines;
+        bool follow = q->follow;
 
-        if (q->n_units != 1)
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s", "logs takes exactly one unit");
-        else if (control_get_int64(q->o, "lines", &lines) == -EBADMSG || lines < -1 ||
-                 control_get_bool(q->o, "follow", &follow) == -EBADMSG)
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s",
-                             "\"lines\" is a number of lines (>= 0), \"follow\" a boolean");
-        else if (resolve(s, unit_arg(q, 0), unit) < 0)
+        if (resolve(s, unit_arg(q, 0), unit) < 0)
                 answer_error(c, CONTROL_ERROR_NOT_FOUND, "unit \"%s\" not found", unit_arg(q, 0));
         else if (!(stream = s->ops.logs(s->userdata, unit)))
                 answer_error(c, CONTROL_ERROR_FAILED,
@@ -1265,28 +1284,9 @@ static int watch_cb(sd_event_source *src, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-static int keyspace_from_string(const char *name) {
-        if (streq(name, "durable"))
-                return STORE_DURABLE;
-        if (streq(name, "ephemeral"))
-                return STORE_EPHEMERAL;
-        return -EINVAL;
-}
-
-static void handle_watch(struct conn *c, const struct request *q) {
-        const char *prefix = "", *ks_name = "durable";
-        int ks;
-
-        if (control_get_string(q->o, "prefix", &prefix) == -EBADMSG ||
-            control_get_string(q->o, "keyspace", &ks_name) == -EBADMSG) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s", "\"prefix\" and \"keyspace\" are strings");
-                return;
-        }
-        if ((ks = keyspace_from_string(ks_name)) < 0) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "unknown keyspace \"%s\"", ks_name);
-                return;
-        }
-        int r = store_watch(c->s->store, (enum store_keyspace) ks, prefix, &c->watch);
+static void handle_watch(struct conn *c, const struct control_request *q) {
+        enum store_keyspace ks = q->ephemeral ? STORE_EPHEMERAL : STORE_DURABLE;
+        int r = store_watch(c->s->store, ks, q->prefix, &c->watch);
         if (r >= 0)
                 r = sd_event_add_io(c->s->event, &c->watch_source, store_watch_fd(c->watch), EPOLLIN, watch_cb, c);
         if (r < 0) {
@@ -1299,93 +1299,65 @@ static void handle_watch(struct conn *c, const struct request *q) {
 
 /* --- dispatch --- */
 
-/* Which commands take "units": required (≥ 1), optional, or none. */
-enum units_rule { UNITS_NONE, UNITS_OPTIONAL, UNITS_REQUIRED };
-
-static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
-        [CONTROL_CMD_STATUS] = UNITS_OPTIONAL,      [CONTROL_CMD_LIST] = UNITS_NONE,
-        [CONTROL_CMD_START] = UNITS_REQUIRED,       [CONTROL_CMD_STOP] = UNITS_REQUIRED,
-        [CONTROL_CMD_RESTART] = UNITS_REQUIRED,     [CONTROL_CMD_RESET_FAILED] = UNITS_OPTIONAL,
-        [CONTROL_CMD_KILL] = UNITS_REQUIRED,        [CONTROL_CMD_RELOAD] = UNITS_REQUIRED,
-        [CONTROL_CMD_LOGS] = UNITS_REQUIRED,        [CONTROL_CMD_WATCH] = UNITS_NONE,
-        [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
-};
-
-/* Checks the envelope and the fields every command shares; fills q.
- * Answers the error itself and returns < 0 when the request is refused. */
-static int request_check(struct conn *c, struct request *q) {
-        int64_t version;
-        const char *cmd;
-        int r = control_get_int64(q->o, "version", &version);
-        if (r < 0 || version != CONTROL_PROTOCOL_VERSION) {
-                json *o = result_new(false);
-                json *v = json_object_new_array();
-                if (o && set_error(o, CONTROL_ERROR_UNSUPPORTED_VERSION, "protocol version %s is not supported (tend speaks 1)",
-                                   r == -ENOENT ? "(missing)" : json_object_get_string(json_object_object_get(q->o, "version"))) >= 0 &&
-                    v && json_object_array_add(v, json_object_new_int(CONTROL_PROTOCOL_VERSION)) >= 0 &&
-                    json_object_object_add(o, "supported", TAKE_PTR(v)) >= 0) {
-                        conn_queue(c, o);
-                } else {
-                        json_object_put(v);
-                        json_object_put(o);
-                        conn_queue(c, NULL);
-                }
-                return -EPROTONOSUPPORT;
+/* An unsupported-version answer names the versions tend speaks. */
+static void answer_version(struct conn *c, const char *reason) {
+        json *o = result_new(false);
+        json *v = json_object_new_array();
+        if (o && set_error(o, CONTROL_ERROR_UNSUPPORTED_VERSION, "%s", reason) >= 0 && v &&
+            json_object_array_add(v, json_object_new_int(CONTROL_PROTOCOL_VERSION)) >= 0 &&
+            json_object_object_add(o, "supported", TAKE_PTR(v)) >= 0) {
+                conn_queue(c, o);
+                return;
         }
-        if (control_get_string(q->o, "command", &cmd) < 0 || (r = control_command_from_string(cmd)) < 0) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "unknown or missing command \"%s\"",
-                             json_object_get_string(json_object_object_get(q->o, "command")));
-                return -EINVAL;
-        }
-        q->cmd = (enum control_command) r;
-        r = control_get_string_array(q->o, "units", &q->units, &q->n_units);
-        if (r == -EBADMSG || (units_rules[q->cmd] == UNITS_NONE && q->n_units > 0) ||
-            (units_rules[q->cmd] == UNITS_REQUIRED && q->n_units == 0)) {
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s: \"units\" must be an array of unit names (required: "
-                             "start stop restart kill reload logs; not taken: list watch daemon-reload shutdown)", cmd);
-                return -EINVAL;
-        }
-        return 0;
+        json_object_put(v);
+        json_object_put(o);
+        conn_queue(c, NULL);
 }
 
 static void conn_request(struct conn *c, const char *buf, size_t size) {
-        struct request q = { 0 };
-        char who[64];
+        struct control_request q;
+        char who[64], reason[256];
 
-        if (control_message_parse(buf, size, &q.o) < 0) {
-                log_debug("control: %s sent a malformed request", peer(c, who));
-                answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s", "the request is not one JSON object");
+        int r = control_request_decode(buf, size, &q, reason, sizeof reason);
+        if (r == -EPROTONOSUPPORT) {
+                answer_version(c, reason);
                 return;
         }
-        if (request_check(c, &q) >= 0) {
-                log_debug("control: %s: %s", peer(c, who), control_command_to_string(q.cmd));
-                switch (q.cmd) {
-                case CONTROL_CMD_STATUS:
-                case CONTROL_CMD_LIST:
-                        handle_status(c, &q);
-                        break;
-                case CONTROL_CMD_LOGS:
-                        handle_logs(c, &q);
-                        break;
-                case CONTROL_CMD_WATCH:
-                        handle_watch(c, &q);
-                        break;
-                case CONTROL_CMD_RESET_FAILED:
-                        if (q.n_units == 0)
-                                handle_global(c, &q);
-                        else
-                                handle_units(c, &q);
-                        break;
-                case CONTROL_CMD_DAEMON_RELOAD:
-                case CONTROL_CMD_SHUTDOWN:
-                        handle_global(c, &q);
-                        break;
-                default:
-                        handle_units(c, &q);
-                        break;
-                }
+        if (r < 0) {
+                log_debug("control: %s sent a bad request: %s", peer(c, who), r == -ENOMEM ? strerror(ENOMEM) : reason);
+                if (r == -ENOMEM)
+                        conn_queue(c, NULL);
+                else
+                        answer_error(c, CONTROL_ERROR_BAD_REQUEST, "%s", reason);
+                return;
         }
-        json_object_put(q.o);
+        log_debug("control: %s: %s", peer(c, who), control_command_to_string(q.cmd));
+        switch (q.cmd) {
+        case CONTROL_CMD_STATUS:
+        case CONTROL_CMD_LIST:
+                handle_status(c, &q);
+                break;
+        case CONTROL_CMD_LOGS:
+                handle_logs(c, &q);
+                break;
+        case CONTROL_CMD_WATCH:
+                handle_watch(c, &q);
+                break;
+        case CONTROL_CMD_RESET_FAILED:
+                if (q.n_units == 0)
+                        handle_global(c, &q);
+                else
+                        handle_units(c, &q);
+                break;
+        case CONTROL_CMD_DAEMON_RELOAD:
+        case CONTROL_CMD_SHUTDOWN:
+                handle_global(c, &q);
+                break;
+        default:
+                handle_units(c, &q);
+                break;
+        }
+        control_request_done(&q);
 }
 
 /* Reads requests while the connection is idle. A request larger than

@@ -23,6 +23,8 @@
 #include "store.h"
 #include "time-util.h"
 
+struct json_object;
+
 struct control_ops {
         /* Normalises "NAME" or "NAME.service" into ret (a buffer of 256 bytes)
          * and says whether the unit exists (may instantiate a template
@@ -42,8 +44,13 @@ struct control_ops {
         int (*reload)(void *userdata, const char *unit);
         /* The unit's log stream (NULL for units whose output bypasses tend: journal, inherit, null). */
         logs_stream *(*logs)(void *userdata, const char *unit);
-        /* daemon-reload / shutdown: start the work and return 0 at once. */
-        int (*daemon_reload)(void *userdata);
+        /* daemon-reload: re-reads the unit directory and starts applying the
+         * difference (SPEC §5). report, an empty JSON object, receives the
+         * arrays "added", "changed", "removed" (unit names) and "failed"
+         * ({"name", "message"}: files that do not load; their units are left
+         * as they are). 0, or a negative errno when nothing could be read. */
+        int (*daemon_reload)(void *userdata, struct json_object *report);
+        /* shutdown: start the work and return 0 at once. */
         int (*shutdown)(void *userdata);
         /* Optional (NULL: the record's own field is shown). The number of
          * waiters sharing the unit's flight now (sf_table_get_waiters()), so

@@ -11,12 +11,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -30,12 +33,14 @@
 #include "logs.h"
 #include "macro.h"
 #include "manager.h"
+#include "notify.h"
 #include "sandbox.h"
 #include "signal-util.h"
 #include "singleflight.h"
 #include "store.h"
 #include "unit-file.h"
 #include "unit.h"
+#include "watchdog.h"
 
 extern char **environ;
 
@@ -47,7 +52,10 @@ struct unit_data {
         sd_event_source *group_source;
         struct unit_group *group;
         logs_stream *logs;
+        char *logs_key;                /* the output settings logs was made from (output_key()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until the outcome */
+        struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
+        uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         sd_event_source *waiter_source;
         bool removed;                  /* gone from DIR at a reload: freed once dead */
 };
@@ -63,8 +71,12 @@ struct manager {
         struct cgroup_tree *cgroups;
         logs_manager *logs;
         struct control_server *control;
+        struct watchdog_leases *watchdogs; /* expiries of watchdog/… leases */
+        struct notify_upstream *upstream;  /* tend's own $NOTIFY_SOCKET, or NULL */
+        bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
         struct unit **units;
         size_t n_units;
+        sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
         bool shutting_down;
         bool force_killed;
@@ -133,6 +145,105 @@ static void record_write(struct manager *m, struct unit *u) {
         json_object_put(o);
 }
 
+/* ---- notify sockets and watchdog leases (SPEC §4; notify.h, watchdog.h) ---- */
+
+static void on_unit_notify(void *userdata, pid_t sender, const struct notify_message *msg) {
+        struct unit *u = userdata;
+        const char *why = NULL;
+        if (!unit_notify_allowed(u, sender, &why)) {
+                /* No effect at all, MAINPID= included; logged, rate-limited. */
+                (void) notify_socket_log_rejected(data(u)->notify, sender, why);
+                return;
+        }
+        unit_notify(u, msg);
+}
+
+/* A unit whose NotifyAccess= is not none gets its own socket at its first
+ * spawn, kept across restarts; its address reaches the processes allowed
+ * to speak (systemd: the main process; Exec*= ones too with exec or all). */
+static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, char ***envp) {
+        struct unit_data *d = data(u);
+        unit_notify_access a = unit_notify_access_effective(u->file);
+        if (a == UNIT_NOTIFY_ACCESS_NONE || (!main && a == UNIT_NOTIFY_ACCESS_MAIN))
+                return 0;
+        if (!d->notify) {
+                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &d->notify);
+                if (k < 0)
+                        return log_error_errno(k, "%s: cannot create its notify socket: %s", u->name, strerror(-k));
+                log_debug("%s: notify socket %s", u->name, notify_socket_address(d->notify));
+        }
+        return notify_env_add(envp, notify_socket_address(d->notify), main ? unit_watchdog_usec(u->file) : 0);
+}
+
+static int op_contains(void *userdata, struct unit *u, pid_t pid) {
+        return unit_group_contains(data(u)->group, pid);
+}
+
+/* MAINPID=: the pidfd first, so that the checks below are about the
+ * process named when the message was read, not a later holder of its pid. */
+static int op_adopt(void *userdata, struct unit *u, pid_t pid, struct exit_process **ret) {
+        struct manager *m = userdata;
+        _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+                return negative_errno();
+        int k = unit_group_contains(data(u)->group, pid);
+        if (k <= 0)
+                return k < 0 ? k : -EPERM;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, 0) != 0)
+                return -ESRCH; /* exited since: the answer above may be about another process */
+        return exit_reaper_track(m->reaper, pid, ret);
+}
+
+static int op_watchdog(void *userdata, struct unit *u, usec_t ttl) {
+        struct manager *m = userdata;
+        struct unit_data *d = data(u);
+        if (ttl == 0)
+                return watchdog_lease_clear(m->watchdogs, u->name, &d->watchdog_revision);
+        return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &d->watchdog_revision);
+}
+
+static struct unit *find_unit(struct manager *m, const char *name);
+
+static void lease_expired(struct manager *m, struct unit *u) {
+        data(u)->watchdog_revision = 0;
+        unit_watchdog_expired(u);
+}
+
+/* The store expired a lease (cause `expired`), or the watch fell behind
+ * (name NULL): every lease held is checked. */
+static void on_lease_expired(void *userdata, const char *name, uint64_t revision) {
+        struct manager *m = userdata;
+        if (name) {
+                struct unit *u = find_unit(m, name);
+                if (u && revision && data(u)->watchdog_revision == revision)
+                        lease_expired(m, u);
+                return;
+        }
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                uint64_t rev = data(u)->watchdog_revision;
+                if (rev && watchdog_lease_alive(m->watchdogs, u->name, rev) == 0)
+                        lease_expired(m, u);
+        }
+}
+
+/* tend's own manager (SPEC §1 "Under systemd"): the counts, and READY=1
+ * once every initial start job has settled. */
+static void upstream_update(struct manager *m) {
+        if (!m->upstream)
+                return;
+        size_t running = 0, failed = 0;
+        bool settled = m->initial_jobs_queued; /* a unit not started yet is dead: "settled" */
+        for (size_t i = 0; i < m->n_units; i++) {
+                const struct unit *u = m->units[i];
+                running += u->state == UNIT_RUNNING;
+                failed += u->state == UNIT_FAILED;
+                settled = settled && unit_is_settled(u);
+        }
+        notify_upstream_update(m->upstream, settled, m->n_units, running, failed);
+}
+
 /* ---- the seam (struct unit_ops) ---- */
 
 static int op_spawn(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
@@ -148,6 +259,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         if (k >= 0)
                 k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
                                            f->environment_files, f->n_environment_files, &envp);
+        if (k >= 0)
+                k = notify_prepare_spawn(m, u, main, &envp);
         if (k >= 0)
                 k = unit_command_expand(cmd, envp, &argv, NULL);
         if (k >= 0) {
@@ -175,6 +288,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                 if (sb->working_directory && f->working_directory_missing_ok && access(sb->working_directory, X_OK) < 0)
                         a.cwd = "/";
                 sandbox_plan_apply(sb, &a);
+                if (main && unit_watchdog_usec(f) > 0)
+                        a.flags |= EXIT_SPAWN_WATCHDOG_PID; /* SPEC §4: main process only */
                 k = unit_group_spawn_attr(d->group, &a);
                 if (k >= 0)
                         k = exit_reaper_spawn(m->reaper, &a, ret);
@@ -193,11 +308,15 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
 
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int logs_renew(struct manager *m, struct unit *u);
 
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
-        int k = unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
+        int k = logs_renew(m, u);
+        if (k < 0)
+                return k;
+        k = unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
         if (k > 0)
                 log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                            k == 1 ? "" : "es");
@@ -245,10 +364,14 @@ static usec_t op_now(void *userdata) {
 static void maybe_start_cmd(struct manager *m);
 static void check_shutdown_done(struct manager *m);
 static void begin_shutdown(struct manager *m, int status);
+static void sweep_schedule(struct manager *m);
 
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         record_write(m, u);
+        upstream_update(m);
+        if (data(u)->removed && unit_is_dead(u))
+                sweep_schedule(m);
         maybe_start_cmd(m);
         check_shutdown_done(m);
 }
@@ -320,6 +443,9 @@ static const struct unit_ops unit_ops = {
         .action = op_action,
         .request_restart = op_request_restart,
         .main_pid_changed = op_main_pid_changed,
+        .contains = op_contains,
+        .adopt = op_adopt,
+        .watchdog = op_watchdog,
 };
 
 /* ---- units ---- */
@@ -344,7 +470,12 @@ static struct logs_target output_target(const struct unit_output *o, bool is_std
 }
 
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        unit_check_processes(userdata);
+        struct unit *u = userdata;
+        /* Reading cgroup.events re-arms its EPOLLPRI; unread, the level-
+         * triggered source would fire again at once and tend would spin
+         * (a unit's cgroup becoming populated while it runs). */
+        (void) unit_group_populated(data(u)->group);
+        unit_check_processes(u);
         return 0;
 }
 
@@ -355,10 +486,61 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         sd_event_source_disable_unref(d->group_source);
         sd_event_source_disable_unref(d->waiter_source);
         sf_waiter_free(d->own_waiter);
+        notify_socket_free(d->notify);
         logs_stream_free(d->logs);
+        free(d->logs_key);
         unit_group_free(d->group);
         free(d);
         return NULL;
+}
+
+/* The output settings a unit's log stream is made from, as one string. */
+static char *output_key(const struct unit_file *f) {
+        const struct unit_output *o = &f->standard_output, *e = &f->standard_error;
+        char *s = NULL;
+        if (asprintf(&s, "%d %s\n%d %s\n%s", (int) o->kind, o->path ? o->path : "", (int) e->kind,
+                     e->path ? e->path : "", f->syslog_identifier ? f->syslog_identifier : "") < 0)
+                return NULL;
+        return s;
+}
+
+/* A log stream for u's file into *ret, and its output key. */
+static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char **ret_key) {
+        const struct unit_file *f = u->file;
+        struct logs_stream_config c = {
+                .name = u->name,
+                .syslog_identifier = f->syslog_identifier,
+                .stdout_target = output_target(&f->standard_output, false, &f->standard_output),
+                .stderr_target = output_target(&f->standard_error, true, &f->standard_output),
+        };
+        _cleanup_free_ char *key = output_key(f);
+        if (!key)
+                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %s", u->name, strerror(ENOMEM));
+        int k = logs_stream_new(m->logs, &c, ret);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+        *ret_key = TAKE_PTR(key);
+        return 0;
+}
+
+/* Before each start: a daemon-reload may have changed StandardOutput=,
+ * StandardError= or SyslogIdentifier=; the new file gets a stream of its own
+ * (the old one's ring and followers end). Unchanged settings keep the stream. */
+static int logs_renew(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        _cleanup_free_ char *key = output_key(u->file);
+        if (key && d->logs_key && streq(key, d->logs_key))
+                return 0;
+        logs_stream *s = NULL;
+        char *new_key = NULL;
+        int k = logs_open(m, u, &s, &new_key);
+        if (k < 0)
+                return k;
+        logs_stream_free(d->logs);
+        d->logs = s;
+        free(d->logs_key);
+        d->logs_key = new_key;
+        return 0;
 }
 
 static int unit_data_new(struct manager *m, struct unit *u) {
@@ -367,16 +549,9 @@ static int unit_data_new(struct manager *m, struct unit *u) {
                 return -ENOMEM;
         d->m = m;
         u->manager_data = d;
-        const struct unit_file *f = u->file;
-        struct logs_stream_config c = {
-                .name = u->name,
-                .syslog_identifier = f->syslog_identifier,
-                .stdout_target = output_target(&f->standard_output, false, &f->standard_output),
-                .stderr_target = output_target(&f->standard_error, true, &f->standard_output),
-        };
-        int k = logs_stream_new(m->logs, &c, &d->logs);
+        int k = logs_open(m, u, &d->logs, &d->logs_key);
         if (k < 0)
-                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+                return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
@@ -389,6 +564,9 @@ static int unit_data_new(struct manager *m, struct unit *u) {
 static struct unit *manager_unit_free(struct unit *u) {
         if (!u)
                 return NULL;
+        struct unit_data *d = u->manager_data;
+        if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
+                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
         unit_data_free(u->manager_data);
         u->manager_data = NULL;
         return unit_free(u);
@@ -450,44 +628,189 @@ static int load_units(struct manager *m) {
         return 0;
 }
 
-/* SIGHUP: re-read DIR. New units start, removed ones stop (and go once dead);
- * changed units are left as they are until tendctl daemon-reload exists. */
-static void reload(struct manager *m) {
-        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
-        if (unit_load_dir(m->opts->config_dir, &set) < 0)
+/* ---- daemon-reload (SPEC §5): apply the difference ---- */
+
+/* report (a JSON object, or NULL for SIGHUP) gets name appended to its array key. */
+static void report_add(struct json_object *report, const char *key, const char *name, const char *message) {
+        struct json_object *a = NULL;
+        if (!report)
                 return;
-        for (size_t i = 0; i < m->n_units; i++) {
-                struct unit *u = m->units[i];
-                bool present = false;
-                for (size_t j = 0; j < set->n_units && !present; j++)
-                        present = streq(set->units[j]->name, u->name);
-                if (!present && !data(u)->removed) {
-                        log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
-                        data(u)->removed = true;
-                        stop_unit(m, u);
+        if (!json_object_object_get_ex(report, key, &a)) {
+                a = json_object_new_array();
+                if (!a || json_object_object_add(report, key, a) < 0) {
+                        json_object_put(a);
+                        return;
                 }
         }
-        for (size_t j = 0; j < set->n_units; j++) {
-                struct unit *old = find_unit(m, set->units[j]->name);
-                if (old && data(old)->removed) {
-                        /* Removed at an earlier reload and back now: it is
-                         * still loaded (removed units are not freed yet), so
-                         * it starts again, as a new unit would. */
-                        data(old)->removed = false;
-                        log_info("%s: back in %s: starting it", old->name, m->opts->config_dir);
-                        start_unit(m, old);
-                        continue;
+        struct json_object *v = json_object_new_string(name);
+        if (v && message) { /* "failed": {"name": …, "message": …} */
+                struct json_object *o = json_object_new_object();
+                if (o) {
+                        json_object_object_add(o, "name", v);
+                        json_object_object_add(o, "message", json_object_new_string(message));
                 }
-                if (old)
-                        continue;
+                v = o;
+        }
+        if (v && json_object_array_add(a, v) < 0)
+                json_object_put(v);
+}
+
+/*
+ * What DIR holds now for a loaded unit: 1 with *ret (taken out of set, or
+ * loaded from its template for an instance), 0 when it holds nothing (no file,
+ * or masked), or the negative errno of a file that does not load, *ret_message
+ * saying why (already logged with FILE:LINE).
+ */
+static int dir_lookup(struct manager *m, struct unit_set *set, const char *name, struct unit_file **ret,
+                      char **ret_message) {
+        for (size_t j = 0; j < set->n_units; j++)
+                if (set->units[j] && streq(set->units[j]->name, name)) {
+                        *ret = TAKE_PTR(set->units[j]);
+                        return 1;
+                }
+        for (size_t j = 0; j < set->n_errors; j++)
+                if (streq(set->errors[j].name, name)) {
+                        if (set->errors[j].error == -ERFKILL)
+                                return 0;
+                        *ret_message = set->errors[j].message ? strdup(set->errors[j].message) : NULL;
+                        return set->errors[j].error;
+                }
+        if (!unit_name_is_valid(name, UNIT_NAME_INSTANCE))
+                return 0;
+        /* An instance of a template (tendctl start NAME@INST): its template's
+         * text. A template gone is a removal, not a load error to log. */
+        char template[PATH_MAX];
+        snprintf(template, sizeof template, "%s/%.*s@.service", m->opts->config_dir, (int) strcspn(name, "@"), name);
+        if (faccessat(AT_FDCWD, template, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                return 0;
+        int k = unit_load(m->opts->config_dir, name, ret, ret_message);
+        if (k == -ENOENT || k == -ERFKILL)
+                return 0;
+        return k < 0 ? k : 1;
+}
+
+/* A changed unit that runs restarts to run the new file; daemon-reload is
+ * one of tend's own requesters of its flight (SPEC §2.3). */
+static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) {
+        if (!unit_set_next_file(u, f)) {
+                log_info("%s: changed in %s: the new file applies at its next start", u->name, m->opts->config_dir);
+                return;
+        }
+        log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
+        /* Not leading: a start is in flight, and the restart answers it. */
+        unit_explicit_restart(u, join_own(m, u));
+}
+
+static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
+        struct unit_data *d = data(u);
+        struct unit_file *f = NULL;
+        _cleanup_free_ char *message = NULL;
+        int k = dir_lookup(m, set, u->name, &f, &message);
+        if (k < 0) {
+                log_error("%s: not reloaded: its file does not load (see above); the unit is left as it is", u->name);
+                report_add(report, "failed", u->name, message ? message : strerror(-k));
+                return;
+        }
+        if (k == 0) {
+                if (!d->removed) {
+                        log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
+                        d->removed = true;
+                        report_add(report, "removed", u->name, NULL);
+                        stop_unit(m, u);
+                }
+                return;
+        }
+        if (d->removed) {
+                /* Removed at an earlier reload and back before it was freed: it
+                 * starts again, as a new unit would, with the file it has now. */
+                d->removed = false;
+                (void) unit_set_next_file(u, f);
+                log_info("%s: back in %s: starting it", u->name, m->opts->config_dir);
+                report_add(report, "added", u->name, NULL);
+                start_unit(m, u);
+                return;
+        }
+        if (unit_file_same_text(u->next_file ? u->next_file : u->file, f)) {
+                unit_file_free(f); /* unchanged: not touched */
+                return;
+        }
+        report_add(report, "changed", u->name, NULL);
+        change_unit(m, u, f);
+}
+
+/* SIGHUP and tendctl daemon-reload: re-read DIR. New units start, removed ones
+ * stop (and go once dead: sweep), changed ones restart with their new file,
+ * unchanged ones are not touched; a file that does not load leaves its unit as
+ * it is. report (NULL for SIGHUP) receives the arrays "added", "changed",
+ * "removed" (unit names) and "failed" ({"name", "message"}). 0, or the error
+ * of reading DIR itself (logged). */
+static int reload(struct manager *m, struct json_object *report) {
+        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        int k = unit_load_dir(m->opts->config_dir, &set);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < m->n_units; i++)
+                reload_unit(m, m->units[i], set, report);
+        for (size_t j = 0; j < set->n_units; j++) {
                 struct unit_file *f = TAKE_PTR(set->units[j]);
+                if (!f)
+                        continue; /* a loaded unit's */
                 if (manager_add_unit(m, f) < 0) {
                         unit_file_free(f);
                         continue;
                 }
                 log_info("%s: new in %s: starting it", f->name, m->opts->config_dir);
+                report_add(report, "added", f->name, NULL);
                 start_unit(m, m->units[m->n_units - 1]);
         }
+        /* Files that do not load and belong to no loaded unit (those that do
+         * were reported above). */
+        for (size_t j = 0; j < set->n_errors; j++) {
+                const struct unit_load_error *e = &set->errors[j];
+                if (e->error != -ERFKILL && !find_unit(m, e->name))
+                        report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
+        }
+        sweep_schedule(m);
+        return 0;
+}
+
+/* Frees a removed unit that is dead: its record, its cgroup, its data. */
+static void unit_forget(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        char key[STORE_KEY_MAX];
+        snprintf(key, sizeof key, "service/%s", u->name);
+        (void) store_delete(m->store, STORE_DURABLE, key, STORE_REV_ANY, NULL);
+        int k = unit_group_populated(d->group);
+        if (k == 0)
+                (void) unit_group_remove(d->group);
+        else if (k > 0)
+                log_warning("%s: processes are left in its cgroup (KillMode=process?): the cgroup stays", u->name);
+        log_info("%s: removed", u->name);
+        manager_unit_free(u);
+}
+
+static int on_sweep(sd_event_source *s, void *userdata) {
+        struct manager *m = userdata;
+        size_t kept = 0;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                if (data(u)->removed && unit_is_dead(u) && (u->state == UNIT_INACTIVE || u->state == UNIT_FAILED))
+                        unit_forget(m, u);
+                else
+                        m->units[kept++] = u;
+        }
+        m->n_units = kept;
+        check_shutdown_done(m);
+        return 0;
+}
+
+/* Removed units are freed from a callback of their own, never from inside
+ * the state machine that just reported them dead. */
+static void sweep_schedule(struct manager *m) {
+        if (m->sweep)
+                (void) sd_event_source_set_enabled(m->sweep, SD_EVENT_ONESHOT);
+        else
+                (void) sd_event_add_defer(m->event, &m->sweep, on_sweep, m);
 }
 
 /* ---- exits ---- */
@@ -604,7 +927,9 @@ static int on_store(sd_event_source *s, int fd, uint32_t revents, void *userdata
 /* ---- combined mode ---- */
 
 static void maybe_start_cmd(struct manager *m) {
-        if (!m->opts->cmd || m->cmd_started || m->shutting_down)
+        /* Not while the initial start jobs are being queued: a unit not
+         * started yet is dead, which would count as settled. */
+        if (!m->opts->cmd || m->cmd_started || m->shutting_down || !m->initial_jobs_queued)
                 return;
         for (size_t i = 0; i < m->n_units; i++)
                 if (!unit_is_settled(m->units[i]))
@@ -667,7 +992,7 @@ static int ctl_resolve(void *userdata, const char *name, char ret[static 256]) {
 static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter **ret_waiter) {
         struct manager *m = userdata;
         struct unit *u = find_loaded(m, name);
-        if (!u)
+        if (!u || data(u)->removed) /* gone from DIR: only its stop is left */
                 return -ENOENT;
         if (m->shutting_down)
                 return -ESHUTDOWN;
@@ -740,9 +1065,13 @@ static logs_stream *ctl_logs(void *userdata, const char *name) {
         return data(u)->logs;
 }
 
-static int ctl_daemon_reload(void *userdata) {
-        reload(userdata);
-        return 0;
+static int ctl_daemon_reload(void *userdata, struct json_object *report) {
+        struct manager *m = userdata;
+        log_info("daemon-reload: re-reading %s", m->opts->config_dir);
+        notify_upstream_reloading(m->upstream, true);
+        int k = reload(m, report);
+        notify_upstream_reloading(m->upstream, false);
+        return k;
 }
 
 static int ctl_shutdown(void *userdata) {
@@ -855,6 +1184,7 @@ static void begin_shutdown(struct manager *m, int status) {
                 return;
         m->shutting_down = true;
         m->exit_status = status;
+        notify_upstream_stopping(m->upstream);
         usec_t deadline = now_usec(CLOCK_MONOTONIC) + m->opts->shutdown_timeout;
         (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, deadline, 1, on_shutdown_deadline, m);
         if (m->cmd) {
@@ -891,7 +1221,9 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         }
         if (sig == SIGHUP) {
                 log_info("SIGHUP: re-reading %s", m->opts->config_dir);
-                reload(m);
+                notify_upstream_reloading(m->upstream, true);
+                (void) reload(m, NULL);
+                notify_upstream_reloading(m->upstream, false);
                 return 0;
         }
         log_info("%s received: ignored", signal_to_string(sig, b));
@@ -935,6 +1267,23 @@ static void raise_nofile(struct manager *m) {
         (void) setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/* $TEND_WATCH_QUEUE: the store's bound on events queued per watcher (a test
+ * knob, docs/tend.8.md: tests force a lagged watch with a small one). 0: the
+ * store's default. */
+static uint32_t watch_queue_capacity(void) {
+        const char *e = getenv("TEND_WATCH_QUEUE");
+        char *end;
+        if (!e || !*e)
+                return 0;
+        errno = 0;
+        unsigned long n = strtoul(e, &end, 10);
+        if (errno || *end || n > UINT32_MAX) {
+                log_warning("TEND_WATCH_QUEUE=\"%s\" is not a number: ignored", e);
+                return 0;
+        }
+        return (uint32_t) n;
+}
+
 static int manager_setup(struct manager *m) {
         raise_nofile(m);
         int k = sd_event_new(&m->event);
@@ -951,8 +1300,9 @@ static int manager_setup(struct manager *m) {
                 k = exit_hub_subscribe(m->hub, &m->sub);
         if (k < 0)
                 return log_error_errno(k, "setting up the reaper: %s", strerror(-k));
+        struct store_options so = { .watch_queue_capacity = watch_queue_capacity() };
         if ((k = sf_table_new(&unit_outcome_ops, NULL, &m->flights)) < 0 ||
-            (k = store_new(NULL, &m->store)) < 0 ||
+            (k = store_new(&so, &m->store)) < 0 ||
             (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1 }, &m->logs)) < 0)
                 return log_error_errno(k, "setting up: %s", strerror(-k));
         if ((k = setup_cgroups(m)) < 0 || (k = setup_control(m)) < 0)
@@ -960,8 +1310,13 @@ static int manager_setup(struct manager *m) {
         if ((k = add_signal_sources(m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, exit_reaper_fd(m->reaper), EPOLLIN, on_reaper, m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, exit_sub_fd(m->sub), EPOLLIN, on_sub, m)) < 0 ||
-            (k = sd_event_add_io(m->event, NULL, store_get_fd(m->store), EPOLLIN, on_store, m)) < 0)
+            (k = sd_event_add_io(m->event, NULL, store_get_fd(m->store), EPOLLIN, on_store, m)) < 0 ||
+            (k = watchdog_leases_new(m->event, m->store, on_lease_expired, m, &m->watchdogs)) < 0)
                 return log_error_errno(k, "setting up the event loop: %s", strerror(-k));
+        /* Before the first spawn: NOTIFY_SOCKET and WATCHDOG_* leave tend's
+         * environment, so no child inherits them (SPEC §1). */
+        if ((k = notify_upstream_new(m->event, &m->upstream)) < 0)
+                log_warning_errno(k, "$NOTIFY_SOCKET: %s: not notifying the service manager", strerror(-k));
         return 0;
 }
 
@@ -976,7 +1331,10 @@ static void manager_done(struct manager *m) {
                 manager_unit_free(m->units[i]);
         }
         free(m->units);
+        m->sweep = sd_event_source_disable_unref(m->sweep);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
+        m->upstream = notify_upstream_free(m->upstream);
+        m->watchdogs = watchdog_leases_free(m->watchdogs);
         exit_process_unref(m->cmd);
         logs_manager_free(m->logs);
         cgroup_tree_free(m->cgroups);
@@ -1000,7 +1358,9 @@ int manager_run(const struct tend_options *opts, const int *inherited, size_t n_
                 /* Every non-template unit in DIR gets a start job (SPEC §3). */
                 for (size_t i = 0; i < m.n_units; i++)
                         start_unit(&m, m.units[i]);
+                m.initial_jobs_queued = true;
                 maybe_start_cmd(&m);
+                upstream_update(&m);
                 k = sd_event_loop(m.event);
                 if (k < 0)
                         log_error_errno(k, "event loop: %s", strerror(-k));

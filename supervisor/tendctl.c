@@ -55,15 +55,15 @@ static const struct {
 } command_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_STATUS] = { OPT_JSON, 0, SIZE_MAX },
         [CONTROL_CMD_LIST] = { OPT_JSON, 0, 0 },
-        [CONTROL_CMD_START] = { OPT_NO_BLOCK, 1, SIZE_MAX },
-        [CONTROL_CMD_STOP] = { OPT_NO_BLOCK, 1, SIZE_MAX },
-        [CONTROL_CMD_RESTART] = { OPT_NO_BLOCK, 1, SIZE_MAX },
+        [CONTROL_CMD_START] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
+        [CONTROL_CMD_STOP] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
+        [CONTROL_CMD_RESTART] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
         [CONTROL_CMD_RESET_FAILED] = { 0, 0, SIZE_MAX },
         [CONTROL_CMD_KILL] = { OPT_KILL, 1, 1 },
         [CONTROL_CMD_RELOAD] = { 0, 1, SIZE_MAX },
         [CONTROL_CMD_LOGS] = { OPT_LOGS | OPT_JSON, 1, 1 },
         [CONTROL_CMD_WATCH] = { OPT_EPHEMERAL | OPT_JSON, 0, 1 },
-        [CONTROL_CMD_DAEMON_RELOAD] = { 0, 0, 0 },
+        [CONTROL_CMD_DAEMON_RELOAD] = { OPT_JSON, 0, 0 },
         [CONTROL_CMD_SHUTDOWN] = { 0, 0, 0 },
 };
 
@@ -91,7 +91,8 @@ static void help(void) {
                "Options:\n"
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"
                "                             $XDG_RUNTIME_DIR/tend/control)\n"
-               "      --json                 machine-readable output (status, list, watch, logs)\n"
+               "      --json                 machine-readable output (status, list, watch, logs; the\n"
+               "                             result of start, stop, restart, daemon-reload)\n"
                "      --no-block             start/stop/restart: do not wait\n"
                "  -s, --signal SIG           kill: the signal (default SIGTERM)\n"
                "      --main                 kill: only the main process\n"
@@ -660,6 +661,13 @@ static int session_run(struct session *x) {
                         }
                         if (x->a->cmd == CONTROL_CMD_STATUS || x->a->cmd == CONTROL_CMD_LIST)
                                 return finish_units(x, m);
+                        if (x->a->json && x->a->cmd != CONTROL_CMD_LOGS && x->a->cmd != CONTROL_CMD_WATCH) {
+                                /* start/stop/restart/daemon-reload: the result itself */
+                                json_object_object_del(m, "version");
+                                json_object_object_del(m, "type");
+                                print_json(m);
+                                fflush(stdout);
+                        }
                         return result_status(m);
                 }
                 /* Unknown types come from a newer tend: ignored. */

@@ -40,7 +40,6 @@
  */
 static const char *const not_supported_yet[] = {
         "Requires", "Wants", "BindsTo", "After", "Before",
-        "WatchdogSec", "WatchdogSignal", "NotifyAccess", "Type=notify",
 };
 
 enum section {
@@ -1447,6 +1446,15 @@ static void ctx_done(struct parse_ctx *c) {
                 strlist_clear(&c->lists[i]);
 }
 
+/* FNV-1a, 64 bits: a fingerprint of a unit's text, not a defence against
+ * crafted collisions (whoever writes DIR runs commands anyway). */
+static uint64_t text_hash(const char *data, size_t size) {
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (size_t i = 0; i < size; i++)
+                h = (h ^ (unsigned char) data[i]) * UINT64_C(1099511628211);
+        return h;
+}
+
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
                     char **ret_message) {
         if (!name || !origin || (!data && size) || !ret)
@@ -1478,6 +1486,8 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                 ctx_done(&c);
                 return r;
         }
+        c.u->text_size = size;
+        c.u->text_hash = text_hash(data, size);
         *ret = TAKE_PTR(c.u);
         ctx_done(&c);
         return 0;

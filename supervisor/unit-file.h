@@ -40,7 +40,7 @@
 typedef enum unit_type {
         UNIT_TYPE_SIMPLE,  /* started at fork */
         UNIT_TYPE_EXEC,    /* started at a successful exec */
-        UNIT_TYPE_NOTIFY,  /* started at READY=1 (refused for now: not supported yet) */
+        UNIT_TYPE_NOTIFY,  /* started at READY=1 (SPEC §4 "Readiness and notify") */
         UNIT_TYPE_ONESHOT, /* started at a successful exit */
 } unit_type;
 
@@ -118,6 +118,11 @@ struct unit_file {
         char *name;     /* "foo.service", "foo@bar.service" */
         char *path;     /* the file read: DIR/NAME, or DIR/foo@.service for an instance */
         char *instance; /* "bar" for foo@bar.service, otherwise NULL */
+        /* The text parsed (the template's for an instance without its own file):
+         * its size and FNV-1a 64 hash. daemon-reload restarts a unit whose text
+         * changed and touches no other (SPEC §5; unit_file_same_text()). */
+        size_t text_size;
+        uint64_t text_hash;
 
         /* [Unit] */
         char *description;               /* NULL if not set */
@@ -143,9 +148,9 @@ struct unit_file {
         struct unit_exit_status_set restart_prevent_exit_status; /* empty */
         usec_t timeout_start;            /* TimeoutStartSec=, 90s (infinity for oneshot); 0 → infinity */
         usec_t timeout_stop;             /* TimeoutStopSec=, 10s (SPEC §3); 0 → infinity */
-        usec_t watchdog;                 /* WatchdogSec= (not supported yet: always 0) */
-        int watchdog_signal;             /* WatchdogSignal= (not supported yet: SIGABRT) */
-        unit_notify_access notify_access;/* NotifyAccess= (not supported yet: DEFAULT) */
+        usec_t watchdog;                 /* WatchdogSec=, 0: none (infinity: none either) */
+        int watchdog_signal;             /* WatchdogSignal=, SIGABRT */
+        unit_notify_access notify_access;/* NotifyAccess=, DEFAULT (unit_notify_access_effective()) */
         unit_kill_mode kill_mode;        /* control-group */
         int kill_signal;                 /* SIGTERM */
         int final_kill_signal;           /* SIGKILL */
@@ -177,6 +182,11 @@ struct unit_file {
 
 /* Frees u and everything it owns; returns NULL. NULL is accepted. */
 struct unit_file *unit_file_free(struct unit_file *u);
+
+/* Whether a and b were parsed from the same text (size and hash equal). */
+static inline bool unit_file_same_text(const struct unit_file *a, const struct unit_file *b) {
+        return a->text_size == b->text_size && a->text_hash == b->text_hash;
+}
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_file *, unit_file_free);
 
 /* ------------------------------------------------------------------------ */

@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "macro.h"
+#include "notify.h"
 #include "signal-util.h"
 #include "unit.h"
 
@@ -88,10 +90,12 @@ static void set_state(struct unit *u, enum unit_state s, enum unit_phase p) {
 
 static void arm(struct unit *u, usec_t timeout) {
         usec_t t = now(u);
-        u->ops->arm(u->userdata, u, timeout == USEC_INFINITY || timeout > USEC_INFINITY - t ? USEC_INFINITY : t + timeout);
+        u->deadline = timeout == USEC_INFINITY || timeout > USEC_INFINITY - t ? USEC_INFINITY : t + timeout;
+        u->ops->arm(u->userdata, u, u->deadline);
 }
 
 static void disarm(struct unit *u) {
+        u->deadline = USEC_INFINITY;
         u->ops->arm(u->userdata, u, USEC_INFINITY);
 }
 
@@ -122,6 +126,32 @@ static enum unit_result result_of_exit(const struct unit *u, const struct exit_r
 
 static const struct unit_command *command(const struct unit_command_list *l, size_t i) {
         return i < l->n ? &l->commands[i] : NULL;
+}
+
+/* ---- the watchdog lease (SPEC §4 "Watchdog") ---- */
+
+usec_t unit_watchdog_usec(const struct unit_file *f) {
+        return f->watchdog == USEC_INFINITY ? 0 : f->watchdog;
+}
+
+/* Creates the lease (entering RUNNING) or renews it (WATCHDOG=1). */
+static void watchdog_renew(struct unit *u) {
+        usec_t ttl = unit_watchdog_usec(u->file);
+        if (ttl == 0 || !u->main)
+                return;
+        int k = u->ops->watchdog(u->userdata, u, ttl);
+        if (k < 0)
+                log_warning_errno(k, "%s: watchdog lease not written: %s", u->name, strerror(-k));
+        else
+                u->watchdog_held = true; /* 0: expired; the expiry is on its way */
+}
+
+/* Leaving RUNNING: tend's own delete (cause `deleted`), never a failure. */
+static void watchdog_release(struct unit *u) {
+        if (!u->watchdog_held)
+                return;
+        u->watchdog_held = false;
+        (void) u->ops->watchdog(u->userdata, u, 0);
 }
 
 /* ---- restart policy (SPEC §4 "Restart") ---- */
@@ -222,8 +252,16 @@ static void enter_backoff_or_dead(struct unit *u) {
 
 static void enter_dead(struct unit *u) {
         disarm(u);
+        watchdog_release(u);
         bool ok = u->result == UNIT_RESULT_SUCCESS;
-        set_state(u, ok ? UNIT_INACTIVE : UNIT_FAILED, PHASE_DEAD);
+        /* An explicit restart goes straight on to its start: a dead state
+         * published in between would end a `tendctl stop` waiting for
+         * "inactive" while the stop it queued behind the restart (SPEC §2.3)
+         * is still to come. */
+        if (u->restart_after_stop)
+                u->phase = PHASE_DEAD;
+        else
+                set_state(u, ok ? UNIT_INACTIVE : UNIT_FAILED, PHASE_DEAD);
         answer_flight(u, false);
         if (!ok)
                 log_warning("%s: failed with result '%s'", u->name, unit_result_to_string(u->result));
@@ -232,13 +270,15 @@ static void enter_dead(struct unit *u) {
                 int status = u->has_last_exit ? exit_reason_to_shell_status(&u->last_exit) : (ok ? 0 : 1);
                 u->ops->action(u->userdata, u, action, status);
         }
-        if (u->restart_after_stop) {
-                u->restart_after_stop = false;
-                u->resolution = TAKE_PTR(u->pending_resolution);
-                u->want_up = true;
-                u->restarts++;
-                enter_start(u);
+        if (!u->restart_after_stop) {
+                u->stop_queued = false; /* queued for a start that failed: nothing left to stop */
+                return;
         }
+        u->restart_after_stop = false;
+        u->resolution = TAKE_PTR(u->pending_resolution);
+        u->want_up = true;
+        u->restarts++;
+        enter_start(u);
 }
 
 /* The stop sequence is done: nothing of the unit runs any more. */
@@ -284,13 +324,15 @@ static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
                 (void) exit_process_signal(u->control, sig);
 }
 
-static void enter_stop_signal(struct unit *u, bool final) {
+/* Sends sig per KillMode= (the final kill signal when final), then waits
+ * TimeoutStopSec= for the processes KillMode= names. */
+static void enter_stop_signal_as(struct unit *u, int sig, bool final) {
         if (final && !u->file->send_sigkill) {
                 log_warning("%s: processes survive the stop (SendSIGKILL=no)", u->name);
                 stop_finished(u);
                 return;
         }
-        signal_for_kill_mode(u, final ? u->file->final_kill_signal : u->file->kill_signal, final);
+        signal_for_kill_mode(u, sig, final);
         set_state(u, UNIT_STOPPING, final ? PHASE_STOP_SIGKILL : PHASE_STOP_SIGTERM);
         if (stop_complete(u)) {
                 stop_finished(u);
@@ -299,9 +341,14 @@ static void enter_stop_signal(struct unit *u, bool final) {
         arm(u, u->file->timeout_stop);
 }
 
+static void enter_stop_signal(struct unit *u, bool final) {
+        enter_stop_signal_as(u, final ? u->file->final_kill_signal : u->file->kill_signal, final);
+}
+
 /* Runs ExecStop=[cmd_index…] if the unit had started, then the signals. */
 static void enter_stop(struct unit *u) {
         disarm(u);
+        watchdog_release(u);
         if (u->control) {
                 /* A start's control process is part of what is stopped. */
                 (void) exit_process_signal(u->control, u->file->kill_signal);
@@ -328,6 +375,7 @@ static void enter_running(struct unit *u) {
         u->started = true;
         disarm(u); /* TimeoutStartSec= no longer applies */
         set_state(u, UNIT_RUNNING, PHASE_RUNNING);
+        watchdog_renew(u); /* the lease exists from here (SPEC §4) */
         answer_flight(u, true);
         if (u->stop_queued) {
                 u->stop_queued = false;
@@ -430,13 +478,32 @@ static void run_next(struct unit *u) {
                 return;
         }
         set_main(u, p);
-        if (f->type == UNIT_TYPE_SIMPLE)
+        if (f->type == UNIT_TYPE_SIMPLE) {
                 main_started(u);
-        /* exec: started at the exec status; oneshot: at its exit. */
+                return;
+        }
+        /* exec: started at the exec status; notify: at its READY=1
+         * (unit_notify); oneshot: at its exit. The record shows the main
+         * pid meanwhile. */
+        u->ops->changed(u->userdata, u);
+}
+
+/* A new file takes effect where no process of the unit runs. The start-limit
+ * ring is sized by StartLimitBurst=, which the new file may change. */
+static void take_next_file(struct unit *u) {
+        if (!u->next_file)
+                return;
+        unit_file_free(u->file);
+        u->file = TAKE_PTR(u->next_file);
+        free(u->start_times);
+        u->start_times = NULL;
+        start_limit_reset(u);
 }
 
 static void enter_start(struct unit *u) {
+        take_next_file(u);
         if (!start_limit_ok(u)) {
+                u->stop_queued = false;
                 log_error("%s: start limit hit (more than %u starts within the interval): no more automatic restarts",
                           u->name, u->file->start_limit_burst);
                 u->result = UNIT_RESULT_START_LIMIT;
@@ -447,7 +514,6 @@ static void enter_start(struct unit *u) {
         u->result = UNIT_RESULT_SUCCESS;
         u->started = false;
         u->finished = false;
-        u->stop_queued = false;
         u->cmd_index = 0; /* last_exit stays: the previous instance's, until this one exits */
         set_state(u, UNIT_STARTING, PHASE_START_PRE);
         arm(u, u->file->timeout_start);
@@ -486,6 +552,7 @@ void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request
                 disarm(u);
                 enter_start(u);
                 return;
+        case PHASE_STOP_NOTIFY:
         case PHASE_STOP_CMD:
         case PHASE_STOP_SIGTERM:
         case PHASE_STOP_SIGKILL:
@@ -505,13 +572,19 @@ void unit_explicit_restart(struct unit *u, sf_resolution *resolution) {
                 unit_start(u, resolution, false);
                 return;
         }
-        /* The first signal to the old instance is the point of no return. */
-        if (sf_resolution_begin_publishing(resolution) == -ECANCELED) {
+        /* The first signal to the old instance is the point of no return.
+         * Without a flight of its own, the one in progress (if any) gets the
+         * restart's outcome. */
+        if (!resolution)
+                resolution = TAKE_PTR(u->resolution);
+        else if (sf_resolution_begin_publishing(resolution) == -ECANCELED) {
                 sf_resolution_free(resolution);
                 return;
         }
-        u->pending_resolution = sf_resolution_free(u->pending_resolution);
-        u->pending_resolution = resolution;
+        if (resolution) {
+                sf_resolution_free(u->pending_resolution);
+                u->pending_resolution = resolution;
+        }
         u->restart_after_stop = true;
         u->want_up = false;
         if (u->phase != PHASE_STOP_CMD && u->phase != PHASE_STOP_SIGTERM && u->phase != PHASE_STOP_SIGKILL)
@@ -520,6 +593,12 @@ void unit_explicit_restart(struct unit *u, sf_resolution *resolution) {
 
 void unit_stop(struct unit *u, bool flight_publishing) {
         u->want_up = false;
+        if (flight_publishing && u->restart_after_stop) {
+                /* A restart past its point of no return (the old instance was
+                 * signalled): it completes, then the stop applies (SPEC §2.3). */
+                u->stop_queued = true;
+                return;
+        }
         u->pending_resolution = sf_resolution_free(u->pending_resolution);
         u->restart_after_stop = false;
         if (flight_publishing &&
@@ -564,6 +643,25 @@ void unit_backoff_begin(struct unit *u, sf_resolution *resolution) {
         arm(u, delay);
 }
 
+bool unit_set_next_file(struct unit *u, struct unit_file *f) {
+        unit_file_free(u->next_file);
+        u->next_file = f;
+        if (unit_is_dead(u)) {
+                take_next_file(u);
+                return false;
+        }
+        switch (u->phase) {
+        case PHASE_START_PRE:
+        case PHASE_START:
+        case PHASE_START_POST:
+        case PHASE_RUNNING:
+        case PHASE_RELOAD:
+                return u->want_up;
+        default: /* stopping: a restart's start, or the next one, takes it */
+                return false;
+        }
+}
+
 void unit_reset_failed(struct unit *u) {
         u->restart_step = 0;
         start_limit_reset(u);
@@ -600,12 +698,14 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
                         run_next(u);
                         return;
                 }
-                /* exec type dying before its exec status: a failed start. */
+                /* exec type dying before its exec status, notify type before
+                 * its READY=1: a failed start. */
                 start_failed(u, result_of_exit(u, r) == UNIT_RESULT_SUCCESS ? UNIT_RESULT_EXIT_CODE : result_of_exit(u, r));
                 return;
         case PHASE_START_POST:
         case PHASE_RUNNING:
         case PHASE_RELOAD:
+        case PHASE_STOP_NOTIFY:
                 if (exec < 0 && exec != -EINPROGRESS)
                         u->result = UNIT_RESULT_EXEC_FAILED;
                 else
@@ -720,6 +820,11 @@ void unit_timer_fired(struct unit *u) {
                 return;
         case PHASE_RELOAD:
                 return;
+        case PHASE_STOP_NOTIFY:
+                log_warning("%s: still running %s after STOPPING=1: stopping it", u->name, "TimeoutStopSec=");
+                u->result = UNIT_RESULT_TIMEOUT;
+                enter_stop(u);
+                return;
         case PHASE_STOP_CMD:
                 log_warning("%s: ExecStop= timed out", u->name);
                 if (u->control)
@@ -752,6 +857,179 @@ void unit_check_processes(struct unit *u) {
                 stop_finished(u);
 }
 
+/* ---- notifications (SPEC §4 "Readiness and notify") ---- */
+
+unit_notify_access unit_notify_access_effective(const struct unit_file *f) {
+        bool needs = f->type == UNIT_TYPE_NOTIFY || unit_watchdog_usec(f) > 0;
+        if (f->notify_access == UNIT_NOTIFY_ACCESS_DEFAULT || f->notify_access == UNIT_NOTIFY_ACCESS_NONE)
+                return needs ? UNIT_NOTIFY_ACCESS_MAIN : UNIT_NOTIFY_ACCESS_NONE;
+        return f->notify_access;
+}
+
+bool unit_notify_allowed(struct unit *u, pid_t pid, const char **ret_why) {
+        bool main = pid > 0 && pid == u->main_pid;
+        bool control = pid > 0 && u->control && exit_process_pid(u->control) == pid;
+        const char *why = NULL;
+        switch (unit_notify_access_effective(u->file)) {
+        case UNIT_NOTIFY_ACCESS_MAIN:
+                if (main)
+                        return true;
+                why = "NotifyAccess=main and it is not the main process";
+                break;
+        case UNIT_NOTIFY_ACCESS_EXEC:
+                if (main || control)
+                        return true;
+                why = "NotifyAccess=exec and it is neither the main process nor an Exec*= process";
+                break;
+        case UNIT_NOTIFY_ACCESS_ALL:
+                if (main || control || (pid > 0 && u->ops->contains(u->userdata, u, pid) > 0))
+                        return true;
+                why = "NotifyAccess=all and it is not a process of the unit";
+                break;
+        default:
+                why = "NotifyAccess=none";
+                break;
+        }
+        if (ret_why)
+                *ret_why = why;
+        return false;
+}
+
+static void notify_main_pid(struct unit *u, pid_t pid) {
+        if (pid == u->main_pid)
+                return;
+        switch (u->phase) {
+        case PHASE_START:
+        case PHASE_START_POST:
+        case PHASE_RUNNING:
+        case PHASE_RELOAD:
+        case PHASE_STOP_NOTIFY:
+                break;
+        default:
+                log_debug("%s: MAINPID=%d ignored while %s", u->name, (int) pid, unit_state_to_string(u->state));
+                return;
+        }
+        struct exit_process *p = NULL;
+        int k = u->ops->adopt(u->userdata, u, pid, &p);
+        if (k < 0) {
+                log_warning("%s: MAINPID=%d ignored: %s", u->name, (int) pid,
+                            k == -EPERM    ? "not a process of the unit"
+                            : k == -ECHILD ? "not a child of tend, which can only follow a process it can wait for"
+                            : k == -ESRCH  ? "no such process"
+                                           : strerror(-k));
+                return;
+        }
+        log_info("%s: main process is now %d (MAINPID=)", u->name, (int) pid);
+        /* The old main process is no longer followed: its exit is not the
+         * unit's; it stays a process of the unit for the stop. */
+        set_main(u, p);
+        u->ops->changed(u->userdata, u);
+}
+
+/* STATUS= (empty: cleared) and ERRNO=; true when the record changed. */
+static bool notify_status(struct unit *u, const struct notify_message *m) {
+        bool changed = false;
+        if (m->status) {
+                const char *text = *m->status ? m->status : NULL;
+                if (!text != !u->status_text || (text && !streq(text, u->status_text))) {
+                        char *copy = text ? strdup(text) : NULL;
+                        if (copy || !text) {
+                                free(u->status_text);
+                                u->status_text = copy;
+                                changed = true;
+                        }
+                }
+        }
+        if (m->has_errno && m->status_errno != u->status_errno) {
+                u->status_errno = m->status_errno;
+                if (m->status_errno)
+                        log_info("%s: reports ERRNO=%d (%s)", u->name, m->status_errno, strerror(m->status_errno));
+                changed = true;
+        }
+        return changed;
+}
+
+static void notify_ready(struct unit *u) {
+        /* The start job of a Type=notify unit (SPEC §4 "Start jobs"); in
+         * any other phase READY=1 changes nothing. */
+        if (u->phase == PHASE_START && u->file->type == UNIT_TYPE_NOTIFY && u->main)
+                main_started(u);
+}
+
+static void notify_stopping(struct unit *u) {
+        if (u->phase != PHASE_RUNNING)
+                return;
+        watchdog_release(u);
+        set_state(u, UNIT_STOPPING, PHASE_STOP_NOTIFY);
+        arm(u, u->file->timeout_stop);
+}
+
+/* EXTEND_TIMEOUT_USEC=: the start or stop deadline becomes at least now + usec. */
+static void notify_extend(struct unit *u, usec_t usec) {
+        if (u->deadline == USEC_INFINITY)
+                return;
+        switch (u->phase) {
+        case PHASE_START_PRE:
+        case PHASE_START:
+        case PHASE_START_POST:
+        case PHASE_STOP_NOTIFY:
+        case PHASE_STOP_CMD:
+        case PHASE_STOP_SIGTERM:
+        case PHASE_STOP_SIGKILL:
+                break;
+        default:
+                return;
+        }
+        usec_t t = now(u);
+        usec_t want = usec > USEC_INFINITY - 1 - t ? USEC_INFINITY - 1 : t + usec;
+        if (want <= u->deadline)
+                return;
+        u->deadline = want;
+        u->ops->arm(u->userdata, u, want);
+}
+
+/* Expiry or WATCHDOG=trigger: WatchdogSignal=, then the stop escalation. */
+static void watchdog_fire(struct unit *u, const char *why) {
+        if (u->phase != PHASE_RUNNING && u->phase != PHASE_RELOAD)
+                return;
+        char b[24];
+        log_warning("%s: watchdog %s: sending %s", u->name, why, signal_to_string(u->file->watchdog_signal, b));
+        watchdog_release(u);
+        disarm(u);
+        u->result = UNIT_RESULT_WATCHDOG;
+        /* As systemd: no ExecStop=; the signal per KillMode=, then
+         * TimeoutStopSec= and the final kill signal. */
+        enter_stop_signal_as(u, u->file->watchdog_signal, false);
+}
+
+void unit_notify(struct unit *u, const struct notify_message *m) {
+        if (m->main_pid)
+                notify_main_pid(u, m->main_pid);
+        if (notify_status(u, m))
+                u->ops->changed(u->userdata, u);
+        if (m->reloading)
+                log_debug("%s: RELOADING=1", u->name);
+        if (m->ready)
+                notify_ready(u);
+        if (m->stopping)
+                notify_stopping(u);
+        if (m->has_extend_timeout)
+                notify_extend(u, m->extend_timeout_usec);
+        if (m->watchdog_trigger)
+                watchdog_fire(u, "triggered (WATCHDOG=trigger)");
+        if (m->watchdog_ping && u->watchdog_held &&
+            (u->phase == PHASE_RUNNING || u->phase == PHASE_RELOAD))
+                watchdog_renew(u);
+}
+
+void unit_watchdog_expired(struct unit *u) {
+        u->watchdog_held = false; /* gone: nothing to delete */
+        char b[32];
+        usec_t ms = unit_watchdog_usec(u->file) / USEC_PER_MSEC;
+        snprintf(b, sizeof b, "timeout (%llums)", (unsigned long long) ms);
+        watchdog_fire(u, b);
+}
+
 bool unit_is_settled(const struct unit *u) {
         return u->phase == PHASE_DEAD || u->phase == PHASE_RUNNING || u->phase == PHASE_RELOAD ||
                u->phase == PHASE_BACKOFF;
@@ -777,6 +1055,7 @@ int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata,
         u->userdata = userdata;
         u->state = UNIT_INACTIVE;
         u->phase = PHASE_DEAD;
+        u->deadline = USEC_INFINITY;
         u->since_monotonic = ops->now(userdata);
         u->since_realtime = now_usec(CLOCK_REALTIME);
         *ret = u;
@@ -788,6 +1067,7 @@ struct unit *unit_free(struct unit *u) {
                 return NULL;
         sf_resolution_free(u->resolution);
         sf_resolution_free(u->pending_resolution);
+        unit_file_free(u->next_file);
         exit_process_unref(u->main);
         exit_process_unref(u->control);
         unit_file_free(u->file);

@@ -11,10 +11,12 @@
  *   DEAD         inactive or failed: no process
  *   START_PRE    ExecStartPre=[i] runs (control process)
  *   START        the main process runs: simple → started at fork; exec → at
- *                a successful exec; oneshot → at the successful exit of
- *                ExecStart=[i], each in turn
+ *                a successful exec; notify → at its READY=1; oneshot → at
+ *                the successful exit of ExecStart=[i], each in turn
  *   START_POST   ExecStartPost=[i] runs; the main process runs too
  *   RUNNING      the main process runs (or RemainAfterExit= with none)
+ *   STOP_NOTIFY  the main process said STOPPING=1: waiting (TimeoutStopSec=)
+ *                for it to exit on its own
  *   STOP_CMD     ExecStop=[i] runs
  *   STOP_SIGTERM KillSignal= sent; waiting for the processes KillMode= names
  *   STOP_SIGKILL FinalKillSignal= sent; waiting again
@@ -23,7 +25,18 @@
  * Events: start (with the flight's resolution, SPEC §2.3), stop, restart,
  * a process exited, the main process's exec succeeded or failed, the phase's
  * deadline passed (TimeoutStartSec=, TimeoutStopSec=, the back-off delay),
- * the unit's processes may be gone (cgroup.events, an orphan reaped).
+ * the unit's processes may be gone (cgroup.events, an orphan reaped), a
+ * notification from a sender NotifyAccess= allows (READY=1, STATUS=,
+ * WATCHDOG=1, WATCHDOG=trigger, STOPPING=1, MAINPID=, EXTEND_TIMEOUT_USEC=,
+ * ERRNO=), the watchdog lease expired.
+ *
+ * Watchdog (SPEC §4): with WatchdogSec=, the unit holds the lease
+ * watchdog/NAME (ops->watchdog) from entering RUNNING until it leaves
+ * RUNNING/RELOAD; WATCHDOG=1 renews it. Its expiry or WATCHDOG=trigger sends
+ * WatchdogSignal= per KillMode= (no ExecStop=, as systemd), then the stop
+ * escalation of STOP_SIGTERM/STOP_SIGKILL, result watchdog, then Restart=.
+ * Any other way out of RUNNING deletes the lease first, so a stop is never
+ * taken for a watchdog failure.
  *
  * Desired versus current: `want` is what was last asked of the unit (up, or
  * down by an explicit stop); `state`/`phase` is where it is. A process dying
@@ -80,6 +93,7 @@ enum unit_phase {
         PHASE_STOP_SIGKILL,
         PHASE_BACKOFF,
         PHASE_RELOAD,      /* ExecReload=[i] runs; the unit stays running */
+        PHASE_STOP_NOTIFY, /* STOPPING=1: the main process exits on its own */
 };
 
 /* A flight's outcome (SPEC §2.3): success with the new main pid, or failure
@@ -92,6 +106,7 @@ struct unit_outcome {
 extern const sf_outcome_ops unit_outcome_ops;
 
 struct unit;
+struct notify_message;
 
 /* The seam: what the machine asks of the world (the manager implements it). */
 struct unit_ops {
@@ -124,11 +139,26 @@ struct unit_ops {
         void (*request_restart)(void *userdata, struct unit *u);
         /* The main process changed (pid, or 0 when it is gone): logs prefix. */
         void (*main_pid_changed)(void *userdata, struct unit *u, pid_t pid);
+        /* 1 if pid is a process of u (its cgroup, or without one its process
+         * group or session: NotifyAccess=all, MAINPID=), 0 if not, or a
+         * negative errno (-ESRCH: no such process). */
+        int (*contains)(void *userdata, struct unit *u, pid_t pid);
+        /* MAINPID=: takes pid as u's new main process — a pidfd opened at
+         * once, a process of u, tracked through the reaper so its exit is
+         * u's. *ret is the caller's reference. Errors: -ESRCH (gone), -EPERM
+         * (not a process of u), -ECHILD (not tend's child: tend cannot wait
+         * for it), -EEXIST (already tracked). */
+        int (*adopt)(void *userdata, struct unit *u, pid_t pid, struct exit_process **ret);
+        /* Creates or renews u's watchdog lease for ttl µs (1 done, 0 the
+         * lease already expired: its expiry is on its way); ttl 0 deletes it
+         * (SPEC §4 "Watchdog"). An expiry comes back as unit_watchdog_expired(). */
+        int (*watchdog)(void *userdata, struct unit *u, usec_t ttl);
 };
 
 struct unit {
         char *name;
         struct unit_file *file;         /* owned; replaced by a reload when the unit is dead */
+        struct unit_file *next_file;    /* owned: a daemon-reload's new file, taken at the next start */
         const struct unit_ops *ops;
         void *userdata;
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
@@ -146,7 +176,10 @@ struct unit {
         pid_t main_pid;                 /* the main process's pid, 0 when gone */
         bool has_last_exit;
         struct exit_reason last_exit;   /* of the last main process */
-        char *status_text;              /* STATUS= (readiness issue), or NULL */
+        char *status_text;              /* the last STATUS=, or NULL */
+        int status_errno;               /* the last ERRNO=, 0 if none */
+        bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
+        usec_t deadline;                /* the armed timer (absolute), USEC_INFINITY if none */
 
         usec_t since_realtime;          /* last state change, µs */
         usec_t since_monotonic;
@@ -177,7 +210,9 @@ const char *unit_result_to_string(enum unit_result r);
  */
 void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request);
 
-/* Explicit restart: stop, then start for the flight (taken). */
+/* Explicit restart: stop, then start for the flight (taken). resolution NULL
+ * (tend's own restart at daemon-reload, which could not lead a flight): the
+ * flight in progress, if any, gets the restart's outcome instead. */
 void unit_explicit_restart(struct unit *u, sf_resolution *resolution);
 
 /* Explicit stop. The caller first cancels u's flight through the table
@@ -192,6 +227,17 @@ void unit_backoff_begin(struct unit *u, sf_resolution *resolution);
 /* Runs ExecReload= (tendctl reload). 0; -EOPNOTSUPP: no ExecReload=;
  * -EBUSY: the unit is not running, or a control process runs. */
 int unit_reload(struct unit *u);
+
+/*
+ * daemon-reload found u's file changed (SPEC §5): f (taken) becomes u's file
+ * where no process of u runs — at once if u is dead (inactive, failed, or
+ * waiting in back-off), else at its next start (the start-limit count
+ * restarts with it). Returns true when u is up with processes of the old file
+ * (starting, running, reloading): the caller then restarts it with
+ * unit_explicit_restart() to run the new one. A stopping unit takes f at its
+ * next start, if any.
+ */
+bool unit_set_next_file(struct unit *u, struct unit_file *f);
 
 /* reset-failed: a failed unit becomes inactive; the start limit and back-off reset. */
 void unit_reset_failed(struct unit *u);
@@ -213,3 +259,35 @@ bool unit_is_settled(const struct unit *u);
 
 /* Whether u has no process and no pending work. */
 bool unit_is_dead(const struct unit *u);
+
+/*
+ * NotifyAccess= in effect (SPEC §4; systemd's rule): a unit that is
+ * Type=notify or has WatchdogSec= gets main when NotifyAccess= is unset or
+ * none; others get what they set (none when unset). A unit whose access is
+ * not none gets a notify socket.
+ */
+unit_notify_access unit_notify_access_effective(const struct unit_file *f);
+
+/* WatchdogSec= in effect: 0 when disabled (0 or infinity). */
+usec_t unit_watchdog_usec(const struct unit_file *f);
+
+/*
+ * Whether a notification from pid (its SCM_CREDENTIALS) may act on u: main
+ * = u's main pid; exec = main or a running control process (Exec*=); all =
+ * those or any process of u (ops->contains). false with *ret_why (a static
+ * string for the log line) otherwise; a refused sender's message has no
+ * effect at all, MAINPID= included.
+ */
+bool unit_notify_allowed(struct unit *u, pid_t pid, const char **ret_why);
+
+/*
+ * An allowed notification (notify.h) acts on u: MAINPID= (ops->adopt),
+ * STATUS=, ERRNO=, READY=1 (the start job of a Type=notify unit is done),
+ * STOPPING=1, EXTEND_TIMEOUT_USEC= (the start or stop deadline moves to at
+ * least now + that), WATCHDOG=trigger, WATCHDOG=1. Keys that mean nothing in
+ * u's phase are ignored.
+ */
+void unit_notify(struct unit *u, const struct notify_message *m);
+
+/* u's watchdog lease expired (cause `expired`, the lease u holds). */
+void unit_watchdog_expired(struct unit *u);

@@ -260,8 +260,6 @@ static int child_setup(struct spawn_plan *plan) {
                         (void) sigaction(sig, sig <= 64 && (plan->ignore_signals >> (sig - 1)) & 1 ? &ign : &dfl, NULL);
         if (plan->flags & EXIT_SPAWN_UMASK)
                 umask(plan->umask);
-        if (plan->set_nofile && setrlimit(RLIMIT_NOFILE, &plan->nofile) < 0)
-                return -errno;
 
         if ((plan->flags & EXIT_SPAWN_SETSID) && setsid() < 0)
                 return -errno;
@@ -364,6 +362,11 @@ _Noreturn static void child_run(const struct spawn_plan *shared) {
         r = child_fds(plan);
         if (r < 0)
                 child_fail(plan, -r, EXIT_STAGE_FDS);
+        /* Only once the inherited fds are closed: with the parent holding
+         * more fds than the new soft limit, F_DUPFD in child_fds() would find
+         * no slot below it (EMFILE), nor would the exec'd program. */
+        if (plan->set_nofile && setrlimit(RLIMIT_NOFILE, &plan->nofile) < 0)
+                child_fail(plan, errno, EXIT_STAGE_SETUP);
         if (plan->cwd && chdir(plan->cwd) < 0)
                 child_fail(plan, errno, EXIT_STAGE_CHDIR);
         if (plan->pre_exec) {

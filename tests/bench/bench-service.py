@@ -95,7 +95,10 @@ def machine():
 
 
 def load():
-    return '%.2f %.2f %.2f' % os.getloadavg()
+    """Load average and the host's process count (the others' load; tend's
+    process-group mode scans /proc, so its restarts grow with the count)."""
+    n = sum(1 for d in os.listdir('/proc') if d.isdigit())
+    return '%.2f %.2f %.2f, %d processes' % (os.getloadavg() + (n,))
 
 
 def pct(values, p):

@@ -20,17 +20,32 @@
  *                            one connection on fd 3, writes "hello P" to it and exits 0
  * For the service integration tests:
  *   child-probe stamp FILE   appends its CLOCK_MONOTONIC time ("SEC.NSEC") to FILE, exits 0
+ * For the notify tests (sd_notify, SPEC §4):
+ *   child-probe notify [--to ADDR] [--fork] [--count N] [--every MS] [--barrier]
+ *                      [--then-pause] MSG
+ *                            sends MSG ("\n" in it: a newline) as one datagram to ADDR
+ *                            (default $NOTIFY_SOCKET; "@name" is abstract), N times
+ *                            (default 1; 0: forever), MS ms apart; with --fork from a
+ *                            child it forks (and waits for); with --barrier then waits,
+ *                            as sd_notify_barrier() does, until the receiver has closed
+ *                            the fd of a BARRIER=1 datagram (so it is alive while its
+ *                            message is read); then prints "sent N PID" (PID: the
+ *                            sender) and exits 0, or with --then-pause waits with
+ *                            default dispositions
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +186,129 @@ static int stamp(const char *path) {
         return 0;
 }
 
+/* A datagram socket connected to addr ("@name": abstract), or -1. */
+static int notify_connect(const char *addr) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = addr ? strlen(addr) : 0;
+        if (n < 2 || n >= sizeof sa.sun_path)
+                return -1;
+        memcpy(sa.sun_path, addr, n);
+        if (addr[0] == '@')
+                sa.sun_path[0] = '\0';
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        socklen_t len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + (addr[0] != '@'));
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, len) < 0) {
+                perror("child-probe notify: connect");
+                return -1;
+        }
+        return fd;
+}
+
+/* BARRIER=1 with a pipe's write end; waits (5 s at most) for the receiver to close it. */
+static int notify_barrier(int fd) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -1;
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        memset(cbuf, 0, sizeof cbuf);
+        struct iovec iov = { .iov_base = (void *) "BARRIER=1", .iov_len = 9 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &p[1], sizeof(int));
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        close(p[1]);
+        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+        int k = n < 0 ? -1 : poll(&pfd, 1, 5000);
+        close(p[0]);
+        if (k <= 0)
+                fprintf(stderr, "child-probe notify: barrier not answered\n");
+        return k > 0 ? 0 : -1;
+}
+
+static long notify_send(const char *addr, const char *msg, long count, long every_ms, int barrier) {
+        int fd = notify_connect(addr);
+        if (fd < 0)
+                return -1;
+        struct timespec gap = { every_ms / 1000, (every_ms % 1000) * 1000000L };
+        long sent = 0;
+        for (; count == 0 || sent < count; sent++) {
+                if (sent > 0 && every_ms > 0)
+                        nanosleep(&gap, NULL);
+                if (send(fd, msg, strlen(msg), MSG_NOSIGNAL) < 0) {
+                        perror("child-probe notify: send");
+                        break;
+                }
+        }
+        if (barrier && notify_barrier(fd) < 0)
+                sent = -1;
+        close(fd);
+        return sent;
+}
+
+static int notify(int argc, char **argv) {
+        const char *addr = getenv("NOTIFY_SOCKET"), *raw = NULL;
+        long count = 1, every = 0;
+        int fork_it = 0, then_pause = 0, barrier = 0;
+        for (int i = 2; i < argc; i++) {
+                if (strcmp(argv[i], "--to") == 0 && i + 1 < argc)
+                        addr = argv[++i];
+                else if (strcmp(argv[i], "--fork") == 0)
+                        fork_it = 1;
+                else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+                        count = atol(argv[++i]);
+                else if (strcmp(argv[i], "--every") == 0 && i + 1 < argc)
+                        every = atol(argv[++i]);
+                else if (strcmp(argv[i], "--then-pause") == 0)
+                        then_pause = 1;
+                else if (strcmp(argv[i], "--barrier") == 0)
+                        barrier = 1;
+                else
+                        raw = argv[i];
+        }
+        if (!raw || !addr)
+                return 2;
+        char msg[8192];
+        size_t n = 0;
+        for (const char *p = raw; *p && n < sizeof msg - 1; p++) {
+                if (p[0] == '\\' && p[1] == 'n') {
+                        msg[n++] = '\n';
+                        p++;
+                } else
+                        msg[n++] = *p;
+        }
+        msg[n] = '\0';
+        long sent;
+        pid_t sender = getpid();
+        if (fork_it) {
+                int pfd[2];
+                if (pipe(pfd) < 0)
+                        return 1;
+                pid_t c = fork();
+                if (c == 0) {
+                        long k = notify_send(addr, msg, count, every, barrier);
+                        (void) !write(pfd[1], &k, sizeof k);
+                        _exit(0);
+                }
+                close(pfd[1]);
+                if (c < 0 || read(pfd[0], &sent, sizeof sent) != sizeof sent)
+                        sent = -1;
+                close(pfd[0]);
+                waitpid(c, NULL, 0);
+                sender = c;
+        } else
+                sent = notify_send(addr, msg, count, every, barrier);
+        printf("sent %ld %d\n", sent, (int) sender);
+        fflush(stdout);
+        if (sent < 0)
+                return 1;
+        while (then_pause)
+                pause();
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2)
                 return 2;
@@ -203,5 +341,7 @@ int main(int argc, char **argv) {
                 return activation();
         if (strcmp(argv[1], "stamp") == 0 && argc == 3)
                 return stamp(argv[2]);
+        if (strcmp(argv[1], "notify") == 0)
+                return notify(argc, argv);
         return 2;
 }

@@ -374,10 +374,10 @@ class Load(ServiceTestCase):
         # this uses a key still in unit-file.c's not_supported_yet[].)
         path = self.unit('withwatchdog', '''
             [Unit]
-            Description=asks for a watchdog
+            Description=asks for an ordering
+            After=other.service
             [Service]
             ExecStart=/bin/true
-            WatchdogSec=5s
         ''')
         self.unit('other', '''
             [Service]
@@ -385,7 +385,7 @@ class Load(ServiceTestCase):
         ''' % PROBE)
         self.start_tend()
         self.wait_running('other')
-        self.assertIn('%s:5: WatchdogSec= is not supported yet' % path, self.stderr())
+        self.assertIn('%s:3: After= is not supported yet' % path, self.stderr())
         status, _, err = self.ctl('status', 'withwatchdog', '--json', check=False)
         self.assertEqual(status, 3, 'a unit that failed to load must not exist: %r' % err)
         self.assertEqual(list(self.statuses()), ['other.service'])

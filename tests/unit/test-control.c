@@ -98,6 +98,7 @@ struct fake {
         int last_sig;
         bool last_main, reset_all;
         int kill_error, reload_error;
+        bool reload_bad_file; /* daemon-reload: one file does not load */
         logs_stream *stream; /* web.service's */
 };
 
@@ -170,8 +171,18 @@ static logs_stream *fake_logs(void *userdata, const char *unit) {
         return streq(unit, "web.service") ? f->stream : NULL;
 }
 
-static int fake_daemon_reload(void *userdata) {
-        ((struct fake *) userdata)->n_daemon_reload++;
+static int fake_daemon_reload(void *userdata, struct json_object *report) {
+        struct fake *f = userdata;
+        f->n_daemon_reload++;
+        if (!f->reload_bad_file)
+                return 0;
+        json *added = json_object_new_array(), *failed = json_object_new_array(), *e = json_object_new_object();
+        json_object_array_add(added, json_object_new_string("new.service"));
+        json_object_object_add(e, "name", json_object_new_string("bad.service"));
+        json_object_object_add(e, "message", json_object_new_string("/d/bad.service:3: Restart=: invalid value"));
+        json_object_array_add(failed, e);
+        json_object_object_add(report, "added", added);
+        json_object_object_add(report, "failed", failed);
         return 0;
 }
 
@@ -898,8 +909,22 @@ static void test_unit_commands(void **state) {
         assert_false(f->fake.reset_all);
         assert_string_equal(f->fake.last_unit, "db.service");
         assert_ask(f, a, "{\"version\":1,\"command\":\"daemon-reload\"}", "");
+        /* A file that does not load: the request fails, naming it; the lists are always there. */
+        f->fake.reload_bad_file = true;
+        client_send(a, "{\"version\":1,\"command\":\"daemon-reload\"}");
+        r = client_result(f, a, NULL);
+        assert_string_equal(str(r, "error"), "failed");
+        assert_non_null(strstr(str(r, "message"), "bad.service: not reloaded, left as it is: /d/bad.service:3:"));
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(json_object_object_get(r, "added"), 0)),
+                            "new.service");
+        assert_int_equal(json_object_array_length(json_object_object_get(r, "changed")), 0);
+        assert_int_equal(json_object_array_length(json_object_object_get(r, "removed")), 0);
+        json *u = json_object_array_get_idx(json_object_object_get(r, "units"), 0);
+        assert_string_equal(str(u, "name"), "bad.service");
+        assert_string_equal(str(u, "error"), "failed");
+        json_object_put(r);
         assert_ask(f, a, "{\"version\":1,\"command\":\"shutdown\"}", "");
-        assert_int_equal(f->fake.n_daemon_reload, 1);
+        assert_int_equal(f->fake.n_daemon_reload, 2);
         assert_int_equal(f->fake.n_shutdown, 1);
         close(a);
 }

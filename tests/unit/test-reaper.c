@@ -409,6 +409,22 @@ static void test_path_ignore_umask(void **state) {
         r = wait_exit(c, p);
         exit_process_unref(p);
         assert_int_equal(r.status, 0);
+
+        /* The parent holding more fds than the child's soft limit (tend with
+         * a thousand control clients): the child still starts. */
+        int held[120], n_held = 0;
+        for (; n_held < 120; n_held++)
+                if ((held[n_held] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+                        break;
+        assert_int_equal(n_held, 120);
+        a = (struct exit_spawn_attr) { .size = sizeof a, .argv = argv3, .nofile_soft = 100, .pdeath_signal = SIGKILL };
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        r = wait_exit(c, p);
+        assert_int_equal(exit_process_exec_result(p, NULL), 0);
+        exit_process_unref(p);
+        assert_int_equal(r.status, 0);
+        for (int i = 0; i < n_held; i++)
+                close(held[i]);
 }
 
 static void test_sigchld_ignored(void **state) {

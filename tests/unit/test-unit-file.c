@@ -691,8 +691,7 @@ static void test_bad_inputs(void **state) {
 static void test_not_supported_yet(void **state) {
         static const char *const keys[] = {
                 "[Unit]\nRequires=b.service", "[Unit]\nWants=b.service", "[Unit]\nBindsTo=b.service",
-                "[Unit]\nAfter=b.service", "[Unit]\nBefore=b.service", "[Service]\nWatchdogSec=5",
-                "[Service]\nWatchdogSignal=SIGABRT", "[Service]\nNotifyAccess=all",
+                "[Unit]\nAfter=b.service", "[Unit]\nBefore=b.service",
         };
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 char text[256], want[128];
@@ -709,13 +708,20 @@ static void test_not_supported_yet(void **state) {
                 expect_msgs(LOG_ERR, want, -1);
                 free(message);
         }
-        int r;
-        char *message = NULL;
-        assert_null(parse_as("a.service", "[Service]\nType=notify\nExecStart=/bin/true\n", &r, &message));
-        assert_int_equal(r, -EOPNOTSUPP);
-        assert_string_equal(message, "test/a.service:2: Type=notify is not supported yet");
-        expect_msgs(LOG_ERR, message, -1);
-        free(message);
+        /* Readiness and the watchdog load (issue 7). */
+        struct unit_file *n = parse_ok("[Service]\nType=notify\nExecStart=/bin/true\nWatchdogSec=1.5\n"
+                                       "WatchdogSignal=SIGUSR1\nNotifyAccess=all\n");
+        expect_no_msgs();
+        assert_int_equal(n->type, UNIT_TYPE_NOTIFY);
+        assert_int_equal(n->watchdog, 1500 * USEC_PER_MSEC);
+        assert_int_equal(n->watchdog_signal, SIGUSR1);
+        assert_int_equal(n->notify_access, UNIT_NOTIFY_ACCESS_ALL);
+        unit_file_free(n);
+        n = parse_ok(EXEC);
+        assert_int_equal(n->watchdog, 0);
+        assert_int_equal(n->watchdog_signal, SIGABRT);
+        assert_int_equal(n->notify_access, UNIT_NOTIFY_ACCESS_DEFAULT);
+        unit_file_free(n);
 
         /* An empty assignment is a reset to the default: nothing to enforce. */
         struct unit_file *u = parse_ok("[Unit]\nAfter=\n" EXEC "User=\nLimitNOFILE=\nWatchdogSec=\n");

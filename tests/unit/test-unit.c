@@ -18,6 +18,7 @@
 
 #include "libexit.h"
 #include "log.h"
+#include "notify.h"
 #include "singleflight.h"
 #include "unit.h"
 
@@ -36,6 +37,11 @@ struct fake {
         int actions, action_status;
         struct exit_process *procs[64]; /* every spawned process, killed at teardown */
         int n_procs;
+        int contains;            /* what contains() answers */
+        int adopt_error;         /* adopt(): 0 spawns a stand-in for the new main process */
+        usec_t lease_ttl;        /* the last watchdog() call's ttl; USEC_INFINITY: none yet */
+        int lease_creates, lease_renewals, lease_deletes;
+        bool lease;              /* a lease exists */
 };
 
 static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, bool main, struct exit_process **ret) {
@@ -100,10 +106,37 @@ static void f_request_restart(void *ud, struct unit *u) {
 static void f_main_pid_changed(void *ud, struct unit *u, pid_t pid) {
 }
 
+static int f_contains(void *ud, struct unit *u, pid_t pid) {
+        return ((struct fake *) ud)->contains;
+}
+
+static int f_adopt(void *ud, struct unit *u, pid_t pid, struct exit_process **ret) {
+        struct fake *f = ud;
+        if (f->adopt_error)
+                return f->adopt_error;
+        return f_spawn(ud, u, NULL, true, ret);
+}
+
+static int f_watchdog(void *ud, struct unit *u, usec_t ttl) {
+        struct fake *f = ud;
+        f->lease_ttl = ttl;
+        if (ttl == 0) {
+                f->lease_deletes += f->lease;
+                f->lease = false;
+        } else if (f->lease)
+                f->lease_renewals++;
+        else {
+                f->lease_creates++;
+                f->lease = true;
+        }
+        return 1;
+}
+
 static const struct unit_ops fake_ops = {
         .spawn = f_spawn, .prepare = f_prepare, .signal_all = f_signal_all, .populated = f_populated,
         .arm = f_arm, .now = f_now, .changed = f_changed, .action = f_action,
         .request_restart = f_request_restart, .main_pid_changed = f_main_pid_changed,
+        .contains = f_contains, .adopt = f_adopt, .watchdog = f_watchdog,
 };
 
 static int setup(void **state) {
@@ -111,6 +144,7 @@ static int setup(void **state) {
         assert_non_null(f);
         f->now = 1000 * USEC_PER_SEC;
         f->armed = USEC_INFINITY;
+        f->lease_ttl = USEC_INFINITY;
         assert_int_equal(exit_hub_new(0, 0, &f->hub), 0);
         assert_int_equal(exit_reaper_new(f->hub, 0, &f->reaper), 0);
         assert_int_equal(sf_table_new(&unit_outcome_ops, NULL, &f->flights), 0);
@@ -389,6 +423,314 @@ static void test_failure_action(void **state) {
         unit_free(u);
 }
 
+/* ---- daemon-reload: a changed file (unit_set_next_file) ---- */
+
+static struct unit_file *parse_file(const char *name, const char *text) {
+        struct unit_file *uf = NULL;
+        assert_int_equal(unit_file_parse(name, name, text, strlen(text), &uf, NULL), 0);
+        return uf;
+}
+
+/* The answer of w: ok, with the outcome's main pid. */
+static pid_t answered_pid(sf_waiter *w) {
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), 0);
+        assert_int_equal(ans.status, SF_ANSWER_OK);
+        struct unit_outcome *o = ans.outcome;
+        assert_true(o->ok);
+        pid_t pid = o->main_pid;
+        unit_outcome_ops.free(o, NULL);
+        return pid;
+}
+
+/* A dead unit takes the new file at once and is not started; a running one
+ * asks for a restart, and its start after the stop runs the new file. */
+static void test_new_file(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "n.service", "[Service]\nExecStart=/bin/true\n");
+        struct unit_file *f2 = parse_file("n.service", "[Service]\nExecStart=/bin/echo two\n");
+        assert_false(unit_file_same_text(u->file, f2));
+        assert_false(unit_set_next_file(u, f2));
+        assert_ptr_equal(u->file, f2);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(f->n_spawns, 0);
+
+        sf_waiter_free(start(f, u));
+        pid_t old = u->main_pid;
+        struct unit_file *f3 = parse_file("n.service", "[Service]\nExecStart=/bin/echo three\n");
+        assert_true(unit_set_next_file(u, f3));
+        assert_ptr_equal(u->file, f2); /* the old instance runs the old file */
+        sf_waiter *w = NULL;
+        sf_resolution *r = NULL;
+        assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
+        unit_explicit_restart(u, r);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_ptr_equal(u->file, f3);
+        assert_int_equal(u->restarts, 1);
+        pid_t pid = answered_pid(w);
+        assert_int_equal(pid, u->main_pid);
+        assert_int_not_equal(pid, old);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* A reload during a start: the restart carries the start's flight, whose
+ * waiters get the outcome of the start with the new file. */
+static void test_new_file_during_start(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "s.service", "[Service]\nType=exec\nExecStart=/bin/true\n");
+        sf_waiter *w = start(f, u);
+        assert_int_equal(u->state, UNIT_STARTING);
+        struct unit_file *f2 = parse_file("s.service", "[Service]\nType=exec\nExecStart=/bin/echo two\n");
+        assert_true(unit_set_next_file(u, f2));
+        unit_explicit_restart(u, NULL);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_STARTING);
+        assert_ptr_equal(u->file, f2);
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN); /* not answered by the stop */
+        unit_exec_result(u, u->main, 0);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(answered_pid(w), u->main_pid);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* SPEC §2.3: a stop during a restart past its point of no return is queued;
+ * the restart completes (its waiters get the new pid), then the unit stops. */
+static void test_stop_during_publishing_restart(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "t.service", "[Service]\nExecStart=/bin/true\n");
+        sf_waiter_free(start(f, u));
+        sf_waiter *w = NULL;
+        sf_resolution *r = NULL;
+        assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
+        unit_explicit_restart(u, r);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
+        unit_stop(u, true);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        /* Restarted, answered, then stopped: the new instance gets SIGTERM. */
+        pid_t pid = answered_pid(w);
+        assert_true(pid > 0);
+        assert_int_equal(u->main_pid, pid);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(f->n_spawns, 2);
+        assert_false(u->stop_queued);
+        /* Nothing is left queued: the next start stays up. */
+        sf_waiter_free(w);
+        sf_waiter_free(start(f, u));
+        assert_int_equal(u->state, UNIT_RUNNING);
+        unit_free(u);
+}
+
+/* ---- notifications and the watchdog (SPEC §4) ---- */
+
+/* Parses text (with '\n's) as a datagram and hands it to u, as the manager
+ * does for an allowed sender. */
+static void notify(struct unit *u, const char *text) {
+        char buf[NOTIFY_DATAGRAM_MAX + 1];
+        size_t n = strlen(text);
+        memcpy(buf, text, n);
+        struct notify_message m;
+        assert_int_equal(notify_parse(buf, n, &m), 0);
+        unit_notify(u, &m);
+}
+
+/* Type=notify: starting until READY=1, then running; the flight answers then. */
+static void test_notify_ready(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "n.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
+        sf_waiter *w = start(f, u);
+        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(f->armed - f->now, 90 * USEC_PER_SEC); /* TimeoutStartSec= */
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN);
+        notify(u, "STATUS=warming up");
+        assert_int_equal(u->state, UNIT_STARTING);
+        assert_string_equal(u->status_text, "warming up");
+        notify(u, "READY=1\nSTATUS=ready");
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_string_equal(u->status_text, "ready");
+        assert_int_equal(f->armed, USEC_INFINITY);
+        assert_int_equal(sf_waiter_peek(w, &ans), 0);
+        assert_int_equal(ans.status, SF_ANSWER_OK);
+        assert_true(((struct unit_outcome *) ans.outcome)->ok);
+        unit_outcome_ops.free(ans.outcome, NULL);
+        sf_waiter_free(w);
+        /* READY=1 again, running: nothing; STATUS= empty clears it. */
+        notify(u, "READY=1\nSTATUS=");
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_null(u->status_text);
+        unit_free(u);
+}
+
+/* Never ready: TimeoutStartSec= fails the start with result timeout, then the policy. */
+static void test_notify_never_ready(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "t.service",
+                                   "[Service]\nType=notify\nExecStart=/bin/true\nTimeoutStartSec=2s\n");
+        sf_waiter_free(start(f, u));
+        assert_int_equal(f->armed - f->now, 2 * USEC_PER_SEC);
+        /* EXTEND_TIMEOUT_USEC= moves the deadline later, never earlier. */
+        notify(u, "EXTEND_TIMEOUT_USEC=5000000");
+        assert_int_equal(f->armed - f->now, 5 * USEC_PER_SEC);
+        notify(u, "EXTEND_TIMEOUT_USEC=1000000");
+        assert_int_equal(f->armed - f->now, 5 * USEC_PER_SEC);
+        fire(f, u);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(f->signals[0], SIGTERM);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(u->result, UNIT_RESULT_TIMEOUT);
+        unit_free(u);
+}
+
+/* NotifyAccess=: who may speak for the unit. */
+static void test_notify_access(void **state) {
+        struct fake *f = *state;
+        static const struct { const char *access; bool main, control, member, outsider; } rows[] = {
+                { "",                   true,  false, false, false }, /* notify unit: main */
+                { "NotifyAccess=none\n", true,  false, false, false }, /* systemd raises it to main */
+                { "NotifyAccess=main\n", true,  false, false, false },
+                { "NotifyAccess=exec\n", true,  true,  false, false },
+                { "NotifyAccess=all\n",  true,  true,  true,  false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                char text[256];
+                snprintf(text, sizeof text, "[Service]\nType=notify\nExecStart=/bin/true\n%s", rows[i].access);
+                struct unit *u = make_unit(f, "x.service", text);
+                sf_waiter_free(start(f, u));
+                const char *why = NULL;
+                f->contains = 0;
+                assert_int_equal(unit_notify_allowed(u, u->main_pid, &why), rows[i].main);
+                assert_false(unit_notify_allowed(u, 0, &why)); /* no credentials */
+                assert_non_null(why);
+                assert_false(unit_notify_allowed(u, getpid(), &why)); /* an outsider */
+                f->contains = 1;
+                assert_int_equal(unit_notify_allowed(u, getpid(), &why), rows[i].member);
+                unit_free(u);
+        }
+        /* A simple unit without NotifyAccess= has no socket: none. */
+        struct unit *u = make_unit(f, "s.service", "[Service]\nExecStart=/bin/true\n");
+        assert_int_equal(unit_notify_access_effective(u->file), UNIT_NOTIFY_ACCESS_NONE);
+        unit_free(u);
+        u = make_unit(f, "w.service", "[Service]\nExecStart=/bin/true\nWatchdogSec=1\n");
+        assert_int_equal(unit_notify_access_effective(u->file), UNIT_NOTIFY_ACCESS_MAIN);
+        unit_free(u);
+}
+
+/* MAINPID= from an allowed sender: the new main process is followed; a refused adoption changes nothing. */
+static void test_notify_main_pid(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "m.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
+        sf_waiter_free(start(f, u));
+        pid_t old = u->main_pid;
+        f->adopt_error = -EPERM;
+        notify(u, "MAINPID=12345");
+        assert_int_equal(u->main_pid, old);
+        f->adopt_error = 0;
+        notify(u, "MAINPID=12345\nREADY=1");
+        assert_int_not_equal(u->main_pid, old); /* the stand-in f_adopt spawned */
+        assert_int_equal(u->state, UNIT_RUNNING);
+        unit_free(u);
+}
+
+/* WatchdogSec=: the lease from running; WATCHDOG=1 renews; its expiry sends
+ * WatchdogSignal=, then the stop escalation, result watchdog, then Restart=. */
+static void test_watchdog_expiry(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "wd.service",
+                                   "[Service]\nExecStart=/bin/true\nWatchdogSec=1\nRestart=on-watchdog\n");
+        sf_waiter_free(start(f, u));
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(f->lease_creates, 1);
+        assert_int_equal(f->lease_ttl, USEC_PER_SEC);
+        notify(u, "WATCHDOG=1");
+        notify(u, "WATCHDOG=1");
+        assert_int_equal(f->lease_renewals, 2);
+        f->lease = false; /* the store expired it */
+        f->populated = 1;
+        unit_watchdog_expired(u);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
+        assert_int_equal(f->signals[0], SIGABRT);
+        assert_int_equal(f->signals[1], SIGCONT);
+        assert_int_equal(f->lease_deletes, 0);
+        /* Pings while stopping change nothing. */
+        notify(u, "WATCHDOG=1");
+        assert_int_equal(f->lease_renewals, 2);
+        /* Escalation: the final kill signal after TimeoutStopSec=. */
+        fire(f, u);
+        assert_int_equal(f->signals[2], SIGKILL);
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGKILL);
+        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
+        fire(f, u);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(f->lease_creates, 2);
+        unit_free(u);
+}
+
+/* WATCHDOG=trigger, and WatchdogSignal=; Restart=on-failure restarts it too. */
+static void test_watchdog_trigger(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "wt.service", "[Service]\nExecStart=/bin/true\nWatchdogSec=5\n"
+                                                   "WatchdogSignal=SIGUSR2\nRestart=on-failure\n");
+        sf_waiter_free(start(f, u));
+        notify(u, "WATCHDOG=trigger");
+        assert_int_equal(f->signals[0], SIGUSR2);
+        assert_int_equal(f->lease_deletes, 1); /* tend's own delete: not an expiry */
+        exit_main(u, EXIT_REASON_KILLED, SIGUSR2);
+        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
+        unit_free(u);
+}
+
+/* An explicit stop deletes the lease first: never a watchdog failure. */
+static void test_watchdog_stop(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "ws.service", "[Service]\nExecStart=/bin/true\nWatchdogSec=1\nRestart=always\n");
+        sf_waiter_free(start(f, u));
+        assert_true(f->lease);
+        unit_stop(u, false);
+        assert_false(f->lease);
+        assert_int_equal(f->lease_deletes, 1);
+        /* A late expiry (raced with the stop) is not acted on. */
+        unit_watchdog_expired(u);
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        unit_free(u);
+}
+
+/* STOPPING=1: stopping while the main process exits on its own, within TimeoutStopSec=. */
+static void test_notify_stopping(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "st.service", "[Service]\nType=notify\nExecStart=/bin/true\nWatchdogSec=1\n"
+                                                   "TimeoutStopSec=4\n");
+        sf_waiter_free(start(f, u));
+        notify(u, "READY=1");
+        assert_true(f->lease);
+        notify(u, "STOPPING=1");
+        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_false(f->lease);
+        assert_int_equal(f->armed - f->now, 4 * USEC_PER_SEC);
+        assert_int_equal(f->n_signals, 0);
+        exit_main(u, EXIT_REASON_EXITED, 0);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        unit_free(u);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_start_answers_with_pid, setup, teardown),
@@ -401,6 +743,17 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_backoff_flight_cancelled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_oneshot, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_failure_action, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_notify_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_notify_never_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_notify_access, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_notify_main_pid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watchdog_expiry, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watchdog_trigger, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watchdog_stop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_notify_stopping, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_file, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_file_during_start, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_during_publishing_restart, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

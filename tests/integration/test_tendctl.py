@@ -1,0 +1,820 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""tendctl and the control socket (SPEC §5, §2.3, §7; issue 8), driven as a
+user would: the built tend and tendctl on real units, plus raw protocol
+clients (docs/control-protocol.md) where a test needs a thousand clients or
+bytes tendctl would never send. Every wait is bounded and names the likely
+cause. The peer-credential tests need root: test_tendctl_auth.py.
+
+Not covered here: the cancellation case that orders a unit After= a notify
+unit that is not ready yet (dependencies are not built)."""
+import errno
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tendtest import PROBE, TEND, wait_until  # noqa: E402
+from svctest import RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, pid_alive  # noqa: E402
+
+COMPLETION = os.environ.get('TENDCTL_COMPLETION', os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                               '../../supervisor/tendctl.bash-completion'))
+WATCH_FIELDS = RECORD_FIELDS | {'key', 'revision', 'keyspace', 'event'}
+MSG_MAX = 1 << 17  # messages from tend are at most 128 KiB
+
+
+# ---------------------------------------------------------------------------
+# A raw protocol client
+# ---------------------------------------------------------------------------
+
+class Conn:
+    """One SOCK_SEQPACKET connection to tend: one JSON object per message."""
+
+    def __init__(self, path, timeout=15):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+
+    def send(self, obj):
+        self.s.send(obj if isinstance(obj, bytes) else json.dumps(obj).encode())
+
+    def recv(self):
+        data = self.s.recv(MSG_MAX)
+        if not data:
+            raise AssertionError('tend closed the connection')
+        return json.loads(data)
+
+    def result(self):
+        """Messages until the result: (result, [data messages])."""
+        data = []
+        while True:
+            m = self.recv()
+            if m.get('type') == 'result':
+                return m, data
+            data.append(m)
+
+    def ask(self, obj):
+        self.send(obj)
+        return self.result()[0]
+
+    def close(self):
+        self.s.close()
+
+
+def req(command, units=None, **fields):
+    o = {'version': 1, 'command': command}
+    if units is not None:
+        o['units'] = list(units)
+    o.update(fields)
+    return o
+
+
+class CtlTestCase(ServiceTestCase):
+    def conn(self, timeout=15):
+        c = Conn(self.sock, timeout)
+        self.addCleanup(c.close)
+        return c
+
+    def ctl_json(self, *args, status=0):
+        """tendctl ARGS --json: the parsed output (one JSON document)."""
+        st, out, err = self.ctl(*args, '--json', check=False)
+        self.assertEqual(st, status, 'tendctl %s --json: status %d, stderr %r' % (' '.join(args), st, err))
+        return json.loads(out)
+
+    def fifo_unit(self, name, extra=''):
+        """A unit whose ExecStop= blocks on a FIFO the test holds until
+        self.release(name) opens it (afterwards ExecStop= returns at once)."""
+        fifo, opened = self.path(name + '.fifo'), self.path(name + '.opened')
+        os.mkfifo(fifo)
+        self.unit(name, '''
+            [Service]
+            ExecStart=%s pause
+            ExecStop=/bin/sh -c '[ -e %s ] || cat %s > /dev/null'
+            TimeoutStopSec=infinity
+            %s
+        ''' % (PROBE, opened, fifo, extra))
+        return fifo
+
+    def release(self, name, timeout=10):
+        """Opens the FIFO of fifo_unit(name) once its ExecStop= reads it."""
+        fifo = self.path(name + '.fifo')
+        open(self.path(name + '.opened'), 'w').close()
+
+        def try_open():
+            try:
+                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    return None
+                raise
+        fd = wait_until(try_open, timeout, lambda: '%s: ExecStop= never opened its FIFO (is it running? tend '
+                        'stderr %r)' % (name, self.stderr()[-2000:]))
+        os.close(fd)  # EOF: ExecStop= exits 0
+
+
+def raise_own_nofile(want):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(want, soft)), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+# ---------------------------------------------------------------------------
+# Every command, human and --json, and its exit codes
+# ---------------------------------------------------------------------------
+
+class Commands(CtlTestCase):
+    def setUp(self):
+        super().setUp()
+        self.rl_out = self.path('reloads')
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.unit('talk', '''
+            [Service]
+            ExecStart=/bin/sh -c 'echo one; echo two >&2; echo three; exec sleep 1000'
+            ExecReload=/bin/sh -c 'echo reloaded >> %s'
+        ''' % self.rl_out)
+        self.unit('quiet', '[Service]\nExecStart=%s pause\nStandardOutput=null' % PROBE)
+        self.unit('bad', '[Service]\nType=oneshot\nExecStart=/bin/sh -c "exit 4"')
+        self.start_tend()
+        self.wait_running('web')
+        self.wait_running('talk')
+        self.wait_state('bad', lambda r: r['state'] == 'failed', 5, 'a oneshot exiting 4 did not fail')
+
+    def check_record(self, r):
+        self.assertEqual(set(r), RECORD_FIELDS, 'SPEC §5 field names')
+        self.assertIn(r['state'], STATES)
+        self.assertIn(r['result'], RESULTS)
+        self.assertTrue(r['main_pid'] is None or isinstance(r['main_pid'], int))
+        self.assertIsInstance(r['since'], int)
+        self.assertIsInstance(r['since_monotonic'], int)
+        self.assertIsInstance(r['restarts'], int)
+        self.assertIsInstance(r['waiters'], int)
+        le = r['last_exit']
+        self.assertTrue(le is None or set(le) in ({'code'}, {'signal', 'core_dumped'}), le)
+        self.assertTrue(r['status'] is None or isinstance(r['status'], str))
+
+    def test_status_and_list(self):
+        arr = self.ctl_json('status')
+        self.assertIsInstance(arr, list)
+        self.assertEqual({r['name'] for r in arr}, {'web.service', 'talk.service', 'quiet.service', 'bad.service'})
+        for r in arr:
+            self.check_record(r)
+        one = self.ctl_json('status', 'web')
+        self.assertIsInstance(one, list, 'status --json is an array for one unit too')
+        self.assertEqual([r['name'] for r in one], ['web.service'])
+        self.assertEqual(self.ctl_json('status', 'web.service')[0]['main_pid'], one[0]['main_pid'])
+        bad = self.ctl_json('status', 'bad')[0]
+        self.assertEqual((bad['state'], bad['result'], bad['last_exit'], bad['main_pid']),
+                         ('failed', 'exit-code', {'code': 4}, None))
+
+        st, out, _ = self.ctl('status', 'web')
+        pid = one[0]['main_pid']
+        self.assertIn('● web.service', out)
+        self.assertRegex(out, r'State: running since \w{3} \d{4}-\d\d-\d\d')
+        self.assertIn('Main PID: %d' % pid, out)
+        for label in ('Restarts: 0', 'Last exit: -', 'Result: success', 'Waiters: 0'):
+            self.assertIn(label, out)
+        self.assertNotIn('\033[', out, 'colour only on a terminal')
+        st, out, _ = self.ctl('status', 'bad')
+        self.assertIn('Last exit: exited, status=4', out)
+
+        # Not found: 3; the found ones are still shown.
+        st, out, err = self.ctl('status', 'web', 'nosuch', check=False)
+        self.assertEqual(st, 3, err)
+        self.assertIn('● web.service', out)
+        self.assertIn('nosuch', err)
+        st, out, _ = self.ctl('status', 'nosuch', '--json', check=False)
+        self.assertEqual((st, json.loads(out)), (3, []))
+
+        lst = self.ctl_json('list')
+        self.assertEqual(sorted(r['name'] for r in lst), ['bad.service', 'quiet.service', 'talk.service', 'web.service'])
+        for r in lst:
+            self.check_record(r)
+        _, out, _ = self.ctl('list')
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ['UNIT', 'STATE', 'MAIN', 'PID', 'RESTARTS', 'RESULT', 'SINCE'])
+        self.assertTrue(any(ln.split()[:3] == ['web.service', 'running', str(pid)] for ln in lines), out)
+        self.assertIn('4 units listed.', out)
+        self.assertEqual(self.ctl('list', 'web', check=False)[0], 2, 'list takes no name')
+
+    def test_start_stop_restart(self):
+        pid = self.st('web')['main_pid']
+        # Human: silent on success.
+        st, out, err = self.ctl('stop', 'web')
+        self.assertEqual((out, err), ('', ''))
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid'], r['last_exit']), ('inactive', None, {'signal': 15, 'core_dumped': False}))
+        self.assertFalse(pid_alive(pid))
+        res = self.ctl_json('start', 'web')
+        self.assertEqual(set(res), {'ok', 'units'})
+        u = res['units'][0]
+        self.assertEqual((res['ok'], u['name'], u['ok'], u['answer'], u['result']), (True, 'web.service', True, 'ok', 'success'))
+        self.assertEqual(u['main_pid'], self.st('web')['main_pid'])
+        res = self.ctl_json('restart', 'web.service')
+        new = res['units'][0]['main_pid']
+        self.assertNotEqual(new, u['main_pid'])
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid'], r['restarts']), ('running', new, 1))
+        res = self.ctl_json('stop', 'web')
+        self.assertEqual(res['units'][0], {'name': 'web.service', 'ok': True})
+        self.assertEqual(self.st('web')['state'], 'inactive')
+        # --no-block: answered at once ("queued"), the start goes on.
+        res = self.ctl_json('start', '--no-block', 'web')
+        self.assertEqual(res['units'][0]['answer'], 'queued')
+        self.wait_running('web')
+        self.ctl('stop', '--no-block', 'web')
+        self.wait_state('web', lambda r: r['state'] == 'inactive', 5, 'stop --no-block did not stop it')
+        # Several units: the first failure decides; bad fails (1), with its result.
+        st, out, err = self.ctl('start', 'web', 'bad', '--json', check=False)
+        self.assertEqual(st, 1, err)
+        res = json.loads(out)
+        self.assertEqual([(u['name'], u['ok']) for u in res['units']], [('web.service', True), ('bad.service', False)])
+        self.assertEqual((res['error'], res['units'][1]['result']), ('failed', 'exit-code'))
+        self.assertIn('exit-code', err)
+        # Not found 3, usage 2.
+        for cmd in ('start', 'stop', 'restart'):
+            self.assertEqual(self.ctl(cmd, 'nosuch', check=False)[0], 3, cmd)
+            self.assertEqual(self.ctl(cmd, check=False)[0], 2, cmd)
+        self.assertEqual(self.ctl('start', 'web', '--main', check=False)[0], 2, '--main does not apply to start')
+
+    def test_reload_kill_reset_failed(self):
+        self.ctl('reload', 'talk')
+        wait_until(lambda: self.lines(self.rl_out) == ['reloaded'], 5, 'ExecReload= did not run')
+        st, _, err = self.ctl('reload', 'web', check=False)
+        self.assertEqual(st, 1)
+        self.assertIn('no ExecReload=', err)
+        self.assertEqual(self.ctl('reload', 'nosuch', check=False)[0], 3)
+
+        pid = self.st('web')['main_pid']
+        self.ctl('kill', 'web', '--signal', 'KILL', '--main')
+        r = self.wait_state('web', lambda r: r['state'] in ('inactive', 'failed'), 5, 'SIGKILL did not end it')
+        self.assertEqual(r['last_exit'], {'signal': 9, 'core_dumped': False})
+        self.assertFalse(pid_alive(pid))
+        st, _, err = self.ctl('kill', 'web', check=False)
+        self.assertEqual(st, 1, 'nothing to signal')
+        self.assertIn('no process to signal', err)
+        self.assertEqual(self.ctl('kill', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('kill', 'web', '--signal', 'NOPE', check=False)[0], 2)
+        self.assertEqual(self.ctl('kill', 'web', 'talk', check=False)[0], 2, 'kill takes one unit')
+
+        self.ctl('reset-failed', 'web')
+        self.assertEqual(self.st('web')['state'], 'inactive')
+        self.ctl('reset-failed')
+        self.assertEqual((self.st('bad')['state'], self.st('bad')['result']), ('inactive', 'success'))
+        self.assertEqual(self.ctl('reset-failed', 'nosuch', check=False)[0], 3)
+
+    def test_logs(self):
+        wait_until(lambda: len(self.ctl('logs', 'talk')[1].splitlines()) >= 3, 5, 'talk\'s lines never reached its ring')
+        _, out, _ = self.ctl('logs', 'talk', '-n', '2')
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 2, out)
+        self.assertRegex(lines[-1], r'^\w{3} \d\d \d\d:\d\d:\d\d talk\.service\[\d+\]: three$')
+        arr = [json.loads(ln) for ln in self.ctl('logs', 'talk', '--json')[1].splitlines()]
+        # stdout and stderr share one pipe when they go to one target: one stream.
+        self.assertEqual([(o['text'], o['stream']) for o in arr], [('one', 'stdout'), ('two', 'stdout'), ('three', 'stdout')])
+        for o in arr:
+            self.assertTrue({'unit', 'time', 'pid', 'stream', 'text'} <= set(o), o)
+            self.assertEqual(o['unit'], 'talk.service')
+        st, _, err = self.ctl('logs', 'quiet', check=False)
+        self.assertEqual(st, 1)
+        self.assertIn('no log ring', err)
+        self.assertEqual(self.ctl('logs', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('logs', check=False)[0], 2)
+        self.assertEqual(self.ctl('logs', 'talk', '-n', 'x', check=False)[0], 2)
+        # -f: the ring's last line, then new lines (a restart writes them
+        # again). The ring is sent and the follower attached in one loop
+        # iteration, so once the ring's line is read no new line can be missed.
+        f = self.start([TENDCTL, '--control-socket', self.sock, 'logs', 'talk', '-f', '-n', '1'], stdin=subprocess.DEVNULL)
+        self.assertTrue(f.readline(5, 'logs -f printed no ring line').endswith(': three'))
+        self.ctl('restart', 'talk')
+        got = [f.readline(5, 'logs -f showed no new line after a restart') for _ in range(3)]
+        self.assertEqual([g.rsplit(': ', 1)[1] for g in got], ['one', 'two', 'three'])
+
+    def test_watch(self):
+        w = self.start([TENDCTL, '--control-socket', self.sock, 'watch', 'service/web', '--json'],
+                       stdin=subprocess.DEVNULL)
+        first = json.loads(w.readline(5, 'watch --json showed no snapshot'))
+        self.assertEqual(set(first), WATCH_FIELDS)
+        self.assertEqual((first['name'], first['key'], first['keyspace'], first['event'], first['state']),
+                         ('web.service', 'service/web.service', 'durable', 'put', 'running'))
+        self.ctl('stop', 'web')
+        seen = []
+        while not seen or seen[-1]['state'] != 'inactive':
+            seen.append(json.loads(w.readline(5, 'watch did not show the stop: %r' % seen)))
+        revs = [first['revision']] + [e['revision'] for e in seen]
+        self.assertEqual(revs, sorted(set(revs)), 'revisions strictly increase')
+        h = self.start([TENDCTL, '--control-socket', self.sock, 'watch', 'service/'], stdin=subprocess.DEVNULL)
+        lines = {ln.split()[2]: ln for ln in (h.readline(5, 'human watch printed no snapshot') for _ in range(4))}
+        self.assertRegex(lines['service/web.service'], r'^\d+ put +service/web\.service inactive$')
+        self.assertRegex(lines['service/quiet.service'], r'^\d+ put +service/quiet\.service running pid \d+$')
+        self.assertEqual(self.ctl('watch', 'a', 'b', check=False)[0], 2)
+        self.assertEqual(self.ctl('watch', '--no-block', check=False)[0], 2)
+
+    def test_usage_not_running_shutdown(self):
+        for args in (('frobnicate',), (), ('status', '--frob'), ('status', '--no-block'), ('kill', 'web', '--json'),
+                     ('daemon-reload', 'web'), ('shutdown', 'web'), ('logs', 'web', '-n')):
+            st, _, err = self.ctl(*args, check=False)
+            self.assertEqual(st, 2, '%r: %r' % (args, err))
+            self.assertIn('tendctl --help', err)
+        self.assertEqual(subprocess.run([TENDCTL, '--help'], capture_output=True).returncode, 0)
+        res = self.ctl_json('daemon-reload')
+        self.assertEqual((res['ok'], res['added'], res['changed'], res['removed'], res['units']), (True, [], [], [], []))
+        self.assertEqual(self.ctl('daemon-reload'), (0, '', ''))
+        pids = [self.st(n)['main_pid'] for n in ('web', 'talk')]
+        self.ctl('shutdown')
+        self.assertEqual(self.tend_proc.wait(10, 'tend did not exit after shutdown'), 0)
+        self.assertFalse(any(pid_alive(p) for p in pids))
+        st, _, err = self.ctl('status', check=False)
+        self.assertEqual(st, 5, err)
+        self.assertIn('not running', err)
+        env = dict(os.environ)
+        env.pop('TEND_SOCKET', None)
+        env.pop('XDG_RUNTIME_DIR', None)
+        if os.geteuid() != 0:
+            p = subprocess.run([TENDCTL, 'status'], capture_output=True, env=env, timeout=10)
+            self.assertEqual(p.returncode, 5)
+        env['TEND_SOCKET'] = self.path('nobody-listens')
+        p = subprocess.run([TENDCTL, 'status'], capture_output=True, env=env, timeout=10)
+        self.assertEqual(p.returncode, 5, '$TEND_SOCKET is the socket when no option is given')
+
+
+# ---------------------------------------------------------------------------
+# The socket: a second tend, a stale file
+# ---------------------------------------------------------------------------
+
+class Socket(CtlTestCase):
+    def test_second_tend_exits_1_already_running(self):
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        other = self.path('other-units')
+        os.mkdir(other)
+        p = self.start([TEND, '--config-dir', other, '--control-socket', self.sock],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'a second tend on a live socket did not exit'), 1)
+        self.assertIn('already running', p.stderr_text())
+        self.ctl('status', 'web')  # the first one still serves, on its own socket file
+        self.assertTrue(self.tend_proc.running())
+
+    def test_stale_socket_file_is_replaced(self):
+        os.mkdir(os.path.dirname(self.sock), 0o700)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.bind(self.sock)
+        s.close()  # the file stays; nobody listens
+        self.assertTrue(os.path.exists(self.sock))
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        self.assertIn('stale', self.stderr())
+        st = os.stat(self.sock)
+        self.assertEqual(st.st_mode & 0o777, 0o600)
+
+
+# ---------------------------------------------------------------------------
+# Single flight: 1,000 concurrent restarts, one restart (SPEC §2.3)
+# ---------------------------------------------------------------------------
+
+N_CLIENTS = 1000
+N_TENDCTL = 200  # real tendctl processes among them; the rest are protocol clients
+TEND_NOFILE = 8192
+
+
+class Coalescing(CtlTestCase):
+    def test_1000_concurrent_restarts_one_restart(self):
+        soft, hard = raise_own_nofile(N_CLIENTS + 512)
+        if soft < N_CLIENTS + 256:
+            self.skipTest('skip: RLIMIT_NOFILE hard limit %d is too low for %d clients' % (hard, N_CLIENTS))
+        if os.geteuid() != 0 and hard < TEND_NOFILE:
+            self.skipTest('skip: cannot give tend a hard RLIMIT_NOFILE of %d (hard limit %d, not root)'
+                          % (TEND_NOFILE, hard))
+        self.fifo_unit('web')
+        self.start_tend(wrap=['prlimit', '--nofile=%d:%d' % (TEND_NOFILE, TEND_NOFILE)])
+        with open('/proc/%d/limits' % self.tend_pid) as f:
+            line = next(ln for ln in f if ln.startswith('Max open files'))
+        self.assertGreaterEqual(int(line.split()[4]), 4096, 'tend\'s hard RLIMIT_NOFILE: %s' % line)
+        r = self.wait_running('web')
+        before, restarts = r['main_pid'], r['restarts']
+
+        outs = []
+        procs = []
+        conns = []
+        try:
+            for i in range(N_CLIENTS):
+                if i % (N_CLIENTS // N_TENDCTL) == 0:
+                    out = tempfile.TemporaryFile(mode='w+')
+                    outs.append(out)
+                    procs.append(subprocess.Popen([TENDCTL, '--control-socket', self.sock, 'restart', 'web', '--json'],
+                                                  stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT))
+                else:
+                    c = Conn(self.sock, timeout=120)
+                    c.send(req('restart', ['web']))
+                    conns.append(c)
+            self.assertEqual((len(procs), len(conns)), (N_TENDCTL, N_CLIENTS - N_TENDCTL))
+
+            def counted():
+                last = self.st('web')
+                return last if last['waiters'] == N_CLIENTS else None
+            r = wait_until(counted, 60, lambda: 'tend never counted %d waiters (last record %r): clients refused '
+                           '(RLIMIT_NOFILE? too many clients?) or the flight ended early (ExecStop= not blocked on '
+                           'its FIFO?); tend stderr %r' % (N_CLIENTS, self.st('web'), self.stderr()[-2000:]),
+                           interval=0.1)
+            self.assertEqual((r['state'], r['restarts']), ('stopping', restarts))
+            self.release('web')
+
+            answers = [c.result()[0] for c in conns]
+            pids = set()
+            for a in answers:
+                self.assertTrue(a['ok'], a)
+                pids.add(a['units'][0]['main_pid'])
+            for p, out in zip(procs, outs):
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError('a tendctl restart never got its answer')
+                out.seek(0)
+                text = out.read()
+                self.assertEqual(p.returncode, 0, text)
+                pids.add(json.loads(text)['units'][0]['main_pid'])
+        finally:
+            for c in conns:
+                c.close()
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for out in outs:
+                out.close()
+        r = self.st('web')
+        self.assertEqual(len(pids), 1, 'the 1,000 clients saw different outcomes: %r' % pids)
+        self.assertEqual(pids, {r['main_pid']})
+        self.assertNotEqual(r['main_pid'], before)
+        self.assertEqual((r['state'], r['restarts'], r['waiters']), ('running', restarts + 1, 0),
+                         'exactly one restart for 1,000 concurrent requests')
+
+
+# ---------------------------------------------------------------------------
+# Cancellation (SPEC §2.3). The After= case waits for dependencies.
+# ---------------------------------------------------------------------------
+
+class Cancellation(CtlTestCase):
+    def test_stop_during_backoff_no_spawn(self):
+        starts = self.path('starts')
+        self.unit('slow', '''
+            [Service]
+            ExecStart=/bin/sh -c 'echo x >> %s; exit 1'
+            Restart=on-failure
+            RestartSec=1500ms
+        ''' % starts)
+        self.start_tend()
+        r = self.wait_state('slow', lambda r: r['state'] == 'backoff', 5, 'never in backoff')
+        # A client joins the restart's flight while it waits; the stop cancels it.
+        waiter = self.start([TENDCTL, '--control-socket', self.sock, 'start', 'slow'], stdin=subprocess.DEVNULL)
+        wait_until(lambda: self.st('slow')['waiters'] >= 2, 5, 'the client never joined the back-off flight')
+        self.ctl('stop', 'slow')
+        self.assertEqual(waiter.wait(5, 'the waiting start was not answered by the stop'), 1)
+        self.assertIn('cancelled', waiter.stderr_text())
+        self.assertEqual(self.st('slow')['state'], 'inactive')
+        wait_until(lambda: time.monotonic() * 1e6 > r['since_monotonic'] + 2.5e6, 4, 'waiting past RestartSec')
+        r = self.st('slow')
+        self.assertEqual((r['state'], r['main_pid'], len(self.lines(starts))), ('inactive', None, 1),
+                         'a stop during back-off must cancel the restart: no spawn')
+
+    def test_stop_during_publishing_restart_ends_inactive(self):
+        self.fifo_unit('web')
+        self.start_tend(log_level='debug')
+        before = self.wait_running('web')['main_pid']
+        restart = self.start([TENDCTL, '--control-socket', self.sock, 'restart', 'web', '--json'],
+                             stdin=subprocess.DEVNULL)
+        # Past its point of no return: the old instance was signalled (ExecStop= runs).
+        self.wait_state('web', lambda r: r['state'] == 'stopping' and r['waiters'] == 1, 5,
+                        'the restart never reached ExecStop=')
+        stop = self.start([TENDCTL, '--control-socket', self.sock, 'stop', 'web'], stdin=subprocess.DEVNULL)
+        # No state changes when a stop is queued: tend's debug log says the request arrived.
+        seen = 'client pid %d (uid %d): stop' % (stop.pid, os.geteuid())
+        wait_until(lambda: seen in self.stderr(), 5, 'tend never logged the stop request (%r)' % seen)
+        self.release('web')
+        self.assertEqual(stop.wait(10, 'the stop never completed'), 0, stop.stderr_text())
+        self.assertEqual(restart.wait(10, 'the restart was never answered'), 0, restart.stderr_text())
+        res = json.loads(restart.read_until_eof(5, 'no --json output'))
+        new = res['units'][0]['main_pid']
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), 'the queued stop must apply')
+        self.assertNotEqual(new, before, 'the restart completed (SPEC §2.3), then the stop applied')
+        self.assertFalse(pid_alive(new))
+        self.assertFalse(pid_alive(before))
+        self.assertNotIn('abandoned', self.stderr())
+
+
+# ---------------------------------------------------------------------------
+# watch (SPEC §5, §2.4)
+# ---------------------------------------------------------------------------
+
+RESTARTS = 50
+
+
+class Watch(CtlTestCase):
+    def watcher(self, prefix='service/'):
+        return self.start([TENDCTL, '--control-socket', self.sock, 'watch', prefix, '--json'], stdin=subprocess.DEVNULL)
+
+    def restarter(self, *units, n=RESTARTS):
+        """Another process: `tendctl restart UNITS` n times, one after the other."""
+        cmd = 'i=0; while [ $i -lt %d ]; do "$0" --control-socket "$1" restart %s || exit 1; i=$((i+1)); done' % (
+            n, ' '.join(units))
+        return self.start(['sh', '-c', cmd, TENDCTL, self.sock], stdin=subprocess.DEVNULL)
+
+    def test_50_restarts_every_transition_once(self):
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        r0 = self.wait_running('web')
+        w = self.watcher('service/web.service')
+        snap = json.loads(w.readline(5, 'no snapshot'))
+        self.assertEqual(snap['restarts'], r0['restarts'])
+
+        def read_until(restarts):
+            evs = []
+            while not (evs and evs[-1]['restarts'] == restarts and evs[-1]['state'] == 'running'):
+                evs.append(json.loads(w.readline(10, 'watch stopped short of restart %d: %r' % (restarts, evs[-5:]))))
+            return evs
+        # One restart: the transitions it makes.
+        self.ctl('restart', 'web')
+        one = read_until(r0['restarts'] + 1)
+        per_restart = [e['state'] for e in one]
+        self.assertEqual(per_restart[0], 'stopping')
+        self.assertIn('starting', per_restart)
+
+        p = self.restarter('web')
+        self.assertEqual(p.wait(120, 'the restart loop did not finish'), 0, p.stderr_text())
+        evs = read_until(r0['restarts'] + 1 + RESTARTS)
+        revs = [snap['revision']] + [e['revision'] for e in one + evs]
+        self.assertEqual(revs, sorted(set(revs)), 'every revision once, strictly increasing')
+        self.assertEqual(len(evs), RESTARTS * len(per_restart),
+                         'the count must equal %d x the %d transitions of one restart' % (RESTARTS, len(per_restart)))
+        self.assertEqual([e['state'] for e in evs], per_restart * RESTARTS)
+        for e in evs:
+            self.assertEqual(set(e), WATCH_FIELDS)
+        self.assertNotIn('fell behind', self.stderr())
+
+    def test_small_watch_queue_rewatches_without_gap(self):
+        # TEND_WATCH_QUEUE=4 (docs/tend.8.md, a test knob): a restart of five
+        # units in one request writes ten records in one loop iteration, more
+        # than the watch queue holds, so the watch lags and tendctl re-watches.
+        names = ['web', 'a', 'b', 'c', 'd']
+        for n in names:
+            self.unit(n, '[Service]\nExecStart=%s pause' % PROBE)
+        env = dict(os.environ, TEND_WATCH_QUEUE='4')
+        self.start_tend(env=env)
+        for n in names:
+            self.wait_running(n)
+        w = self.watcher()
+        shown = {}
+        for _ in names:
+            e = json.loads(w.readline(5, 'no snapshot'))
+            shown.setdefault(e['key'], []).append(e)
+        p = self.restarter(*names)
+        self.assertEqual(p.wait(120, 'the restart loop did not finish'), 0, p.stderr_text())
+        final = self.statuses()
+        self.assertTrue(all(r['restarts'] == RESTARTS and r['state'] == 'running' for r in final.values()), final)
+
+        def caught_up():
+            for n, r in final.items():
+                evs = shown.get('service/' + n, [])
+                if not evs or (evs[-1]['main_pid'], evs[-1]['restarts']) != (r['main_pid'], r['restarts']):
+                    return False
+            return True
+        while not caught_up():
+            e = json.loads(w.readline(15, lambda: 'watch never showed the final state of every unit (a gap): %r'
+                                      % {k: (v[-1]['state'], v[-1]['restarts']) for k, v in shown.items()}))
+            shown.setdefault(e['key'], []).append(e)
+        self.assertIn('fell behind its watch', self.stderr(), 'TEND_WATCH_QUEUE=4 must force a re-watch')
+        for key, evs in shown.items():
+            revs = [e['revision'] for e in evs]
+            self.assertEqual(revs, sorted(set(revs)), '%s: a duplicate or a step back after the re-watch' % key)
+            restarts = [e['restarts'] for e in evs]
+            self.assertEqual(restarts, sorted(restarts), key)
+
+
+# ---------------------------------------------------------------------------
+# Robustness: silent clients, bad messages (SPEC §7)
+# ---------------------------------------------------------------------------
+
+class Robustness(CtlTestCase):
+    def test_client_that_never_reads_delays_nobody(self):
+        # Bursts of 2,000 lines of 200 bytes: more than a follower's queue holds.
+        chatty = self.script('chatty.sh', '''
+            line=$(printf '%0200d' 0)
+            while :; do
+                i=0; while [ $i -lt 2000 ]; do echo "$line"; i=$((i+1)); done
+                sleep 0.2
+            done
+        ''')
+        self.unit('chatty', '[Service]\nExecStart=%s' % chatty)
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        silent = []
+        for r in (req('logs', ['chatty'], follow=True), req('watch', prefix=''), req('status')):
+            c = self.conn()
+            c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.send(r)
+            silent.append(c)  # never read
+        idle = self.conn()  # connects and sends nothing
+        worst = 0
+        for _ in range(30):
+            t = time.monotonic()
+            self.ctl('restart', 'web', timeout=5)
+            self.ctl('status', timeout=5)
+            worst = max(worst, time.monotonic() - t)
+        self.assertLess(worst, 2.0, 'a restart + status took %.2fs while clients did not read' % worst)
+        self.assertTrue(self.tend_proc.running())
+        idle.send(req('status', ['web']))
+        self.assertTrue(idle.result()[0]['ok'])
+        # The follower that did not read was dropped with a note: its stream
+        # ends (what it had queued first), its connection stays usable.
+        res, msgs = silent[0].result()
+        self.assertEqual(res['error'], 'stream-ended')
+        self.assertTrue(any(m.get('note') for m in msgs), 'no note said the follower was dropped')
+
+    def test_garbage_truncated_oversized(self):
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        c = self.conn()
+        cases = [
+            (b'garbage', 'bad-request'),
+            (b'\x00\xff\xfe', 'bad-request'),
+            (b'{"version":1,"command":', 'bad-request'),              # truncated
+            (b'{"version":1,"command":"status"}\x00', 'bad-request'),  # trailing NUL
+            (b'[1,2]', 'bad-request'),
+            (b'{"version":1,"command":"frobnicate"}', 'bad-request'),
+            (b'{"version":1,"command":"start","units":[1]}', 'bad-request'),
+            (b'{"version":1,"command":"kill","units":["web"],"signal":65}', 'bad-request'),
+            (b'{"version":2,"command":"list"}', 'unsupported-version'),
+            (b'{"version":1,"command":"list"}' + b' ' * (64 * 1024), 'too-large'),  # 64 KiB + 30
+        ]
+        for data, error in cases:
+            c.send(data)
+            res, extra = c.result()
+            self.assertEqual((res['ok'], res['error'], extra), (False, error, []), data[:60])
+            self.assertTrue(res['message'])
+        # The connection stays open (docs/control-protocol.md) and tend serves it and others.
+        self.assertTrue(c.ask(req('status', ['web']))['ok'])
+        self.ctl('status', 'web')
+        self.assertTrue(self.st('web')['state'] == 'running')
+        # A stream socket is the wrong type: refused by the kernel, tend unaffected.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with self.assertRaises(OSError):
+            s.connect(self.sock)
+        s.close()
+        # An empty message reads as the client's end (recv() cannot tell them
+        # apart on SOCK_SEQPACKET): tend closes that connection.
+        e = self.conn()
+        e.send(b'')
+        self.assertEqual(e.s.recv(MSG_MAX), b'')
+        # A client that sends half a request and leaves.
+        d = Conn(self.sock)
+        d.s.send(b'{"version":1,')
+        d.close()
+        self.ctl('status', 'web')
+        self.assertTrue(self.tend_proc.running())
+
+
+# ---------------------------------------------------------------------------
+# daemon-reload: the difference rules (SPEC §5)
+# ---------------------------------------------------------------------------
+
+class DaemonReload(CtlTestCase):
+    def setup_five(self):
+        self.unit('keep', '[Service]\nExecStart=/bin/sleep 1000')
+        self.unit('change', '[Service]\nExecStart=/bin/sleep 1001')
+        gone = self.unit('gone', '[Service]\nExecStart=/bin/sleep 1002')
+        self.unit('broken', '[Service]\nExecStart=/bin/sleep 1003')
+        self.start_tend()
+        pids = {n: self.wait_running(n)['main_pid'] for n in ('keep', 'change', 'gone', 'broken')}
+        self.unit('change', '[Service]\nExecStart=/bin/sleep 1011')
+        os.unlink(gone)
+        self.unit('broken', '[Service]\nExecStart=/bin/sleep 1003\nRestart=sometimes')
+        self.unit('added', '[Service]\nExecStart=/bin/sleep 1004')
+        return pids
+
+    def check_five(self, pids):
+        self.wait_running('added')
+        r = self.wait_running('change', other_than=pids['change'])
+        self.assertEqual(r['restarts'], 1, 'a changed unit restarts')
+        with open('/proc/%d/cmdline' % r['main_pid']) as f:
+            self.assertEqual(f.read().split('\0')[:2], ['/bin/sleep', '1011'], 'the changed unit runs its new file')
+        self.assertFalse(pid_alive(pids['change']))
+        wait_until(lambda: not pid_alive(pids['gone']), 5, 'the removed unit was not stopped')
+        wait_until(lambda: 'gone.service' not in self.statuses(), 5, 'the removed unit is still listed once dead')
+        self.assertEqual(self.ctl('status', 'gone', check=False)[0], 3, 'its record is deleted')
+        if self.cgroup:
+            wait_until(lambda: not os.path.exists(os.path.join(self.cgroup, 'gone.service')), 5,
+                       'the removed unit\'s cgroup was not removed')
+            self.assertTrue(os.path.isdir(os.path.join(self.cgroup, 'keep.service')))
+        recs = self.statuses()
+        self.assertEqual((recs['keep.service']['main_pid'], recs['keep.service']['restarts']), (pids['keep'], 0),
+                         'an unchanged unit is not touched')
+        self.assertEqual((recs['broken.service']['state'], recs['broken.service']['main_pid']),
+                         ('running', pids['broken']), 'a bad file leaves its running unit as it was')
+        self.assertEqual(sorted(recs), ['added.service', 'broken.service', 'change.service', 'keep.service'])
+        self.assertRegex(self.stderr(), r'broken\.service:3: Restart=: invalid value "sometimes"')
+
+    def test_added_changed_removed_untouched_broken(self):
+        pids = self.setup_five()
+        st, out, err = self.ctl('daemon-reload', '--json', check=False)
+        self.assertEqual(st, 1, 'a file that does not load fails daemon-reload: %r' % err)
+        res = json.loads(out)
+        self.assertEqual((res['added'], res['changed'], res['removed']),
+                         (['added.service'], ['change.service'], ['gone.service']))
+        self.assertEqual([(u['name'], u['ok'], u['error']) for u in res['units']], [('broken.service', False, 'failed')])
+        self.assertRegex(res['message'], r'broken\.service: .*broken\.service:3: Restart=: invalid value')
+        self.assertRegex(err, r'broken\.service:3: Restart=: invalid value "sometimes"', 'tendctl says why')
+        self.check_five(pids)
+        # Nothing changed since: a second reload touches nothing.
+        before = {n: (r['main_pid'], r['restarts']) for n, r in self.statuses().items()}
+        self.assertEqual(self.ctl('daemon-reload', check=False)[0], 1)
+        self.assertEqual({n: (r['main_pid'], r['restarts']) for n, r in self.statuses().items()}, before)
+        # The file fixed: the unit restarts with it.
+        self.unit('broken', '[Service]\nExecStart=/bin/sleep 1013')
+        res = self.ctl_json('daemon-reload')
+        self.assertEqual((res['ok'], res['changed']), (True, ['broken.service']))
+        self.wait_running('broken', other_than=pids['broken'])
+
+    def test_sighup_applies_the_same_rules(self):
+        pids = self.setup_five()
+        os.kill(self.tend_pid, signal.SIGHUP)
+        self.check_five(pids)
+
+    def test_template_instances(self):
+        self.unit('inst@', '[Service]\nExecStart=/bin/sleep 1020')
+        self.unit('other', '[Service]\nExecStart=/bin/sleep 1021')
+        self.start_tend()
+        self.ctl('start', 'inst@x')
+        pid = self.wait_running('inst@x')['main_pid']
+        res = self.ctl_json('daemon-reload')
+        self.assertEqual((res['added'], res['changed'], res['removed']), ([], [], []),
+                         'an instance of an unchanged template is untouched')
+        self.assertEqual(self.st('inst@x')['main_pid'], pid)
+        self.unit('inst@', '[Service]\nExecStart=/bin/sleep 1022')
+        res = self.ctl_json('daemon-reload')
+        self.assertEqual(res['changed'], ['inst@x.service'], 'its template\'s text counts')
+        self.wait_running('inst@x', other_than=pid)
+        os.unlink(os.path.join(self.dir, 'inst@.service'))
+        res = self.ctl_json('daemon-reload')
+        self.assertEqual(res['removed'], ['inst@x.service'])
+        wait_until(lambda: 'inst@x.service' not in self.statuses(), 5, 'the instance was not removed')
+
+    def test_stopped_unit_takes_new_file_at_next_start(self):
+        self.unit('web', '[Service]\nExecStart=/bin/sleep 1030')
+        self.start_tend()
+        self.wait_running('web')
+        self.ctl('stop', 'web')
+        self.unit('web', '[Service]\nExecStart=/bin/sleep 1031')
+        self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['web.service'])
+        self.assertEqual(self.st('web')['state'], 'inactive', 'a stopped unit is not started by a reload')
+        self.ctl('start', 'web')
+        with open('/proc/%d/cmdline' % self.st('web')['main_pid']) as f:
+            self.assertEqual(f.read().split('\0')[1], '1031')
+
+
+# ---------------------------------------------------------------------------
+# Bash completion
+# ---------------------------------------------------------------------------
+
+class Completion(CtlTestCase):
+    def complete(self, *words):
+        """COMPREPLY for the command line `tendctl WORDS` (the last word being completed)."""
+        script = ('source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tendctl; '
+                  'printf "%s\\n" "${COMPREPLY[@]}"')
+        env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(TENDCTL)) + ':' + os.environ.get('PATH', ''))
+        p = subprocess.run(['bash', '--norc', '-c', script, COMPLETION, 'tendctl'] + list(words),
+                           capture_output=True, text=True, timeout=20, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return sorted(x for x in p.stdout.splitlines() if x)
+
+    def test_commands_options_units(self):
+        if not os.path.exists(COMPLETION):
+            self.skipTest('skip: %s not found' % COMPLETION)
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.unit('worker', '[Service]\nExecStart=%s pause' % PROBE)
+        self.unit('db', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.assertEqual(self.complete('st'), ['start', 'status', 'stop'])
+        self.assertEqual(self.complete('daemon'), ['daemon-reload'])
+        self.assertEqual(self.complete('--control-s'), ['--control-socket'])
+        s = ['--control-socket', self.sock]
+        self.assertEqual(self.complete(*s, 'restart', 'w'), ['web', 'worker'])
+        self.assertEqual(self.complete(*s, 'status', 'web', ''), ['db', 'web', 'worker'])
+        self.assertEqual(self.complete(*s, 'kill', 'web', '--'), ['--control-socket', '--main', '--signal'])
+        self.assertEqual(self.complete(*s, 'kill', 'web', '--signal', 'KI'), ['KILL'])
+        self.assertEqual(self.complete(*s, 'list', ''), [])
+        self.assertEqual(self.complete(*s, 'logs', 'web', '-'), ['--control-socket', '--follow', '--json', '--lines'])
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
