@@ -23,6 +23,10 @@ static const char *const demo[][4] = {
         { "/nonexistent/program", NULL },
 };
 
+/* The ids this program owns: after a LAGGED marker it takes their outcomes. */
+static exit_id_t owned[16];
+static size_t n_owned;
+
 static int spawn(struct exit_reaper *r, char *const *argv, int *n_live) {
         struct exit_spawn_attr a = { .size = sizeof a, .argv = argv };
         struct exit_process *p = NULL;
@@ -35,23 +39,39 @@ static int spawn(struct exit_reaper *r, char *const *argv, int *n_live) {
         if (k < 0)
                 printf("pid %d (%s): exec failed: %s\n", (int) exit_process_pid(p), argv[0], strerror(-k));
         (*n_live)++;
+        if (n_owned < sizeof owned / sizeof owned[0])
+                owned[n_owned++] = exit_process_id(p);
         exit_process_unref(p); /* the hub still delivers its exit */
         return 0;
 }
 
-static void print_event(struct exit_hub *hub, const struct exit_event *ev) {
-        if (ev->type == EXIT_EVENT_LAGGED) {
-                printf("(queue overflowed: take the outcomes of your ids)\n");
-                return;
-        }
-        struct exit_reason reason;
-        if (exit_hub_take(hub, ev->id, &reason) < 0)
-                reason = ev->reason;
-        if (reason.kind == EXIT_REASON_EXITED)
-                printf("pid %d (id %llu): exited with code %d\n", ev->pid, (unsigned long long) ev->id, reason.status);
+static void print_reason(pid_t pid, exit_id_t id, const struct exit_reason *reason) {
+        if (reason->kind == EXIT_REASON_EXITED)
+                printf("pid %d (id %llu): exited with code %d\n", pid, (unsigned long long) id, reason->status);
         else
-                printf("pid %d (id %llu): killed by %s%s\n", ev->pid, (unsigned long long) ev->id,
-                       strsignal(reason.status), reason.core_dumped ? " (core dumped)" : "");
+                printf("pid %d (id %llu): killed by %s%s\n", pid, (unsigned long long) id,
+                       strsignal(reason->status), reason->core_dumped ? " (core dumped)" : "");
+}
+
+/* Returns how many of our processes the event accounts for. */
+static int handle_event(struct exit_hub *hub, const struct exit_event *ev) {
+        struct exit_reason reason;
+        if (ev->type == EXIT_EVENT_LAGGED) {
+                /* Events were dropped: the ledger still has every outcome. */
+                int n = 0;
+                for (size_t i = 0; i < n_owned; i++)
+                        if (exit_hub_take(hub, owned[i], &reason) == 0) {
+                                print_reason(0, owned[i], &reason);
+                                n++;
+                        }
+                return n;
+        }
+        if (ev->flags & EXIT_EVENT_ORPHAN)
+                return 0;
+        if (exit_hub_take(hub, ev->id, &reason) < 0)
+                return 0; /* taken already, after a LAGGED */
+        print_reason(ev->pid, ev->id, &reason);
+        return 1;
 }
 
 int main(int argc, char **argv) {
@@ -90,10 +110,8 @@ int main(int argc, char **argv) {
                         break;
                 exit_reaper_dispatch(reaper);
                 struct exit_event e;
-                while (exit_sub_recv(sub, &e, 0) == 0) {
-                        print_event(hub, &e);
-                        n_live -= e.type == EXIT_EVENT_EXIT;
-                }
+                while (exit_sub_recv(sub, &e, 0) == 0)
+                        n_live -= handle_event(hub, &e);
         }
         close(ep);
         exit_sub_free(sub);

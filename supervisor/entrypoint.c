@@ -175,6 +175,8 @@ static void drain_events(struct entrypoint *e) {
          * us just now: they get SIGTERM too, until the SIGKILL. */
         if (orphans && e->phase == PHASE_CLEANUP)
                 (void) signal_leftovers(e, SIGTERM);
+        else if (orphans && e->phase == PHASE_KILLED)
+                (void) signal_leftovers(e, SIGKILL); /* forked before the SIGKILL, re-parented since */
         finish_if_no_children(e);
 }
 

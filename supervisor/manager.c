@@ -842,6 +842,9 @@ static void process_exit(struct manager *m, exit_id_t id) {
                         m->cmd_done = true;
                         m->cmd = exit_process_unref(m->cmd);
                         log_info("CMD exited: tend stops its units and exits with status %d", m->cmd_status);
+                        /* Combined mode exits with CMD's status, also when a
+                         * signal to tend began the shutdown (SPEC §1). */
+                        m->exit_status = m->cmd_status;
                         begin_shutdown(m, m->cmd_status);
                 }
                 return;

@@ -1,4 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * /proc scans (proc-scan.h). A process already signalled is remembered by
+ * its identity — pid plus start time (field 22 of /proc/PID/stat), which a
+ * recycled pid never shares — in a hash set, so the set costs no fd per
+ * process (thousands of leftovers must not exhaust RLIMIT_NOFILE) and each
+ * lookup is O(1). Every signal still goes through a pidfd, opened for that
+ * one signal after the re-check and closed at once.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,18 +17,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "macro.h"
 #include "proc-scan.h"
 
 struct proc_entry {
-        pid_t pid;
-        int pidfd;
+        pid_t pid;                  /* 0: empty slot */
+        unsigned long long start;   /* start time, clock ticks since boot */
         int last_signal;
 };
 
 struct proc_set {
-        struct proc_entry *entries;
-        size_t n, cap;
+        struct proc_entry *slots;   /* open addressing, linear probing */
+        size_t cap, n;
+        bool warned_emfile;
 };
 
 struct proc_set *proc_set_new(void) {
@@ -30,73 +40,117 @@ struct proc_set *proc_set_new(void) {
 struct proc_set *proc_set_free(struct proc_set *set) {
         if (!set)
                 return NULL;
-        for (size_t i = 0; i < set->n; i++)
-                safe_close(set->entries[i].pidfd);
-        free(set->entries);
+        free(set->slots);
         free(set);
         return NULL;
 }
 
-int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret) {
+/* The fields tend reads from /proc/PID/stat. */
+struct proc_stat {
+        pid_t ppid, pgrp, session;
+        unsigned long long start;
+};
+
+static int read_stat(pid_t pid, struct proc_stat *ret) {
         char path[64], buf[1024];
         snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return errno == ENOENT ? -ESRCH : negative_errno();
+                return errno == ENOENT || errno == ESRCH ? -ESRCH : negative_errno();
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n <= 0)
                 return n < 0 ? negative_errno() : -ESRCH;
         buf[n] = '\0';
-        /* "pid (comm) state ppid pgrp session …": comm may hold ") ". */
+        /* "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+         * majflt cmajflt utime stime cutime cstime priority nice threads
+         * itrealvalue starttime …": comm may hold ") ". */
         char *p = strrchr(buf, ')');
-        int ppid, pgrp, session;
         char state;
-        if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) != 4)
+        int ppid, pgrp, session;
+        unsigned long long start;
+        if (!p || sscanf(p + 1, " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                         &state, &ppid, &pgrp, &session, &start) != 5)
                 return -EIO;
-        *ret = field == PROC_FIELD_PPID ? ppid : field == PROC_FIELD_PGRP ? pgrp : session;
+        *ret = (struct proc_stat) { ppid, pgrp, session, start };
         return 0;
 }
 
-static bool matches_any(pid_t pid, const struct proc_match *m, size_t n) {
+int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret) {
+        struct proc_stat st;
+        int k = read_stat(pid, &st);
+        if (k < 0)
+                return k;
+        *ret = field == PROC_FIELD_PPID ? st.ppid : field == PROC_FIELD_PGRP ? st.pgrp : st.session;
+        return 0;
+}
+
+static bool stat_matches(const struct proc_stat *st, const struct proc_match *m, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                pid_t v;
-                if (proc_stat_field(pid, m[i].field, &v) == 0 && v == m[i].value)
+                pid_t v = m[i].field == PROC_FIELD_PPID ? st->ppid : m[i].field == PROC_FIELD_PGRP ? st->pgrp : st->session;
+                if (v == m[i].value)
                         return true;
         }
         return false;
 }
 
-static int pidfd_signal(int pidfd, int sig) {
-        return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? negative_errno() : 0;
+static size_t slot_of(const struct proc_set *set, pid_t pid) {
+        return ((size_t) pid * 0x9E3779B97F4A7C15ULL >> 20) & (set->cap - 1);
 }
 
-/* The entry for pid if it names a live process (a dead one's pid may have
- * been recycled: its entry is dropped). */
-static struct proc_entry *set_find_live(struct proc_set *set, pid_t pid) {
-        for (size_t i = 0; i < set->n; i++) {
-                struct proc_entry *e = &set->entries[i];
-                if (e->pid != pid)
-                        continue;
-                if (pidfd_signal(e->pidfd, 0) == 0)
-                        return e;
-                safe_close(e->pidfd);
-                *e = set->entries[--set->n];
-                return NULL;
-        }
-        return NULL;
-}
-
-static struct proc_entry *set_add(struct proc_set *set, pid_t pid, int pidfd) {
-        if (set->n == set->cap) {
-                size_t cap = set->cap ? set->cap * 2 : 16;
-                struct proc_entry *e = realloc(set->entries, cap * sizeof *e);
-                if (!e)
+/* The entry for pid (a stale identity, a recycled pid, is replaced), or a new
+ * one; NULL when out of memory. */
+static struct proc_entry *set_get(struct proc_set *set, pid_t pid, unsigned long long start) {
+        if ((set->n + 1) * 2 > set->cap) {
+                size_t cap = set->cap ? set->cap * 2 : 64;
+                struct proc_entry *slots = calloc(cap, sizeof *slots);
+                if (!slots)
                         return NULL;
-                set->entries = e;
+                struct proc_entry *old = set->slots;
+                size_t old_cap = set->cap;
+                set->slots = slots;
                 set->cap = cap;
+                for (size_t i = 0; i < old_cap; i++)
+                        if (old[i].pid) {
+                                size_t j = slot_of(set, old[i].pid);
+                                while (slots[j].pid)
+                                        j = (j + 1) & (cap - 1);
+                                slots[j] = old[i];
+                        }
+                free(old);
         }
-        set->entries[set->n] = (struct proc_entry) { pid, pidfd, 0 };
-        return &set->entries[set->n++];
+        size_t i = slot_of(set, pid);
+        while (set->slots[i].pid && set->slots[i].pid != pid)
+                i = (i + 1) & (set->cap - 1);
+        struct proc_entry *e = &set->slots[i];
+        if (!e->pid) {
+                set->n++;
+                *e = (struct proc_entry) { .pid = pid, .start = start };
+        } else if (e->start != start)
+                *e = (struct proc_entry) { .pid = pid, .start = start }; /* a recycled pid: a new process */
+        return e;
+}
+
+/* Signals pid through a pidfd opened now, after re-checking that the process
+ * it names is still the one the scan found (same start time, still matching). */
+static int signal_checked(struct proc_set *set, pid_t pid, const struct proc_stat *seen,
+                          const struct proc_match *m, size_t n, int sig) {
+        _cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0) {
+                if ((errno == EMFILE || errno == ENFILE) && !set->warned_emfile) {
+                        set->warned_emfile = true;
+                        log_error("out of file descriptors opening a pidfd for pid %d: it is not signalled", (int) pid);
+                }
+                return negative_errno();
+        }
+        struct proc_stat now;
+        if (read_stat(pid, &now) < 0 || now.start != seen->start || !stat_matches(&now, m, n))
+                return -ESRCH;
+        if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
+                return negative_errno();
+        /* A stopped process must see the termination request. */
+        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+                (void) syscall(SYS_pidfd_send_signal, pidfd, SIGCONT, NULL, 0);
+        return 0;
 }
 
 /* One pass over /proc. Returns how many it signalled. */
@@ -111,47 +165,42 @@ static int scan_pass(struct proc_set *set, const struct proc_match *m, size_t n,
                 char *end;
                 long v = strtol(de->d_name, &end, 10);
                 pid_t pid = (pid_t) v;
-                if (*end || v <= 0 || pid == self || !matches_any(pid, m, n))
+                struct proc_stat st;
+                if (*end || v <= 0 || pid == self || read_stat(pid, &st) < 0 || !stat_matches(&st, m, n))
                         continue;
-                struct proc_entry *e = set_find_live(set, pid);
+                struct proc_entry *e = set_get(set, pid, st.start);
                 if (!e) {
-                        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-                        if (pidfd < 0)
-                                continue; /* gone already */
-                        /* Re-check after opening: the pid may have been
-                         * recycled between the scan and pidfd_open. */
-                        if (!matches_any(pid, m, n) || pidfd_signal(pidfd, 0) < 0) {
-                                close(pidfd);
-                                continue;
-                        }
-                        e = set_add(set, pid, pidfd);
-                        if (!e) {
-                                close(pidfd);
-                                k = -ENOMEM;
-                                break;
-                        }
+                        k = -ENOMEM;
+                        break;
                 }
                 if (e->last_signal == sig)
                         continue;
-                e->last_signal = sig;
-                if (pidfd_signal(e->pidfd, sig) == 0) {
-                        count++;
-                        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
-                                (void) pidfd_signal(e->pidfd, SIGCONT); /* a stopped process must see it */
+                int r = signal_checked(set, pid, &st, m, n, sig);
+                if (r == -EMFILE || r == -ENFILE) {
+                        k = r;
+                        continue; /* the others may still be reachable */
                 }
+                e->last_signal = sig;
+                count += r == 0;
         }
         closedir(d);
-        return k < 0 ? k : count;
+        return count > 0 || k == 0 ? count : k;
 }
+
+/* A group that forks faster than tend scans would keep it here forever: the
+ * passes are capped, and the caller's next event (an orphan reaped, the stop
+ * timeout's SIGKILL) scans again. */
+#define PROC_SCAN_MAX_PASSES 16
 
 int proc_set_signal(struct proc_set *set, const struct proc_match *m, size_t n, int sig) {
         int total = 0;
-        for (;;) {
+        for (int pass = 0; pass < PROC_SCAN_MAX_PASSES; pass++) {
                 int k = scan_pass(set, m, n, sig);
                 if (k < 0)
-                        return k;
+                        return total > 0 ? total : k;
                 if (k == 0)
                         return total;
                 total += k;
         }
+        return total;
 }

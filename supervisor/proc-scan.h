@@ -25,8 +25,8 @@ struct proc_match {
         pid_t value;
 };
 
-/* Processes already signalled, kept as pidfds so a recycled pid is never
- * mistaken for one of them. */
+/* Processes already signalled, remembered by pid and start time (so a
+ * recycled pid is never mistaken for one of them), without an fd each. */
 struct proc_set;
 
 struct proc_set *proc_set_new(void);
@@ -35,7 +35,8 @@ struct proc_set *proc_set_free(struct proc_set *set); /* closes every pidfd; NUL
 /*
  * Sends sig to every live process matching any of matches[0..n) that has not
  * had sig from this set yet (tend itself excluded), repeating passes until one
- * finds none. Returns the number of processes signalled (>= 0) or a negative
+ * finds none (at most 16: a group forking faster than the scan is caught by
+ * the caller's next scan). Returns the number of processes signalled (>= 0) or a negative
  * errno (-ENOMEM; /proc unreadable: -errno of opendir).
  */
 int proc_set_signal(struct proc_set *set, const struct proc_match *matches, size_t n, int sig);

@@ -331,7 +331,9 @@ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_reaper **r
 const char *exit_reaper_missing_syscall(void);
 
 /* Frees the reaper (NULL accepted): closes its fds, unblocks nothing, reaps
- * nothing more; live children keep running. Returns NULL. */
+ * nothing more; live children keep running. Its hub reference is dropped at
+ * once (process handles still held do not keep the hub open), and a new
+ * reaper may be created. Returns NULL. */
 struct exit_reaper *exit_reaper_free(struct exit_reaper *reaper);
 
 /* An epoll fd (O_CLOEXEC), readable when exit_reaper_dispatch() has work: a
@@ -400,7 +402,7 @@ struct exit_spawn_attr {
          * errno, and may set *ret_stage (EXIT_STAGE_HOOK + n). */
         int (*pre_exec)(void *userdata, int *ret_stage);
         void *pre_exec_userdata;
-        /* Since 0.1.1 (accepted only when size covers them): */
+        /* Accepted only when size covers them (older callers' structs end above): */
         const char *path;          /* the executable; NULL: argv[0] (as described above) */
         uint64_t ignore_signals;   /* bit (sig - 1): started with SIG_IGN instead of SIG_DFL
                                     * (a service's SIGPIPE); every other signal at SIG_DFL */

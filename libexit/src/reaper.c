@@ -136,9 +136,11 @@ static void reaper_unref_internal(struct exit_reaper *r) {
         if (r->vfork_stack)
                 munmap(r->vfork_stack, SPAWN_VFORK_STACK_SIZE);
         free(r->map);
-        exit_hub_unref(r->hub);
+        exit_hub_unref(r->hub); /* NULL once exit_reaper_free ran */
+        bool owner_gone = r->closed;
         free(r);
-        atomic_store(&reaper_exists, false);
+        if (!owner_gone)
+                atomic_store(&reaper_exists, false); /* a failed exit_reaper_new */
 }
 
 _public_ struct exit_process *exit_process_ref(struct exit_process *p) {
@@ -520,7 +522,13 @@ _public_ struct exit_reaper *exit_reaper_free(struct exit_reaper *r) {
         r->exec_tail = NULL;
         r->epfd = safe_close(r->epfd);
         r->sigfd = safe_close(r->sigfd);
+        /* Closed: nothing is published any more, so the hub's owner reference
+         * goes now, not when the last process handle does; and a new reaper
+         * may be created although handles of this one are still held. */
+        struct exit_hub *hub = TAKE_PTR(r->hub);
+        atomic_store(&reaper_exists, false);
         pthread_mutex_unlock(&r->lock);
+        exit_hub_unref(hub);
         reaper_unref_internal(r);
         return NULL;
 }
@@ -622,8 +630,11 @@ static void child_discard(struct exit_process *p) {
 
 _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_attr *attr,
                                struct exit_process **ret) {
+        const uint32_t known = EXIT_SPAWN_SETSID | EXIT_SPAWN_SETPGID | EXIT_SPAWN_FOREGROUND |
+                               EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID | EXIT_SPAWN_STDIO |
+                               EXIT_SPAWN_CGROUP | EXIT_SPAWN_KEEP_FDS | EXIT_SPAWN_UMASK;
         if (!r || !attr || !ret || attr->size < offsetof(struct exit_spawn_attr, pre_exec) ||
-            !attr->argv || !attr->argv[0])
+            !attr->argv || !attr->argv[0] || (attr->flags & ~known))
                 return -EINVAL;
         /* An older caller's shorter struct: the fields it lacks stay zero. */
         struct exit_spawn_attr a = { 0 };

@@ -375,6 +375,22 @@ class Subreaper(TendTestCase):
         self.assertTrue(bystander.running())
         self.assertEqual(self.records(bystander_out), [], 'tend signalled a process outside its tree')
 
+    def test_more_leftovers_than_fds(self):
+        # tend remembers signalled processes without an fd each: 400 leftovers
+        # that ignore SIGTERM, with tend itself under a 200-fd limit, are all
+        # SIGKILLed at --stop-timeout.
+        pids_file = self.path('pids')
+        script = 'trap "" TERM; for i in $(seq 400); do sleep 60 & echo $! >> "$0"; done; exit 0'
+        p = self.start(['prlimit', '--nofile=200:200', TEND, '--stop-timeout', '500ms', '--log-level', 'info',
+                        '--', 'sh', '-c', script, pids_file])
+        self.assertEqual(p.wait(20, 'tend did not exit after its leftovers'), 0)
+        with open(pids_file) as f:
+            started = [int(x) for x in f.read().split()]
+        self.assertEqual(len(started), 400)
+        survivors = [pid for pid in started if proc_stat(pid) and proc_stat(pid)[0] != 'Z']
+        self.assertEqual(survivors, [], 'leftovers survived the SIGKILL: fds ran out in tend?')
+        self.assertIn('sent SIGKILL to 400 leftover processes', p.stderr_text())
+
     def test_leftover_reparented_later_gets_term(self):
         """A leftover's own child, in another session (not the child's
         group) and still parented to the leftover when the child exits, gets

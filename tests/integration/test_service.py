@@ -426,6 +426,20 @@ class Combined(ServiceTestCase):
             from svctest import cgroup_procs
             self.assertEqual(cgroup_procs(self.cgroup), [], 'processes left in tend\'s cgroup')
 
+    def test_combined_sigterm_gives_cmds_status(self):
+        # SPEC §1: SIGTERM in combined mode goes to CMD; tend exits with CMD's
+        # status (here the trap's 5), not 0.
+        self.unit('side', '''
+            [Service]
+            ExecStart=%s pause
+        ''' % PROBE)
+        ready = self.path('cmd-ready')
+        cmd = ['sh', '-c', 'trap "exit 5" TERM; touch "$0"; while :; do sleep 0.05; done', ready]
+        p = self.start_tend(cmd=cmd, wait_ready=False)
+        wait_until(lambda: os.path.exists(ready), 5, 'CMD never started (units not settled?)')
+        os.kill(p.pid, signal.SIGTERM)
+        self.assertEqual(p.wait(10, 'tend did not exit after SIGTERM'), 5, 'tend must exit with CMD\'s status')
+
     def test_failure_action_exit_gives_the_units_status(self):
         self.unit('dies', '''
             [Unit]
