@@ -33,6 +33,7 @@
 #include "logs.h"
 #include "macro.h"
 #include "manager.h"
+#include "manager-internal.h"
 #include "notify.h"
 #include "sandbox.h"
 #include "signal-util.h"
@@ -46,55 +47,6 @@ extern char **environ;
 
 #define UNIT_DEFAULT_NOFILE_SOFT 1024u
 
-struct unit_data {
-        struct manager *m;
-        sd_event_source *timer;
-        sd_event_source *group_source;
-        struct unit_group *group;
-        logs_stream *logs;
-        char *logs_key;                /* the output settings logs was made from (output_key()) */
-        sf_waiter *own_waiter;         /* tend's own requester's share, held until the outcome */
-        struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
-        uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
-        sd_event_source *waiter_source;
-        bool removed;                  /* gone from DIR at a reload: freed once dead */
-};
-
-struct manager {
-        const struct tend_options *opts;
-        sd_event *event;
-        struct exit_hub *hub;
-        struct exit_reaper *reaper;
-        struct exit_sub *sub;
-        sf_table *flights;
-        struct store *store;
-        struct cgroup_tree *cgroups;
-        logs_manager *logs;
-        struct control_server *control;
-        struct watchdog_leases *watchdogs; /* expiries of watchdog/… leases */
-        struct notify_upstream *upstream;  /* tend's own $NOTIFY_SOCKET, or NULL */
-        bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
-        struct unit **units;
-        size_t n_units;
-        sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
-
-        bool shutting_down;
-        bool force_killed;
-        sd_event_source *shutdown_timer;
-        int exit_status;
-
-        /* combined mode */
-        const int *inherited;
-        size_t n_inherited;
-        rlim_t nofile_soft_inherited; /* CMD gets it back (SPEC §7) */
-        struct exit_process *cmd;
-        bool cmd_started, cmd_done;
-        int cmd_status;
-};
-
-static struct unit_data *data(const struct unit *u) {
-        return u->manager_data;
-}
 
 /* ---- the store record (SPEC §5 fields) ---- */
 
@@ -203,7 +155,6 @@ static int op_watchdog(void *userdata, struct unit *u, usec_t ttl) {
         return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &d->watchdog_revision);
 }
 
-static struct unit *find_unit(struct manager *m, const char *name);
 
 static void lease_expired(struct manager *m, struct unit *u) {
         data(u)->watchdog_revision = 0;
@@ -215,7 +166,7 @@ static void lease_expired(struct manager *m, struct unit *u) {
 static void on_lease_expired(void *userdata, const char *name, uint64_t revision) {
         struct manager *m = userdata;
         if (name) {
-                struct unit *u = find_unit(m, name);
+                struct unit *u = manager_find_unit(m, name);
                 if (u && revision && data(u)->watchdog_revision == revision)
                         lease_expired(m, u);
                 return;
@@ -369,6 +320,7 @@ static void sweep_schedule(struct manager *m);
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         record_write(m, u);
+        jobs_changed(m, u);
         upstream_update(m);
         if (data(u)->removed && unit_is_dead(u))
                 sweep_schedule(m);
@@ -398,7 +350,7 @@ static int on_own_waiter(sd_event_source *s, int fd, uint32_t revents, void *use
 
 /* Joins u's flight as one of tend's own requesters; returns the resolution
  * when this request leads (the caller hands it to the unit), else NULL. */
-static sf_resolution *join_own(struct manager *m, struct unit *u) {
+sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
         struct unit_data *d = data(u);
         sf_waiter *w = NULL;
         sf_resolution *r = NULL;
@@ -418,9 +370,9 @@ static sf_resolution *join_own(struct manager *m, struct unit *u) {
 
 static void op_request_restart(void *userdata, struct unit *u) {
         struct manager *m = userdata;
-        if (m->shutting_down)
-                return;
-        sf_resolution *r = join_own(m, u);
+        if (m->shutting_down || jobs_stop_pending(u))
+                return; /* its stop job stops it from back-off */
+        sf_resolution *r = manager_join_own(m, u);
         if (r)
                 unit_backoff_begin(u, r);
 }
@@ -430,6 +382,14 @@ static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
                 logs_stream_set_pid(data(u)->logs, pid);
         else
                 (void) logs_stream_main_exited(data(u)->logs);
+}
+
+static int op_start_job(void *userdata, struct unit *u) {
+        return jobs_start_job(userdata, u);
+}
+
+static void op_auto_restart(void *userdata, struct unit *u) {
+        jobs_propagate_restart(userdata, u, "automatically");
 }
 
 static const struct unit_ops unit_ops = {
@@ -446,6 +406,8 @@ static const struct unit_ops unit_ops = {
         .contains = op_contains,
         .adopt = op_adopt,
         .watchdog = op_watchdog,
+        .start_job = op_start_job,
+        .auto_restart = op_auto_restart,
 };
 
 /* ---- units ---- */
@@ -485,6 +447,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         sd_event_source_disable_unref(d->timer);
         sd_event_source_disable_unref(d->group_source);
         sd_event_source_disable_unref(d->waiter_source);
+        sd_event_source_disable_unref(d->cancel_source);
         sf_waiter_free(d->own_waiter);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
@@ -572,7 +535,7 @@ static struct unit *manager_unit_free(struct unit *u) {
         return unit_free(u);
 }
 
-static int manager_add_unit(struct manager *m, struct unit_file *f) {
+int manager_add_unit(struct manager *m, struct unit_file *f) {
         struct unit **v = realloc(m->units, (m->n_units + 1) * sizeof *v);
         if (!v)
                 return -ENOMEM;
@@ -588,24 +551,25 @@ static int manager_add_unit(struct manager *m, struct unit_file *f) {
                 return k;
         }
         m->units[m->n_units++] = u;
+        jobs_invalidate(m);
         record_write(m, u);
         return 0;
 }
 
-static struct unit *find_unit(struct manager *m, const char *name) {
+struct unit *manager_find_unit(struct manager *m, const char *name) {
         for (size_t i = 0; i < m->n_units; i++)
                 if (streq(m->units[i]->name, name))
                         return m->units[i];
         return NULL;
 }
 
-static void start_unit(struct manager *m, struct unit *u) {
-        sf_resolution *r = join_own(m, u);
+void manager_start_unit(struct manager *m, struct unit *u) {
+        sf_resolution *r = manager_join_own(m, u);
         if (r)
                 unit_start(u, r, false);
 }
 
-static void stop_unit(struct manager *m, struct unit *u) {
+void manager_stop_unit(struct manager *m, struct unit *u) {
         int k = sf_table_cancel(m->flights, u->name);
         unit_stop(u, k == -EBUSY);
 }
@@ -616,7 +580,7 @@ static int load_units(struct manager *m) {
         if (k < 0)
                 return k;
         for (size_t i = 0; i < set->n_units; i++) {
-                if (find_unit(m, set->units[i]->name))
+                if (manager_find_unit(m, set->units[i]->name))
                         continue;
                 struct unit_file *f = set->units[i];
                 if (manager_add_unit(m, f) >= 0)
@@ -698,7 +662,7 @@ static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) 
         }
         log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
         /* Not leading: a start is in flight, and the restart answers it. */
-        unit_explicit_restart(u, join_own(m, u));
+        unit_explicit_restart(u, manager_join_own(m, u));
 }
 
 static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
@@ -716,7 +680,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                         log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
                         d->removed = true;
                         report_add(report, "removed", u->name, NULL);
-                        stop_unit(m, u);
+                        jobs_stop(m, u, false);
                 }
                 return;
         }
@@ -727,7 +691,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                 (void) unit_set_next_file(u, f);
                 log_info("%s: back in %s: starting it", u->name, m->opts->config_dir);
                 report_add(report, "added", u->name, NULL);
-                start_unit(m, u);
+                manager_start_unit(m, u);
                 return;
         }
         if (unit_file_same_text(u->next_file ? u->next_file : u->file, f)) {
@@ -749,6 +713,8 @@ static int reload(struct manager *m, struct json_object *report) {
         int k = unit_load_dir(m->opts->config_dir, &set);
         if (k < 0)
                 return k;
+        jobs_invalidate(m); /* files changed: their dependencies may have */
+        m->jobs_batch = true;
         for (size_t i = 0; i < m->n_units; i++)
                 reload_unit(m, m->units[i], set, report);
         for (size_t j = 0; j < set->n_units; j++) {
@@ -761,15 +727,16 @@ static int reload(struct manager *m, struct json_object *report) {
                 }
                 log_info("%s: new in %s: starting it", f->name, m->opts->config_dir);
                 report_add(report, "added", f->name, NULL);
-                start_unit(m, m->units[m->n_units - 1]);
+                manager_start_unit(m, m->units[m->n_units - 1]);
         }
         /* Files that do not load and belong to no loaded unit (those that do
          * were reported above). */
         for (size_t j = 0; j < set->n_errors; j++) {
                 const struct unit_load_error *e = &set->errors[j];
-                if (e->error != -ERFKILL && !find_unit(m, e->name))
+                if (e->error != -ERFKILL && !manager_find_unit(m, e->name))
                         report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
         }
+        m->jobs_batch = false;
         sweep_schedule(m);
         return 0;
 }
@@ -800,6 +767,7 @@ static int on_sweep(sd_event_source *s, void *userdata) {
                         m->units[kept++] = u;
         }
         m->n_units = kept;
+        jobs_invalidate(m);
         check_shutdown_done(m);
         return 0;
 }
@@ -967,7 +935,7 @@ static struct unit *find_loaded(struct manager *m, const char *name) {
                 snprintf(full, sizeof full, "%s", name);
         else
                 snprintf(full, sizeof full, "%s.service", name);
-        return find_unit(m, full);
+        return manager_find_unit(m, full);
 }
 
 static int ctl_resolve(void *userdata, const char *name, char ret[static 256]) {
@@ -1004,9 +972,10 @@ static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter *
         if (k < 0)
                 return k;
         if (r) {
-                if (restart)
+                if (restart) {
                         unit_explicit_restart(u, r);
-                else
+                        jobs_propagate_restart(m, u, "on request");
+                } else
                         unit_start(u, r, true);
         }
         record_write(m, u); /* waiters changed */
@@ -1018,7 +987,7 @@ static int ctl_stop(void *userdata, const char *name) {
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
-        stop_unit(m, u);
+        jobs_stop(m, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
         return 0;
 }
 
@@ -1166,10 +1135,8 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
 }
 
 static void stop_all_units(struct manager *m) {
-        /* Reverse order; independent units (all of them, until dependencies
-         * exist) stop in parallel. */
-        for (size_t i = m->n_units; i-- > 0;)
-                stop_unit(m, m->units[i]);
+        /* Reverse order of After=/Before=; independent units in parallel. */
+        jobs_stop_all(m);
         check_shutdown_done(m);
 }
 
@@ -1335,6 +1302,7 @@ static void manager_done(struct manager *m) {
         }
         free(m->units);
         m->sweep = sd_event_source_disable_unref(m->sweep);
+        jobs_done(m);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
@@ -1358,9 +1326,14 @@ int manager_run(const struct tend_options *opts, const int *inherited, size_t n_
         if (k >= 0)
                 k = load_units(&m);
         if (k >= 0) {
-                /* Every non-template unit in DIR gets a start job (SPEC §3). */
-                for (size_t i = 0; i < m.n_units; i++)
-                        start_unit(&m, m.units[i]);
+                /* Every non-template unit in DIR gets a start job (SPEC §3),
+                 * all queued before any waits for another. Instances loaded
+                 * meanwhile (referenced by a unit) start only when pulled. */
+                size_t n_initial = m.n_units;
+                m.jobs_batch = true;
+                for (size_t i = 0; i < n_initial; i++)
+                        manager_start_unit(&m, m.units[i]);
+                m.jobs_batch = false;
                 m.initial_jobs_queued = true;
                 maybe_start_cmd(&m);
                 upstream_update(&m);

@@ -31,17 +31,6 @@
 #define QUOTE_MAX 160      /* bytes of a user string shown in a message */
 #define MESSAGES_MAX 50    /* logged per file: a garbage file cannot flood the log */
 
-/*
- * Keys tend recognises but does not enforce yet (SPEC §3): a unit assigning
- * one a non-empty value fails to load with "KEY= is not supported yet" — never
- * a silent downgrade. Delete an entry when its issue lands (and give the key
- * a parser in unit_keys[] if it has none). "Key=value" refuses that value
- * only; "Prefix*" refuses every key of unit_keys[] starting with Prefix.
- */
-static const char *const not_supported_yet[] = {
-        "Requires", "Wants", "BindsTo", "After", "Before",
-};
-
 enum section {
         SECTION_NONE,    /* before the first header */
         SECTION_UNIT,
@@ -521,6 +510,21 @@ static int parse_environment(struct parse_ctx *c, const struct key_def *k, const
         return r;
 }
 
+/* Whether name is a valid name of a unit type other than service (systemd's
+ * types): a dependency on it is ignored, not an error. */
+static bool other_unit_type(const char *name) {
+        static const char *const types[] = { ".target", ".socket", ".mount", ".automount", ".swap", ".path",
+                                             ".timer", ".device", ".slice", ".scope" };
+        size_t n = strlen(name);
+        for (size_t i = 0; i < ELEMENTSOF(types); i++) {
+                size_t t = strlen(types[i]);
+                if (n > t && n - t <= UNIT_NAME_MAX && streq(name + n - t, types[i]) && name[0] != '@' &&
+                    unit_name_chars(name, n - t, true))
+                        return true;
+        }
+        return false;
+}
+
 static int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct strlist *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
@@ -537,6 +541,15 @@ static int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const 
                 r = resolve_specifiers(c, k, w, &n);
                 if (r < 0)
                         break;
+                if (other_unit_type(n)) {
+                        /* After=network.target and the like: tend has only
+                         * services, so nothing could ever satisfy it. */
+                        bool needed = (uintptr_t) k->data == LIST_REQUIRES || (uintptr_t) k->data == LIST_BINDS_TO;
+                        report(c, needed ? LOG_WARNING : LOG_INFO, 0, "%s=%s ignored: tend runs services only",
+                               k->key, quote(q, n));
+                        free(n);
+                        continue;
+                }
                 if (!unit_name_is_valid(n, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE)) {
                         r = syntax_error(c, "%s=: invalid unit name %s", k->key, quote(q, n));
                         free(n);
@@ -1138,19 +1151,6 @@ static const struct key_def *key_lookup(enum section section, const char *key) {
         return NULL;
 }
 
-/* The not_supported_yet[] entry refusing key=value, or NULL. */
-static const char *refused_yet(const char *key, const char *value) {
-        for (size_t i = 0; i < ELEMENTSOF(not_supported_yet); i++) {
-                const char *e = not_supported_yet[i], *eq = strchr(e, '=');
-                size_t n = strlen(e);
-                if (e[n - 1] == '*' ? strncmp(key, e, n - 1) == 0
-                    : eq ? strncmp(key, e, (size_t) (eq - e)) == 0 && !key[eq - e] && streq(value, eq + 1)
-                         : streq(key, e))
-                        return e;
-        }
-        return NULL;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Lines                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -1214,13 +1214,7 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                        section_names[section]);
                 return;
         }
-        const char *refused = *value ? refused_yet(key, value) : NULL;
-        if (refused && strchr(refused, '='))
-                report(c, LOG_ERR, EOPNOTSUPP, "%s is not supported yet", refused);
-        else if (refused)
-                report(c, LOG_ERR, EOPNOTSUPP, "%s= is not supported yet", key);
-        else
-                (void) k->parse(c, k, value); /* reports its own errors */
+        (void) k->parse(c, k, value); /* reports its own errors */
 }
 
 static void parse_logical_line(struct parse_ctx *c, enum section *section, char *line) {

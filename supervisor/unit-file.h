@@ -126,7 +126,7 @@ struct unit_file {
 
         /* [Unit] */
         char *description;               /* NULL if not set */
-        char **requires, **wants, **binds_to, **after, **before; /* unit names (not supported yet: always NULL) */
+        char **requires, **wants, **binds_to, **after, **before; /* service names, or NULL (other unit types are dropped) */
         usec_t start_limit_interval;     /* StartLimitIntervalSec=, 10s; 0 disables the limit */
         unsigned start_limit_burst;      /* StartLimitBurst=, 5 */
         unit_action success_action;      /* none */

@@ -237,7 +237,7 @@ static void start_limit_reset(struct unit *u) {
 
 static void enter_dead(struct unit *u);
 static void enter_stop(struct unit *u);
-static void enter_start(struct unit *u);
+static void begin_start(struct unit *u);
 static void run_next(struct unit *u);
 
 static void enter_backoff_or_dead(struct unit *u) {
@@ -278,7 +278,7 @@ static void enter_dead(struct unit *u) {
         u->resolution = TAKE_PTR(u->pending_resolution);
         u->want_up = true;
         u->restarts++;
-        enter_start(u);
+        begin_start(u);
 }
 
 /* The stop sequence is done: nothing of the unit runs any more. */
@@ -526,6 +526,80 @@ static void enter_start(struct unit *u) {
         run_next(u);
 }
 
+/* Every start goes through its start job: it may wait for its dependencies
+ * (SPEC §4 "Start jobs") in PHASE_WAIT, showing the state it had. */
+static void begin_start(struct unit *u) {
+        u->wait_from = u->phase == PHASE_BACKOFF ? PHASE_BACKOFF : PHASE_DEAD;
+        u->phase = PHASE_WAIT;
+        if (u->ops->start_job(u->userdata, u) == 0 && u->phase == PHASE_WAIT)
+                enter_start(u);
+}
+
+void unit_dependencies_ready(struct unit *u) {
+        if (u->phase == PHASE_WAIT)
+                enter_start(u);
+}
+
+void unit_dependency_failed(struct unit *u, const char *why) {
+        if (u->phase != PHASE_WAIT)
+                return;
+        log_error("%s: not started: %s", u->name, why);
+        u->stop_queued = false;
+        u->result = UNIT_RESULT_DEPENDENCY;
+        set_state(u, UNIT_FAILED, PHASE_DEAD);
+        answer_flight(u, false);
+}
+
+/* Back to where PHASE_WAIT was entered from; the flight ends unanswered. */
+static void leave_wait(struct unit *u) {
+        u->resolution = sf_resolution_free(u->resolution);
+        u->stop_queued = false;
+        if (u->wait_from == PHASE_BACKOFF && u->want_up) {
+                /* The automatic restart waits its delay again. */
+                set_state(u, UNIT_BACKOFF, PHASE_BACKOFF);
+                u->ops->request_restart(u->userdata, u);
+                return;
+        }
+        if (u->state == UNIT_STOPPING || u->state == UNIT_BACKOFF || u->state == UNIT_STARTING) {
+                u->result = UNIT_RESULT_SUCCESS;
+                set_state(u, UNIT_INACTIVE, PHASE_DEAD);
+        } else
+                set_state(u, u->state, PHASE_DEAD);
+}
+
+void unit_wait_cancelled(struct unit *u) {
+        if (u->phase != PHASE_WAIT || !sf_resolution_is_cancelled(u->resolution))
+                return;
+        log_info("%s: start cancelled while it waited for its dependencies", u->name);
+        u->want_up = false;
+        leave_wait(u);
+}
+
+enum unit_job_state unit_job_state(const struct unit *u) {
+        switch (u->phase) {
+        case PHASE_WAIT:
+        case PHASE_START_PRE:
+        case PHASE_START:
+        case PHASE_START_POST:
+                return UNIT_JOB_PENDING;
+        case PHASE_RUNNING:
+        case PHASE_RELOAD:
+                return UNIT_JOB_DONE;
+        case PHASE_BACKOFF:
+                return UNIT_JOB_FAILED;
+        case PHASE_DEAD:
+                if (u->state == UNIT_FAILED)
+                        return UNIT_JOB_FAILED;
+                return u->finished && u->result == UNIT_RESULT_SUCCESS ? UNIT_JOB_DONE : UNIT_JOB_NONE;
+        default: /* the stop phases */
+                return u->restart_after_stop ? UNIT_JOB_PENDING : UNIT_JOB_STOPPING;
+        }
+}
+
+bool unit_is_waiting(const struct unit *u) {
+        return u->phase == PHASE_WAIT;
+}
+
 /* ---- events ---- */
 
 void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request) {
@@ -546,11 +620,11 @@ void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request
                 answer_flight(u, true);
                 return;
         case PHASE_DEAD:
-                enter_start(u);
+                begin_start(u);
                 return;
         case PHASE_BACKOFF:
                 disarm(u);
-                enter_start(u);
+                begin_start(u);
                 return;
         case PHASE_STOP_NOTIFY:
         case PHASE_STOP_CMD:
@@ -567,6 +641,18 @@ void unit_start(struct unit *u, sf_resolution *resolution, bool explicit_request
 void unit_explicit_restart(struct unit *u, sf_resolution *resolution) {
         u->restart_step = 0;
         start_limit_reset(u);
+        unit_propagated_restart(u, resolution);
+}
+
+void unit_propagated_restart(struct unit *u, sf_resolution *resolution) {
+        if (u->phase == PHASE_WAIT) {
+                /* Nothing runs yet: the start job already waiting is the restart. */
+                if (!u->resolution)
+                        u->resolution = resolution;
+                else
+                        sf_resolution_free(resolution);
+                return;
+        }
         if (u->phase == PHASE_DEAD || u->phase == PHASE_BACKOFF) {
                 u->restarts += u->phase == PHASE_BACKOFF;
                 unit_start(u, resolution, false);
@@ -593,6 +679,15 @@ void unit_explicit_restart(struct unit *u, sf_resolution *resolution) {
 
 void unit_stop(struct unit *u, bool flight_publishing) {
         u->want_up = false;
+        if (u->phase == PHASE_WAIT) {
+                /* Nothing was spawned: the stop wins, even over a restart's
+                 * publishing flight, which is answered `failed`. */
+                answer_flight(u, false);
+                u->pending_resolution = sf_resolution_free(u->pending_resolution);
+                u->restart_after_stop = false;
+                leave_wait(u);
+                return;
+        }
         if (flight_publishing && u->restart_after_stop) {
                 /* A restart past its point of no return (the old instance was
                  * signalled): it completes, then the stop applies (SPEC §2.3). */
@@ -845,7 +940,10 @@ void unit_timer_fired(struct unit *u) {
                 return;
         case PHASE_BACKOFF:
                 u->restarts++;
-                enter_start(u);
+                begin_start(u);
+                /* After its own start job exists, so that the dependents it
+                 * restarts wait for it (SPEC §4 "Propagation"). */
+                u->ops->auto_restart(u->userdata, u);
                 return;
         default:
                 return;

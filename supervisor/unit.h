@@ -9,6 +9,11 @@
  *
  * Phases, the machine's own finer positions:
  *   DEAD         inactive or failed: no process
+ *   WAIT         a start job waits for the start jobs of the units it is
+ *                ordered after, or for its required units' outcome (SPEC §4
+ *                "Start jobs"); no process, and the state shown is the one
+ *                the unit had (inactive, failed, backoff, or stopping on the
+ *                way to a restart). The flight is still cancellable here.
  *   START_PRE    ExecStartPre=[i] runs (control process)
  *   START        the main process runs: simple → started at fork; exec → at
  *                a successful exec; notify → at its READY=1; oneshot → at
@@ -23,6 +28,8 @@
  *   BACKOFF      waiting RestartSec= (grown over RestartSteps=) to restart
  *
  * Events: start (with the flight's resolution, SPEC §2.3), stop, restart,
+ * the dependencies allow the start or failed it, the waiting flight was
+ * cancelled,
  * a process exited, the main process's exec succeeded or failed, the phase's
  * deadline passed (TimeoutStartSec=, TimeoutStopSec=, the back-off delay),
  * the unit's processes may be gone (cgroup.events, an orphan reaped), a
@@ -94,6 +101,7 @@ enum unit_phase {
         PHASE_BACKOFF,
         PHASE_RELOAD,      /* ExecReload=[i] runs; the unit stays running */
         PHASE_STOP_NOTIFY, /* STOPPING=1: the main process exits on its own */
+        PHASE_WAIT,        /* the start job waits for its dependencies */
 };
 
 /* A flight's outcome (SPEC §2.3): success with the new main pid, or failure
@@ -153,6 +161,14 @@ struct unit_ops {
          * lease already expired: its expiry is on its way); ttl 0 deletes it
          * (SPEC §4 "Watchdog"). An expiry comes back as unit_watchdog_expired(). */
         int (*watchdog)(void *userdata, struct unit *u, usec_t ttl);
+        /* A start job of u is about to begin (u is in PHASE_WAIT): 0 lets it
+         * begin at once; 1 makes it wait until the manager calls
+         * unit_dependencies_ready() or unit_dependency_failed() (SPEC §4
+         * "Start jobs"). The manager may start u's required units from here. */
+        int (*start_job)(void *userdata, struct unit *u);
+        /* u's automatic restart begins (its back-off delay passed): SPEC §4
+         * "Propagation" restarts its running Requires=/BindsTo= dependents. */
+        void (*auto_restart)(void *userdata, struct unit *u);
 };
 
 struct unit {
@@ -193,6 +209,7 @@ struct unit {
         bool restart_after_stop;        /* an explicit restart: start once stopped */
         sf_resolution *pending_resolution; /* that restart's flight */
         uint64_t record_revision;       /* of service/NAME in the store */
+        enum unit_phase wait_from;      /* PHASE_WAIT was entered from DEAD or BACKOFF */
 };
 
 /* Creates a unit from its loaded file (taken on success). */
@@ -223,6 +240,40 @@ void unit_stop(struct unit *u, bool flight_publishing);
 
 /* The restart policy's flight: wait the back-off delay, then start. */
 void unit_backoff_begin(struct unit *u, sf_resolution *resolution);
+
+/*
+ * Propagation's restart (SPEC §4): like unit_explicit_restart() with tend's
+ * own flight (resolution taken, may be NULL), but the back-off step and the
+ * start limit are kept, as for an automatic restart.
+ */
+void unit_propagated_restart(struct unit *u, sf_resolution *resolution);
+
+/* The start job waiting in PHASE_WAIT may begin (its ordering dependencies
+ * are done and its required units are up). No-op in any other phase. */
+void unit_dependencies_ready(struct unit *u);
+
+/*
+ * The start job waiting in PHASE_WAIT fails without running anything: u
+ * becomes failed with result dependency; why (copied into the log line)
+ * names the unit, e.g. "db.service failed". No restart follows, and no
+ * SuccessAction=/FailureAction=. No-op in any other phase.
+ */
+void unit_dependency_failed(struct unit *u, const char *why);
+
+/* The flight of the start job waiting in PHASE_WAIT was cancelled (every
+ * requester left, SPEC §2.3): u goes back to where it was, untouched. */
+void unit_wait_cancelled(struct unit *u);
+
+/* How the start job of u stands, for the units ordered after it or
+ * requiring it (SPEC §4 "Start jobs"). */
+enum unit_job_state {
+        UNIT_JOB_NONE,    /* no start job: inactive and not being started */
+        UNIT_JOB_PENDING, /* being started (waiting, or before its job is done) */
+        UNIT_JOB_DONE,    /* up: running, or a oneshot that exited successfully */
+        UNIT_JOB_FAILED,  /* its last start failed: failed, or in back-off */
+        UNIT_JOB_STOPPING, /* up, being stopped (not to be started again) */
+};
+enum unit_job_state unit_job_state(const struct unit *u);
 
 /* Runs ExecReload= (tendctl reload). 0; -EOPNOTSUPP: no ExecReload=;
  * -EBUSY: the unit is not running, or a control process runs. */
@@ -256,6 +307,9 @@ void unit_check_processes(struct unit *u);
 
 /* Whether u counts as settled for combined mode (SPEC §4 "Settled"). */
 bool unit_is_settled(const struct unit *u);
+
+/* Whether u waits in PHASE_WAIT. */
+bool unit_is_waiting(const struct unit *u);
 
 /* Whether u has no process and no pending work. */
 bool unit_is_dead(const struct unit *u);

@@ -260,9 +260,9 @@ class Readiness(NotifyTestCase):
 class RealDaemon(NotifyTestCase):
     def test_redis_supervised_systemd(self):
         """redis-server --supervised systemd reaches running only through
-        its READY=1 (its STATUS= is in the record, it answers at once).
-        The second half of issue 7's check (a unit ordered After= it starts
-        only then) waits for dependencies, which are not built yet."""
+        its READY=1 (its STATUS= is in the record, it answers at once), and a
+        unit ordered After= it starts only then: its since_monotonic is not
+        before redis's, and its first act, a redis-cli ping, is answered."""
         redis = shutil.which('redis-server')
         if not redis or not shutil.which('redis-cli'):
             self.skipTest('redis-server/redis-cli are not installed')
@@ -275,12 +275,25 @@ class RealDaemon(NotifyTestCase):
             ExecStart=%s --port %d --bind 127.0.0.1 --dir %s --save "" --appendonly no --supervised systemd
             TimeoutStartSec=20
         ''' % (redis, port, d))
+        pong = self.path('client.pong')
+        self.unit('client', '''
+            [Unit]
+            Requires=redis.service
+            After=redis.service
+            [Service]
+            ExecStart=/bin/sh -c 'redis-cli -p %d ping > %s; exec %s pause'
+        ''' % (port, pong, PROBE))
         self.start_tend()
         r = self.wait_state('redis', lambda r: r['state'] != 'starting', 20, 'redis never left starting')
         self.assertEqual(r['state'], 'running', r)
         self.assertIn('Ready to accept connections', r['status'] or '')
         p = subprocess.run(['redis-cli', '-p', str(port), 'ping'], capture_output=True, text=True, timeout=5)
         self.assertEqual(p.stdout.strip(), 'PONG', 'running, but redis does not answer: %r' % p.stderr)
+        c = self.wait_running('client')
+        self.assertGreaterEqual(c['since_monotonic'], self.st('redis')['since_monotonic'],
+                                'the client started before redis was running')
+        wait_until(lambda: self.lines(pong), 5, 'the client never wrote its ping\'s answer')
+        self.assertEqual(self.lines(pong), ['PONG'], 'the client started before redis answered')
 
 
 class Watchdog(NotifyTestCase):

@@ -368,28 +368,20 @@ class Load(ServiceTestCase):
         self.assertIn('gone.service: cannot execute /nonexistent/tend-it-binary: No such file or directory',
                       self.stderr())
 
-    def test_not_supported_yet_key_is_refused_with_file_and_line(self):
-        # SPEC §3: a key tend recognises but does not enforce yet refuses the
-        # unit. (User= was the example; the sandbox work implements it, so
-        # this uses a key still in unit-file.c's not_supported_yet[].)
-        path = self.unit('withwatchdog', '''
+    def test_dependency_on_other_unit_types_is_ignored(self):
+        # SPEC §3: an existing unit usually runs unchanged. After=network.target
+        # names a unit type tend does not have: noted with FILE:LINE, ignored.
+        path = self.unit('web', '''
             [Unit]
-            Description=asks for an ordering
-            After=other.service
-            [Service]
-            ExecStart=/bin/true
-        ''')
-        self.unit('other', '''
+            Description=a unit written for systemd
+            After=network.target
+            Wants=network-online.target
             [Service]
             ExecStart=%s pause
         ''' % PROBE)
         self.start_tend()
-        self.wait_running('other')
-        self.assertIn('%s:3: After= is not supported yet' % path, self.stderr())
-        status, _, err = self.ctl('status', 'withwatchdog', '--json', check=False)
-        self.assertEqual(status, 3, 'a unit that failed to load must not exist: %r' % err)
-        self.assertEqual(list(self.statuses()), ['other.service'])
-
+        self.wait_running('web')
+        self.assertIn('%s:3: After="network.target" ignored: tend runs services only' % path, self.stderr())
 
 # ---------------------------------------------------------------------------
 # Combined mode, actions

@@ -688,27 +688,64 @@ static void test_bad_inputs(void **state) {
         free(text);
 }
 
-static void test_not_supported_yet(void **state) {
-        static const char *const keys[] = {
-                "[Unit]\nRequires=b.service", "[Unit]\nWants=b.service", "[Unit]\nBindsTo=b.service",
-                "[Unit]\nAfter=b.service", "[Unit]\nBefore=b.service",
-        };
-        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                char text[256], want[128];
-                const char *key = strchr(keys[i], '\n') + 1;
-                snprintf(text, sizeof text, "%s\n" EXEC, keys[i]);
-                snprintf(want, sizeof want, "test/a.service:2: %.*s= is not supported yet", (int) strcspn(key, "="), key);
-                int r;
-                char *message = NULL;
+/* Requires=, Wants=, BindsTo=, After=, Before= (SPEC §3, §4): lists of
+ * service names that accumulate, reset by an empty assignment, with
+ * specifiers; other unit types are dropped with a note, bad names refused. */
+static void test_dependency_keys(void **state) {
+        struct unit_file *u = parse_ok("[Unit]\nRequires=b.service c.service\nRequires=d.service\nWants=e.service\n"
+                                       "BindsTo=f.service\nAfter=b.service\nAfter=\nAfter=g.service\n"
+                                       "Before=h.service i@x.service\n" EXEC);
+        expect_no_msgs();
+        assert_strv(u->requires, "b.service", "c.service", "d.service", NULL);
+        assert_strv(u->wants, "e.service", NULL);
+        assert_strv(u->binds_to, "f.service", NULL);
+        assert_strv(u->after, "g.service", NULL);
+        assert_strv(u->before, "h.service", "i@x.service", NULL);
+        unit_file_free(u);
+
+        /* %i in a template's instance: web@blue.service wants db@blue.service. */
+        int r;
+        char *message = NULL;
+        u = parse_as("web@blue.service", "[Unit]\nWants=db@%i.service\nAfter=db@%i.service\n" EXEC, &r, &message);
+        assert_non_null(u);
+        assert_strv(u->wants, "db@blue.service", NULL);
+        assert_strv(u->after, "db@blue.service", NULL);
+        unit_file_free(u);
+
+        /* After=network.target, common in real units: tend has no targets. */
+        n_msgs = 0;
+        u = parse_ok("[Unit]\nAfter=network.target b.service\nWants=network-online.target\n"
+                     "Requires=dbus.socket\n" EXEC);
+        expect_msgs(LOG_INFO, "test/a.service:2: After=\"network.target\" ignored: tend runs services only",
+                    LOG_INFO, "test/a.service:3: Wants=\"network-online.target\" ignored: tend runs services only",
+                    LOG_WARNING, "test/a.service:4: Requires=\"dbus.socket\" ignored: tend runs services only", -1);
+        assert_strv(u->after, "b.service", NULL);
+        assert_null(u->wants);
+        assert_null(u->requires);
+        unit_file_free(u);
+
+        /* A name that is no unit at all, or a template, is an error. */
+        static const char *const bad[] = { "[Unit]\nRequires=b\n", "[Unit]\nAfter=b@.service\n",
+                                           "[Unit]\nWants=/etc/b.service\n" };
+        static const char *const want[] = { "test/a.service:2: Requires=: invalid unit name \"b\"",
+                                            "test/a.service:2: After=: invalid unit name \"b@.service\"",
+                                            "test/a.service:2: Wants=: invalid unit name \"/etc/b.service\"" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char text[256];
+                snprintf(text, sizeof text, "%s" EXEC, bad[i]);
                 n_msgs = 0;
+                message = NULL;
                 assert_null(parse_as("a.service", text, &r, &message));
-                assert_int_equal(r, -EOPNOTSUPP);
-                if (strcmp(message, want) != 0)
-                        fail_msg("got \"%s\", want \"%s\"", message, want);
-                expect_msgs(LOG_ERR, want, -1);
+                assert_int_equal(r, -EINVAL);
+                if (strcmp(message, want[i]) != 0)
+                        fail_msg("got \"%s\", want \"%s\"", message, want[i]);
                 free(message);
         }
+}
+
+static void test_readiness_keys(void **state) {
         /* Readiness and the watchdog load (issue 7). */
+        n_msgs = 0;
         struct unit_file *n = parse_ok("[Service]\nType=notify\nExecStart=/bin/true\nWatchdogSec=1.5\n"
                                        "WatchdogSignal=SIGUSR1\nNotifyAccess=all\n");
         expect_no_msgs();
@@ -1164,7 +1201,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_repeated_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unknown_keys_warn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_not_supported_yet, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dependency_keys, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_readiness_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_line_examples, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quoting_and_escapes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_variables, setup, teardown),

@@ -42,6 +42,9 @@ struct fake {
         usec_t lease_ttl;        /* the last watchdog() call's ttl; USEC_INFINITY: none yet */
         int lease_creates, lease_renewals, lease_deletes;
         bool lease;              /* a lease exists */
+        int wait_deps;           /* what start_job() answers: 1 makes starts wait */
+        int start_jobs, auto_restarts;
+        enum unit_phase phase_at_auto_restart;
 };
 
 static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, bool main, struct exit_process **ret) {
@@ -132,11 +135,25 @@ static int f_watchdog(void *ud, struct unit *u, usec_t ttl) {
         return 1;
 }
 
+static int f_start_job(void *ud, struct unit *u) {
+        struct fake *f = ud;
+        f->start_jobs++;
+        assert_int_equal(u->phase, PHASE_WAIT);
+        return f->wait_deps;
+}
+
+static void f_auto_restart(void *ud, struct unit *u) {
+        struct fake *f = ud;
+        f->auto_restarts++;
+        f->phase_at_auto_restart = u->phase;
+}
+
 static const struct unit_ops fake_ops = {
         .spawn = f_spawn, .prepare = f_prepare, .signal_all = f_signal_all, .populated = f_populated,
         .arm = f_arm, .now = f_now, .changed = f_changed, .action = f_action,
         .request_restart = f_request_restart, .main_pid_changed = f_main_pid_changed,
         .contains = f_contains, .adopt = f_adopt, .watchdog = f_watchdog,
+        .start_job = f_start_job, .auto_restart = f_auto_restart,
 };
 
 static int setup(void **state) {
@@ -731,9 +748,157 @@ static void test_notify_stopping(void **state) {
         unit_free(u);
 }
 
+
+/* ---- start jobs (SPEC §4 "Start jobs"): PHASE_WAIT ---- */
+
+static sf_status answer_of(sf_waiter *w, bool *ret_ok) {
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), 0);
+        if (ans.status == SF_ANSWER_OK) {
+                *ret_ok = ((struct unit_outcome *) ans.outcome)->ok;
+                unit_outcome_ops.free(ans.outcome, NULL);
+        }
+        return ans.status;
+}
+
+/* A waiting start job spawns nothing and shows the state the unit had; once
+ * its dependencies allow, it starts and answers its flight. */
+static void test_wait_then_ready(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "w.service", "[Service]\nExecStart=/bin/true\n");
+        f->wait_deps = 1;
+        sf_waiter *w = start(f, u);
+        assert_int_equal(f->start_jobs, 1);
+        assert_int_equal(f->n_spawns, 0);
+        assert_true(unit_is_waiting(u));
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_job_state(u), UNIT_JOB_PENDING);
+        assert_false(unit_is_settled(u));
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN);
+        unit_dependencies_ready(u);
+        assert_int_equal(f->n_spawns, 1);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_job_state(u), UNIT_JOB_DONE);
+        bool ok = false;
+        assert_int_equal(answer_of(w, &ok), SF_ANSWER_OK);
+        assert_true(ok);
+        unit_dependencies_ready(u); /* no-op outside PHASE_WAIT */
+        assert_int_equal(f->n_spawns, 1);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* A failed requirement: failed, result dependency, the flight answered
+ * not ok; no restart (Restart=always) and no FailureAction=. */
+static void test_dependency_failed(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "d.service", "[Unit]\nFailureAction=exit\n[Service]\nExecStart=/bin/true\n"
+                                                   "Restart=always\n");
+        f->wait_deps = 1;
+        sf_waiter *w = start(f, u);
+        unit_dependency_failed(u, "required unit x.service failed");
+        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(u->result, UNIT_RESULT_DEPENDENCY);
+        assert_int_equal(unit_job_state(u), UNIT_JOB_FAILED);
+        assert_true(unit_is_settled(u));
+        assert_int_equal(f->n_spawns, 0);
+        assert_int_equal(f->restart_requests, 0);
+        assert_int_equal(f->actions, 0);
+        bool ok = true;
+        assert_int_equal(answer_of(w, &ok), SF_ANSWER_OK);
+        assert_false(ok);
+        sf_waiter_free(w);
+        /* A later start that may go runs normally. */
+        f->wait_deps = 0;
+        w = start(f, u);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* SPEC §2.3 with §4: every requester leaving a waiting start cancels it, and
+ * the unit stays inactive when its dependencies become ready afterwards. */
+static void test_wait_cancelled(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "c.service", "[Service]\nExecStart=/bin/true\n");
+        f->wait_deps = 1;
+        sf_waiter *w = start(f, u);
+        uint64_t since = u->since_monotonic;
+        unit_wait_cancelled(u); /* not cancelled yet: nothing happens */
+        assert_true(unit_is_waiting(u));
+        sf_waiter_free(w); /* the last requester leaves */
+        unit_wait_cancelled(u);
+        assert_false(unit_is_waiting(u));
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(u->since_monotonic, since);
+        unit_dependencies_ready(u);
+        assert_int_equal(f->n_spawns, 0);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        unit_free(u);
+}
+
+/* A stop while waiting wins, also against an explicit restart's publishing
+ * flight: nothing is spawned, the unit ends inactive. */
+static void test_stop_while_waiting(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "s.service", "[Service]\nExecStart=/bin/true\n");
+        sf_waiter_free(start(f, u));
+        assert_int_equal(u->state, UNIT_RUNNING);
+        f->wait_deps = 1;
+        sf_waiter *w = NULL;
+        sf_resolution *r = NULL;
+        assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
+        unit_explicit_restart(u, r);
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_true(unit_is_waiting(u));
+        assert_int_equal(u->state, UNIT_STOPPING); /* on its way to the restart */
+        assert_int_equal(unit_job_state(u), UNIT_JOB_PENDING);
+        assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
+        unit_stop(u, true);
+        assert_false(unit_is_waiting(u));
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(f->n_spawns, 1);
+        bool ok = true;
+        assert_int_equal(answer_of(w, &ok), SF_ANSWER_OK);
+        assert_false(ok);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* An automatic restart: the start job exists (PHASE_WAIT or later) before
+ * the manager hears of it, so the dependents it restarts wait for it. */
+static void test_auto_restart_hook(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "r.service", "[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/true\n"
+                                                   "Restart=always\nRestartSec=0\n");
+        sf_waiter_free(start(f, u));
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGKILL);
+        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_job_state(u), UNIT_JOB_FAILED);
+        assert_int_equal(f->auto_restarts, 0);
+        f->wait_deps = 1;
+        fire(f, u);
+        assert_int_equal(f->auto_restarts, 1);
+        assert_int_equal(f->phase_at_auto_restart, PHASE_WAIT);
+        assert_int_equal(u->state, UNIT_BACKOFF); /* shown until the start begins */
+        unit_dependencies_ready(u);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(u->restarts, 1);
+        unit_free(u);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_start_answers_with_pid, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wait_then_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dependency_failed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wait_cancelled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_while_waiting, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_auto_restart_hook, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_backoff_steps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_table, setup, teardown),

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager's own state, shared by manager.c (the loop, the seam, the
+ * control requests, shutdown) and manager-jobs.c (start and stop jobs:
+ * dependencies, ordering, propagation, SPEC §4). Nothing else includes it.
+ * Single-threaded: everything runs in tend's event loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/resource.h>
+
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "deps.h"
+#include "libexit.h"
+#include "logs.h"
+#include "notify.h"
+#include "options.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit.h"
+#include "watchdog.h"
+
+struct unit_data {
+        struct manager *m;
+        sd_event_source *timer;
+        sd_event_source *group_source;
+        struct unit_group *group;
+        logs_stream *logs;
+        char *logs_key;                /* the output settings logs was made from (output_key()) */
+        sf_waiter *own_waiter;         /* tend's own requester's share, held until the outcome */
+        struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
+        uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
+        sd_event_source *waiter_source;
+        bool removed;                  /* gone from DIR at a reload: freed once dead */
+        size_t node;                   /* its index in manager.deps, valid while !deps_dirty */
+        bool stop_pending;             /* a stop job waits for the units ordered after it (jobs) */
+        sd_event_source *cancel_source; /* its waiting start job's flight was cancelled (jobs) */
+};
+
+struct manager {
+        const struct tend_options *opts;
+        sd_event *event;
+        struct exit_hub *hub;
+        struct exit_reaper *reaper;
+        struct exit_sub *sub;
+        sf_table *flights;
+        struct store *store;
+        struct cgroup_tree *cgroups;
+        logs_manager *logs;
+        struct control_server *control;
+        struct watchdog_leases *watchdogs; /* expiries of watchdog/… leases */
+        struct notify_upstream *upstream;  /* tend's own $NOTIFY_SOCKET, or NULL */
+        bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
+        struct unit **units;
+        size_t n_units;
+        sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
+
+        /* start and stop jobs (manager-jobs.c) */
+        struct dep_graph *deps;        /* of units[], in that order; NULL or stale when deps_dirty */
+        bool deps_dirty;               /* units[] changed since deps was built */
+        bool deps_any;                 /* some unit has a dependency, a missing one, or a cycle */
+        sd_event_source *jobs;         /* looks at the jobs again once the current event is handled */
+        bool jobs_batch;               /* start jobs are being queued together: judge them afterwards */
+
+        bool shutting_down;
+        bool force_killed;
+        sd_event_source *shutdown_timer;
+        int exit_status;
+
+        /* combined mode */
+        const int *inherited;
+        size_t n_inherited;
+        rlim_t nofile_soft_inherited; /* CMD gets it back (SPEC §7) */
+        struct exit_process *cmd;
+        bool cmd_started, cmd_done;
+        int cmd_status;
+};
+
+static inline struct unit_data *data(const struct unit *u) {
+        return u->manager_data;
+}
+
+/* ---- manager.c, for manager-jobs.c ---- */
+
+/* The loaded unit named name ("foo.service"), or NULL. */
+struct unit *manager_find_unit(struct manager *m, const char *name);
+
+/* Adds a unit for f (taken on success; the caller keeps it on failure) at the
+ * end of units[]. 0 or a negative errno. */
+int manager_add_unit(struct manager *m, struct unit_file *f);
+
+/* Starts u as one of tend's own requesters of its flight (SPEC §2.3). */
+void manager_start_unit(struct manager *m, struct unit *u);
+
+/* Stops u at once: its flight cancelled (or the stop queued behind a
+ * publishing one), then the stop sequence. */
+void manager_stop_unit(struct manager *m, struct unit *u);
+
+/* Joins u's flight as one of tend's own requesters; the resolution when this
+ * request leads, else NULL. */
+sf_resolution *manager_join_own(struct manager *m, struct unit *u);
+
+/* ---- manager-jobs.c (SPEC §4 "Start jobs", "Cycles", "Propagation", "Shutdown") ---- */
+
+/* units[] changed (a unit added or freed): the graph is rebuilt when next needed. */
+void jobs_invalidate(struct manager *m);
+
+/* unit_ops.start_job: 0 to begin u's start now, 1 to wait (PHASE_WAIT). May
+ * start u's Requires=/BindsTo=/Wants= units. */
+int jobs_start_job(struct manager *m, struct unit *u);
+
+/* u's record changed: waiting start jobs, stop jobs and BindsTo= are looked
+ * at again once the current event is handled. */
+void jobs_changed(struct manager *m, struct unit *u);
+
+/* u restarts (automatically, or on request): its running Requires=/BindsTo=
+ * dependents restart too. */
+void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how);
+
+/* A stop job for u: it stops once every unit ordered after it that is also
+ * stopping has stopped (at once if nothing of u runs). propagate: also the
+ * units that require u or are bound to it, transitively (an explicit stop). */
+void jobs_stop(struct manager *m, struct unit *u, bool propagate);
+
+/* Shutdown: a stop job for every unit, in reverse order of their ordering. */
+void jobs_stop_all(struct manager *m);
+
+/* Whether u has a stop job waiting: no restart and no start for it. */
+bool jobs_stop_pending(const struct unit *u);
+
+/* Frees the graph and the deferred source (each unit's own sources go with its data). */
+void jobs_done(struct manager *m);

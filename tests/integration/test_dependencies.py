@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Dependencies between units (SPEC §4 "Start jobs", "Cycles", "Propagation",
+"Shutdown") on the built tend and tendctl with real processes.
+
+Ordering is proven without timing: a "gated" unit is Type=notify and sends
+READY=1 only once the test opens its gate (a FIFO the unit's script reads),
+so the test holds a start job open for as long as it likes and checks that
+the units ordered after it have not started meanwhile. Each unit stamps
+CLOCK_MONOTONIC into files (child-probe stamp) when it starts, when it is
+ready and when its ExecStop= runs; the stamps give the order afterwards."""
+import os
+import signal
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tendtest import PROBE, wait_until  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase, kill_pid, pid_alive  # noqa: E402
+
+
+class DepsTestCase(ServiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.stamps = self.path('stamps')
+        os.mkdir(self.stamps)
+
+    def stamp_path(self, name, what):
+        return os.path.join(self.stamps, '%s.%s' % (name, what))
+
+    def stamp(self, name, what):
+        """The CLOCK_MONOTONIC time (s) child-probe stamped, or None."""
+        try:
+            with open(self.stamp_path(name, what)) as f:
+                return float(f.read().split()[-1])
+        except FileNotFoundError:
+            return None
+
+    def gate(self, name):
+        p = os.path.join(self.stamps, name + '.gate')
+        if not os.path.exists(p):
+            os.mkfifo(p)
+        return p
+
+    def open_gate(self, name, timeout=5):
+        """Lets the unit's script past its gate: a FIFO can be opened for
+        writing without blocking only once its reader is there."""
+        p = self.gate(name)
+
+        def try_open():
+            try:
+                fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                return None  # ENXIO: the script is not reading yet
+            os.write(fd, b'go\n')
+            os.close(fd)
+            return True
+        wait_until(try_open, timeout, lambda: '%s never read its gate %s; tend stderr %r'
+                   % (name, p, self.stderr()[-2000:]))
+
+    def gated_unit(self, name, unit_keys='', service_keys='', stop_gate=False):
+        """A Type=notify unit: stamps NAME.start, waits at its gate, stamps
+        NAME.ready, sends READY=1 and pauses. Its ExecStop= stamps NAME.stop,
+        then with stop_gate waits at the gate NAME-stop."""
+        self.gate(name)
+        stop = '%s stamp %s' % (PROBE, self.stamp_path(name, 'stop'))
+        if stop_gate:
+            self.gate(name + '-stop')
+            stop += '; read x < %s' % self.gate(name + '-stop')
+        self.unit(name, '''
+            [Unit]
+            %s
+            [Service]
+            Type=notify
+            NotifyAccess=all
+            ExecStart=/bin/sh -c '%s stamp %s; read x < %s; %s stamp %s; %s notify --barrier READY=1; exec %s pause'
+            ExecStop=/bin/sh -c '%s'
+            TimeoutStartSec=30
+            TimeoutStopSec=30
+            %s
+        ''' % (unit_keys, PROBE, self.stamp_path(name, 'start'), self.gate(name), PROBE,
+               self.stamp_path(name, 'ready'), PROBE, PROBE, stop, service_keys))
+
+    def simple_unit(self, name, unit_keys='', service_keys=''):
+        """A simple unit that stamps NAME.start and pauses."""
+        self.unit(name, '''
+            [Unit]
+            %s
+            [Service]
+            ExecStart=/bin/sh -c '%s stamp %s; exec %s pause'
+            %s
+        ''' % (unit_keys, PROBE, self.stamp_path(name, 'start'), PROBE, service_keys))
+
+    def wait_stamp(self, name, what, timeout=5):
+        return wait_until(lambda: self.stamp(name, what), timeout,
+                          lambda: '%s never stamped %s; statuses %r; tend stderr %r'
+                          % (name, what, self.statuses(), self.stderr()[-3000:]))
+
+    def settle(self, probe):
+        """Proves that tend has looked at every waiting start job since the
+        last change: `tendctl start PROBE` (a unit with no dependency) is
+        answered only after tend's loop handled what came before it."""
+        self.ctl('restart', probe)
+
+
+class Ordering(DepsTestCase):
+    def test_chain_starts_in_order_and_stops_in_reverse(self):
+        """a ← b ← c: b starts only once a is ready, c once b is; at
+        shutdown c stops first, then b, then a (each ExecStop= held by the
+        test until it checked the next one has not begun)."""
+        self.gated_unit('a', stop_gate=True)
+        self.gated_unit('b', 'After=a.service\nRequires=a.service', stop_gate=True)
+        self.gated_unit('c', 'After=b.service\nWants=b.service', stop_gate=True)
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_stamp('a', 'start')
+        self.wait_running('probe')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('b', 'start'), 'b started before a was ready')
+        self.assertIsNone(self.stamp('c', 'start'))
+        st = self.statuses()
+        self.assertEqual(st['a.service']['state'], 'starting')
+        self.assertEqual(st['b.service']['state'], 'inactive', 'a waiting start job shows the state it had')
+        self.assertEqual(st['c.service']['state'], 'inactive')
+
+        self.open_gate('a')
+        self.wait_running('a')
+        self.wait_stamp('b', 'start')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('c', 'start'), 'c started before b was ready')
+        self.open_gate('b')
+        self.wait_running('b')
+        self.wait_stamp('c', 'start')
+        self.open_gate('c')
+        self.wait_running('c')
+        self.assertGreaterEqual(self.stamp('b', 'start'), self.stamp('a', 'ready'))
+        self.assertGreaterEqual(self.stamp('c', 'start'), self.stamp('b', 'ready'))
+        st = self.statuses()
+        self.assertLessEqual(st['a.service']['since_monotonic'], st['b.service']['since_monotonic'])
+
+        os.kill(self.tend_pid, signal.SIGTERM)
+        self.wait_stamp('c', 'stop')
+        self.assertIsNone(self.stamp('b', 'stop'), 'b stopped while c (ordered after it) was stopping')
+        self.open_gate('c-stop')
+        self.wait_stamp('b', 'stop')
+        self.assertIsNone(self.stamp('a', 'stop'), 'a stopped while b was stopping')
+        self.open_gate('b-stop')
+        self.wait_stamp('a', 'stop')
+        self.open_gate('a-stop')
+        self.assertEqual(self.tend_proc.wait(15, 'tend did not exit after SIGTERM'), 0)
+
+    def test_diamond(self):
+        """bottom ← left, right ← top: left and right start together once
+        bottom is ready (in parallel: both are held at their gates at once),
+        top only when both are; top stops first, bottom last."""
+        self.gated_unit('bottom', stop_gate=True)
+        self.gated_unit('left', 'After=bottom.service\nRequires=bottom.service', stop_gate=True)
+        self.gated_unit('right', 'After=bottom.service\nRequires=bottom.service', stop_gate=True)
+        self.gated_unit('top', 'After=left.service right.service\nRequires=left.service right.service',
+                        stop_gate=True)
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_stamp('bottom', 'start')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('left', 'start'))
+        self.open_gate('bottom')
+        self.wait_stamp('left', 'start')
+        self.wait_stamp('right', 'start')  # both held at their gates: parallel
+        self.open_gate('left')
+        self.wait_running('left')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('top', 'start'), 'top started before right was ready')
+        self.open_gate('right')
+        self.wait_stamp('top', 'start')
+        self.open_gate('top')
+        self.wait_running('top')
+        self.assertGreaterEqual(self.stamp('top', 'start'), max(self.stamp('left', 'ready'),
+                                                                self.stamp('right', 'ready')))
+
+        os.kill(self.tend_pid, signal.SIGTERM)
+        self.wait_stamp('top', 'stop')
+        self.settle_stop_check(['left', 'right', 'bottom'], 'top')
+        self.open_gate('top-stop')
+        self.wait_stamp('left', 'stop')
+        self.wait_stamp('right', 'stop')  # in parallel again
+        self.assertIsNone(self.stamp('bottom', 'stop'), 'bottom stopped before left and right')
+        self.open_gate('left-stop')
+        self.assertIsNone(self.stamp('bottom', 'stop'), 'bottom stopped before right')
+        self.open_gate('right-stop')
+        self.wait_stamp('bottom', 'stop')
+        self.open_gate('bottom-stop')
+        self.assertEqual(self.tend_proc.wait(15, 'tend did not exit after SIGTERM'), 0)
+
+    def settle_stop_check(self, later, holder):
+        for name in later:
+            self.assertIsNone(self.stamp(name, 'stop'), '%s stopped while %s was stopping' % (name, holder))
+
+    def test_oneshot_before_server(self):
+        """A oneshot ordered before a server (Before= on the oneshot,
+        Requires= on the server): the server starts once the oneshot exited
+        0, and finds its file."""
+        data = self.path('data.txt')
+        self.unit('setup', '''
+            [Unit]
+            Before=server.service
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/sh -c 'read x < %s; echo ready > %s'
+        ''' % (self.gate('setup'), data))
+        self.unit('server', '''
+            [Unit]
+            Requires=setup.service
+            [Service]
+            ExecStart=/bin/sh -c 'test -s %s || exit 3; %s stamp %s; exec %s pause'
+            Restart=no
+        ''' % (data, PROBE, self.stamp_path('server', 'start'), PROBE))
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('probe')
+        self.settle('probe')
+        self.assertEqual(self.st('setup')['state'], 'starting')
+        self.assertEqual(self.st('server')['state'], 'inactive')
+        self.open_gate('setup')
+        self.wait_running('server')
+        r = self.st('setup')
+        self.assertEqual((r['state'], r['result']), ('inactive', 'success'))
+        self.assertIsNotNone(self.stamp('server', 'start'))
+
+
+class Requirements(DepsTestCase):
+    def test_failed_requires_blocks_failed_wants_does_not(self):
+        self.unit('db', '''
+            [Service]
+            Type=notify
+            ExecStart=/bin/sh -c 'exit 4'
+        ''')
+        self.simple_unit('app', 'Requires=db.service\nAfter=db.service')
+        self.simple_unit('viewer', 'Wants=db.service\nAfter=db.service')
+        self.simple_unit('sidecar', 'After=db.service')
+        self.start_tend()
+        self.wait_running('viewer')
+        self.wait_running('sidecar')
+        r = self.wait_state('app', lambda r: r['state'] == 'failed', 5, 'app never failed')
+        self.assertEqual(r['result'], 'dependency')
+        self.assertIsNone(r['main_pid'])
+        self.assertIsNone(self.stamp('app', 'start'), 'app ran although its requirement failed')
+        self.assertEqual(self.st('db')['result'], 'exit-code')
+        self.assertIn('app.service: not started: required unit db.service failed (result exit-code)', self.stderr())
+        # tendctl start of it fails the same way, with exit status 1.
+        status, _, err = self.ctl('start', 'app', check=False)
+        self.assertEqual(status, 1, err)
+        self.assertEqual(self.st('app')['result'], 'dependency')
+
+    def test_missing_requirement(self):
+        self.simple_unit('app', 'Requires=nothere.service')
+        self.simple_unit('ok', 'Wants=nothere.service\nAfter=nothere.service')
+        self.start_tend()
+        self.wait_running('ok')
+        r = self.wait_state('app', lambda r: r['state'] == 'failed', 5, 'app never failed')
+        self.assertEqual(r['result'], 'dependency')
+        self.assertIn('app.service: not started: required unit nothere.service is not loaded', self.stderr())
+
+    def test_start_pulls_requirements(self):
+        """tendctl start of a unit starts the units it requires (and wants)
+        that are not running, first when ordered so."""
+        self.simple_unit('db')
+        self.simple_unit('cache')
+        self.simple_unit('app', 'Requires=db.service\nWants=cache.service\nAfter=db.service cache.service')
+        self.start_tend()
+        for n in ('db', 'cache', 'app'):
+            self.wait_running(n)
+        self.ctl('stop', 'db')  # stops app too (Requires=)
+        self.ctl('stop', 'cache')
+        self.wait_state('app', lambda r: r['state'] == 'inactive', 5, 'app did not stop with db')
+        self.ctl('start', 'app')
+        st = self.statuses()
+        for n in ('db', 'cache', 'app'):
+            self.assertEqual(st[n + '.service']['state'], 'running', st)
+        self.assertLessEqual(st['db.service']['since_monotonic'], st['app.service']['since_monotonic'])
+
+    def test_template_instance_referenced(self):
+        """NAME@INST exists when another unit references it (SPEC §3)."""
+        self.unit('db@', '''
+            [Service]
+            ExecStart=/bin/sh -c '%s stamp %s.%%i; exec %s pause'
+        ''' % (PROBE, self.stamp_path('db', 'start'), PROBE))
+        self.simple_unit('web', 'Requires=db@blue.service\nAfter=db@blue.service')
+        self.start_tend()
+        self.wait_running('web')
+        self.assertEqual(self.st('db@blue')['state'], 'running')
+        self.assertTrue(os.path.exists(self.stamp_path('db', 'start') + '.blue'))
+
+
+class Propagation(DepsTestCase):
+    def test_automatic_restart_restarts_requires_dependents(self):
+        self.simple_unit('db', service_keys='Restart=always\nRestartSec=50ms')
+        self.simple_unit('app', 'Requires=db.service\nAfter=db.service')
+        self.simple_unit('viewer', 'Wants=db.service\nAfter=db.service')
+        self.start_tend()
+        db = self.wait_running('db')
+        app = self.wait_running('app')
+        viewer = self.wait_running('viewer')
+        kill_pid(db['main_pid'])
+        db2 = self.wait_running('db', other_than=db['main_pid'])
+        app2 = self.wait_running('app', other_than=app['main_pid'])
+        self.assertFalse(pid_alive(app['main_pid']), 'the old app still runs')
+        self.assertEqual(app2['restarts'], app['restarts'] + 1)
+        self.assertGreaterEqual(app2['since_monotonic'], db2['since_monotonic'],
+                                'app restarted before db was running again')
+        self.assertEqual(self.st('viewer')['main_pid'], viewer['main_pid'], 'Wants= propagates nothing')
+
+    def test_bindsto_stops_with_its_unit(self):
+        self.simple_unit('x', service_keys='Restart=no')
+        self.simple_unit('y', 'BindsTo=x.service\nAfter=x.service')
+        self.simple_unit('z', 'Requires=x.service\nAfter=x.service')
+        self.start_tend()
+        x = self.wait_running('x')
+        self.wait_running('y')
+        z = self.wait_running('z')
+        kill_pid(x['main_pid'])
+        self.wait_state('x', lambda r: r['state'] == 'failed', 5, 'x did not fail')
+        self.wait_state('y', lambda r: r['state'] == 'inactive', 5, 'y (BindsTo=x) did not stop when x failed')
+        self.assertEqual(self.st('z')['main_pid'], z['main_pid'], 'Requires= alone does not stop with a dead x')
+
+    def test_explicit_stop_stops_requires_and_bindsto(self):
+        self.simple_unit('x')
+        self.simple_unit('y', 'BindsTo=x.service')
+        self.simple_unit('z', 'Requires=x.service')
+        self.simple_unit('w', 'Wants=x.service')
+        self.simple_unit('zz', 'Requires=z.service')
+        self.start_tend()
+        for n in ('x', 'y', 'z', 'w', 'zz'):
+            self.wait_running(n)
+        w = self.st('w')
+        self.ctl('stop', 'x')
+        for n in ('x', 'y', 'z', 'zz'):
+            self.wait_state(n, lambda r: r['state'] == 'inactive', 5, 'not stopped with x')
+        self.assertEqual(self.st('w')['main_pid'], w['main_pid'])
+
+
+class Cycles(DepsTestCase):
+    def test_cycle_is_broken_never_a_hang(self):
+        self.simple_unit('a', 'After=b.service')
+        self.simple_unit('b', 'After=c.service\nRequires=c.service')
+        self.simple_unit('c', 'After=a.service\nRequires=a.service')
+        self.start_tend()
+        # c requires a, b requires c: only b is required by no member.
+        r = self.wait_state('b', lambda r: r['state'] == 'failed', 5, 'b (breaking the cycle) did not fail')
+        self.assertEqual(r['result'], 'dependency')
+        self.wait_running('a')
+        self.wait_running('c')
+        err = self.stderr()
+        self.assertIn('ordering cycle between a.service, b.service, c.service: b.service is not started', err)
+        self.assertIn('b.service: not started: not started to break ordering cycle', err)
+        self.assertEqual(self.stop_tend(), 0)
+
+    def test_cycle_of_required_units_starts_none(self):
+        self.simple_unit('p', 'After=q.service\nRequires=q.service')
+        self.simple_unit('q', 'After=p.service\nRequires=p.service')
+        self.simple_unit('other')
+        self.start_tend()
+        self.wait_running('other')
+        for n in ('p', 'q'):
+            r = self.wait_state(n, lambda r: r['state'] == 'failed', 5, 'not failed')
+            self.assertEqual(r['result'], 'dependency')
+        self.assertIn('each is required by another, so none of them is started', self.stderr())
+
+
+class Cancellation(DepsTestCase):
+    def test_clients_killed_while_waiting_leave_the_unit_inactive(self):
+        """Issue 8: clients start w@1, ordered After= a notify unit that is
+        not ready; the clients are killed; once the dependency is ready, w@1
+        is still inactive and never ran (SPEC §2.3: the flight was cancelled
+        before its point of no return)."""
+        self.gated_unit('dep')
+        self.unit('w@', '''
+            [Unit]
+            After=dep.service
+            [Service]
+            ExecStart=/bin/sh -c '%s stamp %s.%%i; exec %s pause'
+        ''' % (PROBE, self.stamp_path('w', 'start'), PROBE))
+        self.start_tend()
+        self.wait_stamp('dep', 'start')
+        clients = [self.start([TENDCTL, '--control-socket', self.sock, 'start', 'w@1'], stdin=subprocess.DEVNULL)
+                   for _ in range(3)]
+        self.wait_state('w@1', lambda r: r['waiters'] == 3, 5, 'the three clients never joined the start')
+        self.assertEqual(self.st('w@1')['state'], 'inactive')
+        for c in clients:
+            kill_pid(c.pid)
+        for c in clients:
+            c.wait(5, 'a killed tendctl did not exit')
+        self.wait_state('w@1', lambda r: r['waiters'] == 0, 5, 'the killed clients still hold shares')
+        self.open_gate('dep')
+        self.wait_running('dep')
+        # w@2 waits on the same dependency: once it runs, tend has looked at
+        # every waiting start job after dep became ready.
+        self.ctl('start', 'w@2')
+        self.assertEqual(self.st('w@2')['state'], 'running')
+        r = self.st('w@1')
+        self.assertEqual(r['state'], 'inactive', r)
+        self.assertIsNone(r['main_pid'])
+        self.assertFalse(os.path.exists(self.stamp_path('w', 'start') + '.1'), 'w@1 ran after its clients left')
+        self.assertIn('w@1.service: start cancelled while it waited for its dependencies', self.stderr())
+
+    def test_stop_while_waiting(self):
+        self.gated_unit('dep')
+        self.simple_unit('app', 'After=dep.service')
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_stamp('dep', 'start')
+        self.ctl('stop', 'app')
+        self.assertEqual(self.st('app')['state'], 'inactive')
+        self.open_gate('dep')
+        self.wait_running('dep')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('app', 'start'), 'app ran although it was stopped while waiting')
+        self.assertEqual(self.st('app')['state'], 'inactive')
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
