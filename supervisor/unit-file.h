@@ -10,7 +10,7 @@
  *  - warning, the rest of the file still loads: an unknown section or key, a
  *    drop-in directory (not read), an unknown escape sequence (kept verbatim);
  *  - error, the unit is not loaded: a syntax error, an invalid value, a key
- *    tend recognises but does not enforce yet ("KEY is not supported yet").
+ *    tend recognises but does not enforce yet ("… is not supported yet").
  * A bad file never affects another unit, and no input makes the parser crash
  * or grow without bound (tests/fuzz/fuzz-unit-file.c).
  *
