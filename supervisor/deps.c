@@ -31,10 +31,11 @@ static int dep_list_add(struct dep_list *l, size_t i) {
         return 0;
 }
 
-static void dep_list_remove(struct dep_list *l, size_t i) {
+/* Drops from l the nodes of cycle c. */
+static void dep_list_remove_cycle(const struct dep_graph *g, struct dep_list *l, unsigned c) {
         size_t kept = 0;
         for (size_t j = 0; j < l->n; j++)
-                if (l->items[j] != i)
+                if (g->nodes[l->items[j]].cycle != c)
                         l->items[kept++] = l->items[j];
         l->n = kept;
 }
@@ -284,11 +285,11 @@ static void break_cycle(struct dep_graph *g, const struct dep_node_spec *specs, 
                             text);
         }
         /* No wait, at start or at stop, between members of the cycle. */
-        for (size_t j = 0; j < n_members; j++)
-                for (size_t l = 0; l < n_members; l++) {
-                        dep_list_remove(&g->nodes[members[j]].after, members[l]);
-                        dep_list_remove(&g->nodes[members[j]].before, members[l]);
-                }
+        for (size_t j = 0; j < n_members; j++) {
+                struct dep_node *d = &g->nodes[members[j]];
+                dep_list_remove_cycle(g, &d->after, c);
+                dep_list_remove_cycle(g, &d->before, c);
+        }
 }
 
 static int find_cycles(struct dep_graph *g, const struct dep_node_spec *specs, const struct name_index *x) {
