@@ -15,14 +15,12 @@
  *  - otherwise: main() replays every file of the directories or files it is
  *    given (test fuzz-notify-replay: corpus/notify, in every build).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "log.h"
 #include "notify.h"
@@ -123,66 +121,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef LIBFUZZER
-static int replay_file(const char *path) {
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                fprintf(stderr, "fuzz-notify: %s: %s\n", path, strerror(errno));
-                return -1;
-        }
-        uint8_t tmp[2 * NOTIFY_DATAGRAM_MAX];
-        size_t size = fread(tmp, 1, sizeof tmp, f);
-        fclose(f);
-        /* An exact-size copy, as libFuzzer passes it: ASan then sees any read past the end. */
-        uint8_t *exact = malloc(size ? size : 1);
-        if (!exact)
-                return -1;
-        memcpy(exact, tmp, size);
-        LLVMFuzzerTestOneInput(exact, size);
-        free(exact);
-        return 0;
-}
-
-static int replay_dir(const char *dir) {
-        struct dirent **entries;
-        int n = scandir(dir, &entries, NULL, alphasort), count = 0;
-        if (n < 0) {
-                fprintf(stderr, "fuzz-notify: %s: %s\n", dir, strerror(errno));
-                return -1;
-        }
-        for (int i = 0; i < n; i++) {
-                char path[4096];
-                struct stat st;
-                snprintf(path, sizeof path, "%s/%s", dir, entries[i]->d_name);
-                if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-                        if (replay_file(path) < 0)
-                                count = -1;
-                        else if (count >= 0)
-                                count++;
-                }
-                free(entries[i]);
-        }
-        free(entries);
-        return count;
-}
-
-int main(int argc, char **argv) {
-        int total = 0;
-        if (argc < 2) {
-                fprintf(stderr, "usage: %s CORPUS-DIR|FILE...\n", argv[0]);
-                return 2;
-        }
-        for (int i = 1; i < argc; i++) {
-                struct stat st;
-                int n = stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) ? replay_dir(argv[i]) : replay_file(argv[i]) == 0;
-                if (n < 0)
-                        return 1;
-                total += n;
-        }
-        if (total == 0) {
-                fprintf(stderr, "fuzz-notify: no input found\n");
-                return 1;
-        }
-        printf("fuzz-notify: %d inputs replayed, no invariant broken\n", total);
-        return 0;
-}
+#define FUZZ_NAME "fuzz-notify"
+#include "replay.h"
 #endif

@@ -13,14 +13,12 @@
  *  - otherwise: main() replays every file of the directories or files it is
  *    given (test fuzz-unit-file-replay: the corpus, in every build).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "log.h"
 #include "unit-exec.h"
@@ -109,79 +107,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef LIBFUZZER
-static int replay_file(const char *path) {
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                fprintf(stderr, "fuzz-unit-file: %s: %s\n", path, strerror(errno));
-                return -1;
-        }
-        size_t cap = 4096, size = 0;
-        uint8_t *buf = malloc(cap);
-        for (size_t n; buf && (n = fread(buf + size, 1, cap - size, f)) > 0;) {
-                size += n;
-                if (size == cap) {
-                        uint8_t *b = realloc(buf, cap *= 2);
-                        if (!b)
-                                free(buf);
-                        buf = b;
-                }
-        }
-        fclose(f);
-        /* An exact-size copy, as libFuzzer passes it: ASan then sees any read past the end. */
-        uint8_t *exact = buf ? malloc(size ? size : 1) : NULL;
-        if (exact)
-                memcpy(exact, buf, size);
-        free(buf);
-        if (!exact)
-                return -1;
-        LLVMFuzzerTestOneInput(exact, size);
-        free(exact);
-        return 0;
-}
-
-/* Replays every regular file of dir, in name order. Returns the count, or -1. */
-static int replay_dir(const char *dir) {
-        struct dirent **entries;
-        int n = scandir(dir, &entries, NULL, alphasort), count = 0;
-        if (n < 0) {
-                fprintf(stderr, "fuzz-unit-file: %s: %s\n", dir, strerror(errno));
-                return -1;
-        }
-        for (int i = 0; i < n; i++) {
-                char path[4096];
-                struct stat st;
-                snprintf(path, sizeof path, "%s/%s", dir, entries[i]->d_name);
-                if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-                        if (replay_file(path) < 0)
-                                count = -1;
-                        else if (count >= 0)
-                                count++;
-                }
-                free(entries[i]);
-        }
-        free(entries);
-        return count;
-}
-
-int main(int argc, char **argv) {
-        int total = 0;
-        if (argc < 2) {
-                fprintf(stderr, "usage: %s CORPUS-DIR|FILE...\n", argv[0]);
-                return 2;
-        }
-        for (int i = 1; i < argc; i++) {
-                struct stat st;
-                int n = stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) ? replay_dir(argv[i]) : replay_file(argv[i]) == 0;
-                if (n < 0)
-                        return 1;
-                total += n;
-        }
-        /* An empty replay tests nothing: a wrong path must not pass. */
-        if (total == 0) {
-                fprintf(stderr, "fuzz-unit-file: no input found\n");
-                return 1;
-        }
-        printf("fuzz-unit-file: %d inputs replayed, no invariant broken\n", total);
-        return 0;
-}
+#define FUZZ_NAME "fuzz-unit-file"
+#include "replay.h"
 #endif
