@@ -65,7 +65,9 @@ static void strv_free(char **v) {
 /* Candidate paths for the executable (attr.path, else argv[0]), in execvp's order. */
 static int plan_paths(struct spawn_plan *plan, const char *exe) {
         const char *file = exe ? exe : plan->argv[0];
-        if (strchr(file, '/')) {
+        /* "" is tried as it is (execve fails with ENOENT, as execvp("")
+         * does), never joined with each PATH entry into a directory. */
+        if (!*file || strchr(file, '/')) {
                 plan->paths = calloc(2, sizeof(char *));
                 if (!plan->paths || !(plan->paths[0] = strdup(file)))
                         return -ENOMEM;

@@ -71,7 +71,7 @@ class Exec(TendTestCase):
         self.assertEqual((status, out), (0, 'hi\n'), err)
 
     def test_missing_command_127(self):
-        for cmd in ('/nonexistent/tend-it-cmd', 'tend-it-no-such-command'):
+        for cmd in ('/nonexistent/tend-it-cmd', 'tend-it-no-such-command', ''):  # '' as execvp(''): 127
             with self.subTest(cmd=cmd):
                 status, out, err = self.run_tend('--', cmd)
                 self.assertEqual(status, 127, err)
