@@ -40,6 +40,7 @@
 #include "libexit.h"
 #include "macro.h"
 #include "time-util.h"
+#include "testutil.h"
 
 #define WAIT_MS 10000
 #define FORKER_CHILDREN 600 /* the fork-bomb-ish helper's bound */
@@ -397,16 +398,6 @@ struct ctx {
         size_t n_pids;
 };
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        assert_non_null(d);
-        int n = 0;
-        struct dirent *e;
-        while ((e = readdir(d)))
-                n += e->d_name[0] != '.';
-        closedir(d);
-        return n - 1;
-}
 
 static int write_file(const char *path, const char *s) {
         int fd = open(path, O_WRONLY | O_CLOEXEC);

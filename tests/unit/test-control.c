@@ -46,6 +46,7 @@
 #include "singleflight.h"
 #include "store.h"
 #include "unit.h"
+#include "testutil.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -61,16 +62,6 @@ typedef struct json_object json;
 /* Small helpers: fd count, captured log                                     */
 /* ------------------------------------------------------------------------ */
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = 0;
-        if (!d)
-                return -1;
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n;
-}
 
 static char logged[65536];
 static size_t logged_len;

@@ -35,6 +35,7 @@
 
 #include "log.h"
 #include "logs.h"
+#include "testutil.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -84,16 +85,6 @@ static void sbuf_free(struct sbuf *b) {
         *b = (struct sbuf) { 0 };
 }
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = 0;
-        if (!d)
-                return -1;
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n;
-}
 
 static struct sbuf logged; /* tend's own diagnostics, captured */
 

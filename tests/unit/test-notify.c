@@ -25,6 +25,7 @@
 #include "store.h"
 #include "unit-exec.h"
 #include "watchdog.h"
+#include "testutil.h"
 
 /* ---- the parser ---- */
 
@@ -116,12 +117,6 @@ static int client_to(const struct notify_socket *s) {
         return fd;
 }
 
-static int count_fds(void) {
-        int n = 0;
-        for (int fd = 0; fd < 1024; fd++)
-                n += fcntl(fd, F_GETFD) >= 0;
-        return n;
-}
 
 static void test_socket_roundtrip(void **state) {
         struct received r = {};

@@ -25,6 +25,7 @@
 #include "reaper-internal.h"
 #include "macro.h"
 #include "time-util.h"
+#include "testutil.h"
 
 #define WAIT_MS 10000
 
@@ -37,16 +38,6 @@ struct ctx {
         int n_fds_before;
 };
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        assert_non_null(d);
-        int n = 0;
-        struct dirent *e;
-        while ((e = readdir(d)))
-                n += e->d_name[0] != '.';
-        closedir(d);
-        return n - 1;
-}
 
 static int setup_flags(void **state, uint32_t flags, uint32_t queue) {
         struct ctx *c = calloc(1, sizeof *c);

@@ -35,6 +35,7 @@
 #include "sandbox.h"
 #include "unit-exec.h"
 #include "unit-file.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: captured messages, the fd count                                  */
@@ -56,14 +57,6 @@ static void sink(int level, const char *msg, void *userdata) {
         n_msgs++;
 }
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = 0;
-        for (struct dirent *de; (de = readdir(d));)
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n - 1;
-}
 
 static int setup(void **state) {
         n_msgs = 0;

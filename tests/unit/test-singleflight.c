@@ -25,6 +25,7 @@
 #include "macro.h"
 #include "singleflight.h"
 #include "time-util.h"
+#include "testutil.h"
 
 #define WAIT_MS 10000 /* generous bound for anything a correct table does at once */
 #define RACE_ITERATIONS 5000
@@ -128,16 +129,6 @@ static int capture_errors_and_warnings(void) {
 /* Fixture                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        if (!d)
-                return -1;
-        int n = 0;
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n;
-}
 
 typedef struct fixture {
         sf_table *t;

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "store.h"
+#include "testutil.h"
 
 #define MS (USEC_PER_MSEC)
 
@@ -69,17 +70,6 @@ static void tc_skip(struct test_clock *tc, usec_t d) {
 /* Fixture: a store on the test clock; fd count checked at teardown          */
 /* ------------------------------------------------------------------------ */
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = 0;
-
-        if (!d)
-                return -1;
-        while (readdir(d))
-                n++;
-        closedir(d);
-        return n;
-}
 
 struct fixture {
         struct test_clock tc;

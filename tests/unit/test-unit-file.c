@@ -26,6 +26,7 @@
 #include "log.h"
 #include "unit-exec.h"
 #include "unit-file.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: a temporary unit directory, captured messages, the fd count      */
@@ -48,14 +49,6 @@ static void sink(int level, const char *msg, void *userdata) {
         n_msgs++;
 }
 
-static int count_fds(void) {
-        DIR *d = opendir("/proc/self/fd");
-        int n = 0;
-        for (struct dirent *de; (de = readdir(d));)
-                n += de->d_name[0] != '.';
-        closedir(d);
-        return n - 1; /* the DIR's own */
-}
 
 static void remove_tree(const char *path) {
         DIR *d = opendir(path);
