@@ -277,11 +277,11 @@ static void break_cycle(struct dep_graph *g, const struct dep_node_spec *specs, 
                         broken = (long) members[j];
         if (broken >= 0) {
                 g->nodes[broken].cycle_broken = true;
-                log_warning("ordering cycle between %s: %s is not started, to break it", text, specs[broken].name);
+                log_error("ordering cycle between %s: %s is not started, to break it", text, specs[broken].name);
         } else {
                 for (size_t j = 0; j < n_members; j++)
                         g->nodes[members[j]].cycle_broken = true;
-                log_warning("ordering cycle between %s: each is required by another, so none of them is started",
+                log_error("ordering cycle between %s: each is required by another, so none of them is started",
                             text);
         }
         /* No wait, at start or at stop, between members of the cycle. */

@@ -13,7 +13,8 @@
  *
  * Cycles: ordering edges (After=, and Before= turned around) form a directed
  * graph; each strongly connected component of more than one node is an
- * ordering cycle. Every node of a cycle is logged. The first node of the
+ * ordering cycle. Every node of a cycle is logged (as an error: a mistake in
+ * the units). The first node of the
  * cycle, in name order, that no other node of the cycle requires (Requires=
  * or BindsTo=) is marked cycle_broken: it is not started ("not started to
  * break ordering cycle"); when every node is required by another, all of
@@ -68,7 +69,7 @@ struct dep_graph {
  * Builds the graph of n nodes. Names that match no node are dropped from
  * Wants=, After= and Before= and kept in the node's `missing` for Requires=
  * and BindsTo=. Each ordering cycle is logged at warning level (its members,
- * and which are not started). *ret is the caller's (dep_graph_free).
+ * and which are not started), at error level. *ret is the caller's (dep_graph_free).
  * 0, or -ENOMEM (*ret untouched); -EINVAL for a NULL pointer with n > 0.
  */
 int dep_graph_build(const struct dep_node_spec *nodes, size_t n, struct dep_graph **ret);

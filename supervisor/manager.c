@@ -663,6 +663,7 @@ static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) 
         log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
         /* Not leading: a start is in flight, and the restart answers it. */
         unit_explicit_restart(u, manager_join_own(m, u));
+        jobs_propagate_restart(m, u, "with its new file");
 }
 
 static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
@@ -680,7 +681,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                         log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
                         d->removed = true;
                         report_add(report, "removed", u->name, NULL);
-                        jobs_stop(m, u, false);
+                        jobs_stop(m, u, true); /* as tendctl stop: its dependents too */
                 }
                 return;
         }
@@ -758,7 +759,7 @@ static void unit_forget(struct manager *m, struct unit *u) {
 
 static int on_sweep(sd_event_source *s, void *userdata) {
         struct manager *m = userdata;
-        size_t kept = 0;
+        size_t kept = 0, n = m->n_units;
         for (size_t i = 0; i < m->n_units; i++) {
                 struct unit *u = m->units[i];
                 if (data(u)->removed && unit_is_dead(u) && (u->state == UNIT_INACTIVE || u->state == UNIT_FAILED))
@@ -767,7 +768,8 @@ static int on_sweep(sd_event_source *s, void *userdata) {
                         m->units[kept++] = u;
         }
         m->n_units = kept;
-        jobs_invalidate(m);
+        if (kept != n)
+                jobs_invalidate(m);
         check_shutdown_done(m);
         return 0;
 }

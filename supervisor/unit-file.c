@@ -555,6 +555,13 @@ static int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const 
                         free(n);
                         break;
                 }
+                if (streq(n, c->name)) {
+                        /* A unit cannot need or wait for itself (an ordering
+                         * cycle of one); systemd drops it too. */
+                        report(c, LOG_WARNING, 0, "%s=%s names the unit itself, ignored", k->key, quote(q, n));
+                        free(n);
+                        continue;
+                }
                 r = strlist_push(l, n);
                 if (r < 0)
                         break;

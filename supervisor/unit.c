@@ -57,18 +57,24 @@ static void outcome_free(void *outcome, void *userdata) {
 
 const sf_outcome_ops unit_outcome_ops = { .copy = outcome_copy, .free = outcome_free };
 
-/* Answers the current flight, if any, and ends the work's share of it. */
-static void answer_flight(struct unit *u, bool ok) {
+/* Answers the current flight, if any, and ends the work's share of it;
+ * reason (may be NULL) says why it is not ok beyond the result. */
+static void answer_flight_why(struct unit *u, bool ok, const char *reason) {
         if (!u->resolution)
                 return;
         struct unit_outcome *o = malloc(sizeof *o);
         if (o) {
                 *o = (struct unit_outcome) { .ok = ok, .main_pid = u->main_pid, .result = u->result };
+                snprintf(o->reason, sizeof o->reason, "%s", reason ? reason : "");
                 if (sf_resolution_answer_take(u->resolution, o) < 0)
                         free(o);
         }
         /* Without an answer (out of memory) freeing it answers `abandoned`. */
         u->resolution = sf_resolution_free(u->resolution);
+}
+
+static void answer_flight(struct unit *u, bool ok) {
+        answer_flight_why(u, ok, NULL);
 }
 
 /* ---- helpers ---- */
@@ -394,6 +400,16 @@ static void main_started(struct unit *u) {
         enter_running(u);
 }
 
+/* A stop queued behind a restart (SPEC §2.3) whose new instance now waits
+ * for itself (ExecStartPre=, READY=1, a oneshot's exit): as a stop arriving
+ * now would, it ends the publication and applies (unit_stop). */
+static void apply_queued_stop(struct unit *u) {
+        if (!u->stop_queued)
+                return;
+        u->stop_queued = false;
+        unit_stop(u, true);
+}
+
 /* Spawns the command of the current phase at cmd_index; moves on when there
  * is none left. */
 static void run_next(struct unit *u) {
@@ -475,6 +491,7 @@ static void run_next(struct unit *u) {
         }
         if (!main) {
                 u->control = p;
+                apply_queued_stop(u);
                 return;
         }
         set_main(u, p);
@@ -486,6 +503,7 @@ static void run_next(struct unit *u) {
          * (unit_notify); oneshot: at its exit. The record shows the main
          * pid meanwhile. */
         u->ops->changed(u->userdata, u);
+        apply_queued_stop(u);
 }
 
 /* A new file takes effect where no process of the unit runs. The start-limit
@@ -531,7 +549,17 @@ static void enter_start(struct unit *u) {
 static void begin_start(struct unit *u) {
         u->wait_from = u->phase == PHASE_BACKOFF ? PHASE_BACKOFF : PHASE_DEAD;
         u->phase = PHASE_WAIT;
-        if (u->ops->start_job(u->userdata, u) == 0 && u->phase == PHASE_WAIT)
+        if (u->ops->start_job(u->userdata, u) != 0 && u->phase == PHASE_WAIT) {
+                if (u->stop_queued) {
+                        /* Queued behind a restart's stop of the old
+                         * instance: nothing new runs, so it applies now. */
+                        u->stop_queued = false;
+                        unit_stop(u, true);
+                } else if (u->state == UNIT_STOPPING) /* a restart's old instance is gone */
+                        set_state(u, UNIT_INACTIVE, PHASE_WAIT);
+                return;
+        }
+        if (u->phase == PHASE_WAIT)
                 enter_start(u);
 }
 
@@ -547,7 +575,7 @@ void unit_dependency_failed(struct unit *u, const char *why) {
         u->stop_queued = false;
         u->result = UNIT_RESULT_DEPENDENCY;
         set_state(u, UNIT_FAILED, PHASE_DEAD);
-        answer_flight(u, false);
+        answer_flight_why(u, false, why);
 }
 
 /* Back to where PHASE_WAIT was entered from; the flight ends unanswered. */
@@ -698,9 +726,14 @@ void unit_stop(struct unit *u, bool flight_publishing) {
         u->restart_after_stop = false;
         if (flight_publishing &&
             (u->phase == PHASE_START_PRE || u->phase == PHASE_START || u->phase == PHASE_START_POST)) {
-                /* The start is past its point of no return: the stop is
-                 * applied when the publication completes (SPEC §2.3). */
-                u->stop_queued = true;
+                /* The start is past its point of no return, and what it
+                 * waits for (READY=1, a oneshot's or ExecStartPre='s exit) may
+                 * take up to TimeoutStartSec=: the stop completes the
+                 * publication now — its waiters are answered that the start
+                 * was stopped — and applies at once (docs/singleflight.md). */
+                u->stop_queued = false;
+                answer_flight_why(u, false, "stopped before it was up");
+                enter_stop(u);
                 return;
         }
         switch (u->phase) {

@@ -110,6 +110,7 @@ struct unit_outcome {
         bool ok;
         pid_t main_pid;
         enum unit_result result;
+        char reason[160];       /* why it is not ok, when more than the result says; else "" */
 };
 extern const sf_outcome_ops unit_outcome_ops;
 

@@ -228,6 +228,34 @@ class Ordering(DepsTestCase):
         self.assertIsNotNone(self.stamp('server', 'start'))
 
 
+class Stopping(DepsTestCase):
+    def test_stop_of_a_unit_not_ready_yet_is_not_held_by_its_start(self):
+        """A stop while a notify unit waits for READY=1 applies at once; it
+        is not queued until TimeoutStartSec= (30 s here, more than tendctl's
+        15 s) and the unit ends inactive, not failed with result timeout.
+        The client of the interrupted start learns it was stopped."""
+        self.gated_unit('n')
+        self.start_tend()
+        self.wait_stamp('n', 'start')
+        start = self.start([TENDCTL, '--control-socket', self.sock, 'start', 'n'], stdin=subprocess.DEVNULL)
+        self.wait_state('n', lambda r: r['waiters'] >= 1, 5, 'the start request never joined')
+        self.ctl('stop', 'n')
+        r = self.st('n')
+        self.assertEqual((r['state'], r['result'], r['main_pid']), ('inactive', 'success', None), r)
+        self.assertEqual(start.wait(5, 'the start was never answered'), 1)
+        self.assertIn('stopped before it was up', start.stderr_text())
+
+    def test_shutdown_while_starts_wait(self):
+        """SIGTERM while a chain waits on a unit that is not ready: tend
+        stops everything and exits, well before the start timeouts."""
+        self.gated_unit('a')
+        self.gated_unit('b', 'After=a.service\nRequires=a.service')
+        self.start_tend()
+        self.wait_stamp('a', 'start')
+        self.assertEqual(self.stop_tend(timeout=15), 0, self.stderr())
+        self.assertIsNone(self.stamp('b', 'start'))
+
+
 class Requirements(DepsTestCase):
     def test_failed_requires_blocks_failed_wants_does_not(self):
         self.unit('db', '''
@@ -250,6 +278,7 @@ class Requirements(DepsTestCase):
         # tendctl start of it fails the same way, with exit status 1.
         status, _, err = self.ctl('start', 'app', check=False)
         self.assertEqual(status, 1, err)
+        self.assertIn('app.service failed to start (result dependency): required unit db.service failed', err)
         self.assertEqual(self.st('app')['result'], 'dependency')
 
     def test_missing_requirement(self):
@@ -309,6 +338,38 @@ class Propagation(DepsTestCase):
         self.assertGreaterEqual(app2['since_monotonic'], db2['since_monotonic'],
                                 'app restarted before db was running again')
         self.assertEqual(self.st('viewer')['main_pid'], viewer['main_pid'], 'Wants= propagates nothing')
+
+    def test_restart_waiting_for_its_requirement_shows_inactive(self):
+        """X restarts and is held before READY=1: its running Requires=
+        dependent stops, then waits for X, shown inactive without a pid."""
+        self.gated_unit('x')
+        self.simple_unit('d', 'Requires=x.service\nAfter=x.service')
+        self.start_tend()
+        self.open_gate('x')
+        self.wait_running('x')
+        d = self.wait_running('d')
+        self.ctl('restart', 'x', '--no-block')
+        r = self.wait_state('d', lambda r: r['state'] == 'inactive', 5, 'd did not stop with x\'s restart')
+        self.assertIsNone(r['main_pid'])
+        self.assertFalse(pid_alive(d['main_pid']))
+        self.open_gate('x')
+        d2 = self.wait_running('d', other_than=d['main_pid'])
+        self.assertGreaterEqual(d2['since_monotonic'], self.st('x')['since_monotonic'])
+
+    def test_removed_requirement_stops_its_dependents(self):
+        """daemon-reload removing X stops it as tendctl stop would: its
+        Requires= dependents too."""
+        self.simple_unit('x')
+        self.simple_unit('d', 'Requires=x.service\nAfter=x.service')
+        self.simple_unit('w', 'Wants=x.service')
+        self.start_tend()
+        for n in ('x', 'd', 'w'):
+            self.wait_running(n)
+        w = self.st('w')
+        os.unlink(os.path.join(self.dir, 'x.service'))
+        self.ctl('daemon-reload')
+        self.wait_state('d', lambda r: r['state'] == 'inactive', 5, 'd kept running without x')
+        self.assertEqual(self.st('w')['main_pid'], w['main_pid'])
 
     def test_bindsto_stops_with_its_unit(self):
         self.simple_unit('x', service_keys='Restart=no')

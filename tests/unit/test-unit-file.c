@@ -717,6 +717,13 @@ static void test_dependency_keys(void **state) {
         assert_null(u->requires);
         unit_file_free(u);
 
+        /* Itself: a cycle of one, dropped with a warning. */
+        n_msgs = 0;
+        u = parse_ok("[Unit]\nAfter=a.service b.service\n" EXEC);
+        expect_msgs(LOG_WARNING, "test/a.service:2: After=\"a.service\" names the unit itself, ignored", -1);
+        assert_strv(u->after, "b.service", NULL);
+        unit_file_free(u);
+
         /* A name that is no unit at all, or a template, is an error. */
         static const char *const bad[] = { "[Unit]\nRequires=b\n", "[Unit]\nAfter=b@.service\n",
                                            "[Unit]\nWants=/etc/b.service\n" };

@@ -854,7 +854,7 @@ static void test_stop_while_waiting(void **state) {
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         assert_true(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_STOPPING); /* on its way to the restart */
+        assert_int_equal(u->state, UNIT_INACTIVE); /* the old instance is gone; the restart waits */
         assert_int_equal(unit_job_state(u), UNIT_JOB_PENDING);
         assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
         unit_stop(u, true);
@@ -891,6 +891,86 @@ static void test_auto_restart_hook(void **state) {
         unit_free(u);
 }
 
+
+/* Not ok, with this reason, in w's answer. */
+static void assert_answer_not_ok(sf_waiter *w, const char *reason) {
+        sf_answer ans;
+        assert_int_equal(sf_waiter_peek(w, &ans), 0);
+        assert_int_equal(ans.status, SF_ANSWER_OK);
+        struct unit_outcome *o = ans.outcome;
+        assert_false(o->ok);
+        assert_string_equal(o->reason, reason);
+        unit_outcome_ops.free(o, NULL);
+}
+
+/* A stop while a notify unit waits for READY=1 (its flight PUBLISHING): the
+ * waiters are answered at once, the stop runs at once, the unit ends
+ * inactive — not after TimeoutStartSec= with result timeout. */
+static void test_stop_before_ready(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "n.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
+        sf_waiter *w = start(f, u);
+        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
+        unit_stop(u, true);
+        assert_answer_not_ok(w, "stopped before it was up");
+        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(f->armed - f->now, 10 * USEC_PER_SEC); /* TimeoutStopSec=, not the start's */
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        assert_int_equal(f->restart_requests, 0);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* A stop queued behind a restart of a notify unit: the new instance is
+ * spawned (the restart's publication), then, as it would wait for READY=1,
+ * the stop applies at once. */
+static void test_queued_stop_notify_restart(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "q.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
+        sf_waiter *w0 = start(f, u);
+        notify(u, "READY=1");
+        sf_waiter_free(w0);
+        sf_waiter *w = NULL;
+        sf_resolution *r = NULL;
+        assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
+        unit_explicit_restart(u, r);
+        unit_stop(u, true); /* queued: the old instance was signalled */
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(f->n_spawns, 2);
+        assert_answer_not_ok(w, "stopped before it was up");
+        assert_int_equal(u->state, UNIT_STOPPING);
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_false(u->stop_queued);
+        sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* A restart whose start waits for its dependencies: once the old instance
+ * is gone the unit shows inactive, without a main pid, not stopping. */
+static void test_restart_waiting_shows_inactive(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "p.service", "[Service]\nExecStart=/bin/true\n");
+        sf_waiter_free(start(f, u));
+        f->wait_deps = 1;
+        unit_propagated_restart(u, NULL);
+        assert_int_equal(u->state, UNIT_STOPPING);
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_true(unit_is_waiting(u));
+        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(u->main_pid, 0);
+        unit_dependencies_ready(u);
+        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(u->restarts, 1);
+        unit_free(u);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_start_answers_with_pid, setup, teardown),
@@ -899,6 +979,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_wait_cancelled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_while_waiting, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_auto_restart_hook, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_before_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_queued_stop_notify_restart, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_restart_waiting_shows_inactive, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_backoff_steps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_table, setup, teardown),
