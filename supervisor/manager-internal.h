@@ -20,6 +20,7 @@
 #include "logs.h"
 #include "notify.h"
 #include "options.h"
+#include "record.h"
 #include "singleflight.h"
 #include "store.h"
 #include "unit.h"
@@ -50,6 +51,7 @@ struct manager {
         struct exit_sub *sub;
         sf_table *flights;
         struct store *store;
+        struct record_writer *records;     /* service/NAME's JSON (record.h) */
         struct cgroup_tree *cgroups;
         logs_manager *logs;
         struct control_server *control;

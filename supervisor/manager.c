@@ -34,6 +34,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "manager-internal.h"
+#include "record.h"
 #include "notify.h"
 #include "sandbox.h"
 #include "signal-util.h"
@@ -50,51 +51,22 @@ extern char **environ;
 
 /* ---- the store record (SPEC §5 fields) ---- */
 
-static struct json_object *record_object(const struct manager *m, const struct unit *u) {
-        struct json_object *o = json_object_new_object();
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "version", json_object_new_int(1));
-        json_object_object_add(o, "name", json_object_new_string(u->name));
-        json_object_object_add(o, "state", json_object_new_string(unit_state_to_string(u->state)));
-        json_object_object_add(o, "main_pid", u->main_pid > 0 ? json_object_new_int(u->main_pid) : NULL);
-        json_object_object_add(o, "since", json_object_new_int64((int64_t) u->since_realtime));
-        json_object_object_add(o, "since_monotonic", json_object_new_int64((int64_t) u->since_monotonic));
-        json_object_object_add(o, "restarts", json_object_new_int64((int64_t) u->restarts));
-        struct json_object *last = NULL;
-        if (u->has_last_exit) {
-                last = json_object_new_object();
-                if (u->last_exit.kind == EXIT_REASON_EXITED)
-                        json_object_object_add(last, "code", json_object_new_int(u->last_exit.status));
-                else {
-                        json_object_object_add(last, "signal", json_object_new_int(u->last_exit.status));
-                        json_object_object_add(last, "core_dumped", json_object_new_boolean(u->last_exit.core_dumped));
-                }
-        }
-        json_object_object_add(o, "last_exit", last);
-        json_object_object_add(o, "status", u->status_text ? json_object_new_string(u->status_text) : NULL);
-        json_object_object_add(o, "result", json_object_new_string(unit_result_to_string(u->result)));
-        int waiters = sf_table_get_waiters(m->flights, u->name);
-        json_object_object_add(o, "waiters", json_object_new_int(waiters > 0 ? waiters : 0));
-        return o;
-}
-
 static void record_write(struct manager *m, struct unit *u) {
-        struct json_object *o = record_object(m, u);
-        if (!o)
+        size_t len = 0;
+        const char *text = record_writer_format(m->records, u, sf_table_get_waiters(m->flights, u->name), &len);
+        if (!text) {
+                log_warning("%s: state record not written (%s)", u->name, strerror(ENOMEM));
                 return;
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        }
         char key[STORE_KEY_MAX];
         snprintf(key, sizeof key, "service/%s", u->name);
         int k;
         if (u->record_revision == 0)
-                k = store_create(m->store, STORE_DURABLE, key, text, strlen(text), 0, &u->record_revision);
+                k = store_create(m->store, STORE_DURABLE, key, text, len, 0, &u->record_revision);
         else
-                k = store_update(m->store, STORE_DURABLE, key, text, strlen(text), u->record_revision, 0,
-                                 &u->record_revision);
+                k = store_update(m->store, STORE_DURABLE, key, text, len, u->record_revision, 0, &u->record_revision);
         if (k <= 0)
                 log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
-        json_object_put(o);
 }
 
 /* ---- notify sockets and watchdog leases (SPEC §4; notify.h, watchdog.h) ---- */
@@ -1274,7 +1246,7 @@ static int manager_setup(struct manager *m) {
                 return log_error_errno(k, "setting up the reaper: %s", strerror(-k));
         struct store_options so = { .watch_queue_capacity = watch_queue_capacity() };
         if ((k = sf_table_new(&unit_outcome_ops, NULL, &m->flights)) < 0 ||
-            (k = store_new(&so, &m->store)) < 0 ||
+            (k = store_new(&so, &m->store)) < 0 || (k = record_writer_new(&m->records)) < 0 ||
             (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1 }, &m->logs)) < 0)
                 return log_error_errno(k, "setting up: %s", strerror(-k));
         if ((k = setup_cgroups(m)) < 0 || (k = setup_control(m)) < 0)
@@ -1311,6 +1283,7 @@ static void manager_done(struct manager *m) {
         exit_process_unref(m->cmd);
         logs_manager_free(m->logs);
         cgroup_tree_free(m->cgroups);
+        record_writer_free(m->records);
         store_unref(m->store);
         sf_table_unref(m->flights);
         exit_sub_free(m->sub);
