@@ -33,7 +33,10 @@ outlives it either way. Timing is done by tests/bench/bench-restart.c.
 
     TEND=… TENDCTL=… BENCH_STAMP=… BENCH_LOOP=… BENCH_HARNESS=… bench-service.py
         [--quick] [--only restart,crash,start,footprint] [--kills N] [--units N]
-        [--repeats N] [--keep]
+        [--repeats N] [--rows ROW,…] [--keep]
+
+--rows keeps only the named rows (and the floor, 'loop'), e.g. --rows tend,tend-pg while
+working on tend; a run for docs/benchmarks.md uses every row.
 
 --quick (CI): a few iterations of everything, every peer exercised, nothing judged.
 Exit status 1 when a row fails functionally (no restart, a missing peer, a lost
@@ -674,6 +677,15 @@ def main():
     def opt(name, default):
         return int(args[args.index(name) + 1]) if name in args else default
 
+    if '--rows' in args:
+        keep = set(args[args.index('--rows') + 1].split(',')) | {'loop'}
+        global ROWS, START_ROWS, FOOT_ROWS, TENDS
+        ROWS = [r for r in ROWS if r in keep]
+        START_ROWS = [r for r in START_ROWS if r in keep]
+        FOOT_ROWS = [r for r in FOOT_ROWS if r in keep]
+        TENDS = [r for r in TENDS if r in keep]
+        Bench.RESTART_GROUPS = [g for g in ([r for r in g if r in keep] for g in Bench.RESTART_GROUPS)
+                                if len(g) > 1]
     b = Bench(args)
     quick = b.quick
     only = args[args.index('--only') + 1].split(',') if '--only' in args else ['restart', 'crash', 'start', 'footprint']
