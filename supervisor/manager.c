@@ -307,6 +307,12 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 /* Leftovers of a previous tend wait at most this long for cgroup.kill. */
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
 
+/* cgroup.events and tend's own waiters are edge-triggered: with a thousand
+ * units starting at once, a thousand level-triggered fds that stay ready
+ * until sd-event dispatches them (one source per iteration) would each be
+ * polled again by every epoll_wait in between, O(N²). */
+#define GROUP_EVENTS (EPOLLPRI | EPOLLET)
+
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int logs_renew(struct manager *m, struct unit *u);
 
@@ -328,7 +334,7 @@ static int op_prepare(void *userdata, struct unit *u) {
         k = unit_group_renew(d->group);
         int fd = unit_group_events_fd(d->group);
         if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
+                (void) sd_event_add_io(m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
         return k < 0 ? k : 0;
 }
 
@@ -412,7 +418,7 @@ static sf_resolution *join_own(struct manager *m, struct unit *u) {
         d->own_waiter = w;
         int fd = sf_waiter_get_fd(w);
         if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN, on_own_waiter, d);
+                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN | EPOLLET, on_own_waiter, d);
         return r;
 }
 
@@ -471,9 +477,10 @@ static struct logs_target output_target(const struct unit_output *o, bool is_std
 
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct unit *u = userdata;
-        /* Reading cgroup.events re-arms its EPOLLPRI; unread, the level-
+        /* Reading cgroup.events re-arms its EPOLLPRI; unread, a level-
          * triggered source would fire again at once and tend would spin
-         * (a unit's cgroup becoming populated while it runs). */
+         * (a unit's cgroup becoming populated while it runs). Edge-triggered,
+         * the read still takes the state the next notification compares with. */
         (void) unit_group_populated(data(u)->group);
         unit_check_processes(u);
         return 0;
@@ -557,7 +564,7 @@ static int unit_data_new(struct manager *m, struct unit *u) {
                 return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
         int fd = unit_group_events_fd(d->group);
         if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
+                (void) sd_event_add_io(m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
         return 0;
 }
 
