@@ -351,15 +351,28 @@ static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static int on_unit_due(sd_event_source *s, void *userdata) {
+        unit_timer_fired(userdata);
+        return 0;
+}
+
+/* A unit holds a timer source only while a deadline is armed (a running
+ * unit has none: an sd-event source is 300 B, times 1,000 units). A deadline
+ * already due (RestartSec=0) is a deferred event: the next loop iteration,
+ * without a timerfd to program. */
 static int op_arm(void *userdata, struct unit *u, usec_t deadline) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
+        /* sd-event allows this from inside the source's own callback. */
+        d->timer = sd_event_source_disable_unref(d->timer);
         if (deadline == USEC_INFINITY)
-                return d->timer ? sd_event_source_set_enabled(d->timer, SD_EVENT_OFF) : 0;
-        if (!d->timer)
+                return 0;
+        int k;
+        if (deadline <= now_usec(CLOCK_MONOTONIC))
+                k = sd_event_add_defer(m->event, &d->timer, on_unit_due, u);
+        else
                 /* Accuracy 1 µs: sd-event's default (250 ms) would blur back-off delays. */
-                return sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
-        int k = sd_event_source_set_time(d->timer, deadline);
+                k = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
         return k < 0 ? k : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
