@@ -316,6 +316,18 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int logs_renew(struct manager *m, struct unit *u);
 
+/* A unit's cgroup.events is watched only while something waits for the
+ * cgroup to empty: from a populated answer (op_populated) until it reads
+ * empty. No change is lost in between: the read that answered populated
+ * recorded the file's event count, and adding the fd to epoll reports any
+ * change since (kernfs compares the counts), edge-triggered or not. */
+static void group_watch(struct unit *u) {
+        struct unit_data *d = data(u);
+        int fd = unit_group_events_fd(d->group);
+        if (!d->group_source && fd >= 0)
+                (void) sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
@@ -332,9 +344,6 @@ static int op_prepare(void *userdata, struct unit *u) {
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);
         k = unit_group_renew(d->group);
-        int fd = unit_group_events_fd(d->group);
-        if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
         return k < 0 ? k : 0;
 }
 
@@ -343,7 +352,10 @@ static int op_signal_all(void *userdata, struct unit *u, int sig) {
 }
 
 static int op_populated(void *userdata, struct unit *u) {
-        return unit_group_populated(data(u)->group);
+        int k = unit_group_populated(data(u)->group);
+        if (k > 0)
+                group_watch(u);
+        return k;
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -494,7 +506,9 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
          * triggered source would fire again at once and tend would spin
          * (a unit's cgroup becoming populated while it runs). Edge-triggered,
          * the read still takes the state the next notification compares with. */
-        (void) unit_group_populated(data(u)->group);
+        struct unit_data *d = data(u);
+        if (unit_group_populated(d->group) == 0) /* sd-event allows this inside the callback */
+                d->group_source = sd_event_source_disable_unref(d->group_source);
         unit_check_processes(u);
         return 0;
 }
@@ -575,9 +589,6 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
-        int fd = unit_group_events_fd(d->group);
-        if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
         return 0;
 }
 
