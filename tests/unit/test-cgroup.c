@@ -190,6 +190,8 @@ static int helper(int argc, char **argv) {
                 say("P");
                 pause_forever();
         }
+        if (argc >= 4 && streq(argv[2], "exit"))
+                return atoi(argv[3]);
         return 2;
 }
 
@@ -846,6 +848,51 @@ static void spawn_into_cgroup(void **state) {
         assert_int_equal(unit_group_contains(c->group, o->pid), 0);
 }
 
+/* Exit codes and exec failures of children spawned into the unit's cgroup,
+ * on each path (the setups of spawn_into_cgroup); a fresh cgroup, never
+ * cgroup.kill'ed, so no child is killed at birth. */
+static void spawn_into_cgroup_exits(void **state) {
+        struct ctx *c = *state;
+        open_tree(c);
+        open_unit(c, "exits");
+        bool vfork = !(c->reaper_flags & EXIT_REAPER_NO_VFORK) && spawn_vfork_available() &&
+                     spawn_vfork_cgroup_available();
+        const char *codes[] = { "0", "3", "255" };
+        for (size_t i = 0; i < ELEMENTSOF(codes); i++) {
+                char *argv[] = { self_exe, (char *) "--helper", (char *) "exit", (char *) codes[i], NULL };
+                struct exit_spawn_attr a = {
+                        .size = sizeof a, .flags = EXIT_SPAWN_SETSID, .argv = argv, .cwd = "/",
+                        .pdeath_signal = SIGKILL, .cgroup_fd = -1,
+                };
+                assert_int_equal(unit_group_spawn_attr(c->group, &a), 0);
+                struct exit_process *p = NULL;
+                assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+                assert_int_equal(exit_process_exec_result(p, NULL), vfork ? 0 : -EINPROGRESS);
+                struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the exiting child");
+                exit_process_unref(p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, atoi(codes[i]));
+        }
+        char *missing[] = { (char *) "/nonexistent/tend-test-binary", NULL };
+        struct exit_spawn_attr a = { .size = sizeof a, .argv = missing, .pdeath_signal = SIGKILL, .cgroup_fd = -1 };
+        assert_int_equal(unit_group_spawn_attr(c->group, &a), 0);
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        int stage = -1;
+        assert_int_equal(exit_process_wait_exec(p, WAIT_MS, &stage), -ENOENT);
+        assert_int_equal(stage, EXIT_STAGE_EXEC);
+        struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the child that could not exec");
+        exit_process_unref(p);
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 127);
+        wait_unit_empty(c, "a child that exited is still in the unit's cgroup");
+        /* An empty cgroup is neither scanned nor cgroup.kill'ed (which would
+         * force a renewal before the next spawn). */
+        assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
+        assert_int_equal(unit_group_signal(c->group, SIGKILL, false), 0);
+        assert_false(unit_group_needs_renewal(c->group));
+}
+
 static void test_spawn_vfork(void **state) {
         spawn_into_cgroup(state);
 }
@@ -1141,6 +1188,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test_setup_teardown(test_discovery_unwritable, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_vfork, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_clone3, setup_clone3, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup_clone3, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup_fork, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_fork, setup_fork, teardown),
                 cmocka_unit_test_setup_teardown(test_populated_events, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_kill_tree, setup, teardown),
