@@ -9,7 +9,9 @@
  * Collect, then dispatch: the reaper is drained first (all ready pidfds),
  * then exits are handed to the state machines one by one.
  */
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -98,51 +100,90 @@ static struct unit_data *data(const struct unit *u) {
 
 /* ---- the store record (SPEC §5 fields) ---- */
 
-static struct json_object *record_object(const struct manager *m, const struct unit *u) {
-        struct json_object *o = json_object_new_object();
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "version", json_object_new_int(1));
-        json_object_object_add(o, "name", json_object_new_string(u->name));
-        json_object_object_add(o, "state", json_object_new_string(unit_state_to_string(u->state)));
-        json_object_object_add(o, "main_pid", u->main_pid > 0 ? json_object_new_int(u->main_pid) : NULL);
-        json_object_object_add(o, "since", json_object_new_int64((int64_t) u->since_realtime));
-        json_object_object_add(o, "since_monotonic", json_object_new_int64((int64_t) u->since_monotonic));
-        json_object_object_add(o, "restarts", json_object_new_int64((int64_t) u->restarts));
-        struct json_object *last = NULL;
-        if (u->has_last_exit) {
-                last = json_object_new_object();
-                if (u->last_exit.kind == EXIT_REASON_EXITED)
-                        json_object_object_add(last, "code", json_object_new_int(u->last_exit.status));
-                else {
-                        json_object_object_add(last, "signal", json_object_new_int(u->last_exit.status));
-                        json_object_object_add(last, "core_dumped", json_object_new_boolean(u->last_exit.core_dumped));
-                }
+/* Appends s as a JSON string (quotes included) at out, or only counts when
+ * out is NULL. Bytes from 0x80 pass as they are, as json-c passes them. */
+static size_t json_quote(char *out, const char *s) {
+        static const char hex[] = "0123456789abcdef";
+        size_t n = 0;
+#define PUT(c) do { if (out) out[n] = (c); n++; } while (0)
+        PUT('"');
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\') {
+                        PUT('\\');
+                        PUT((char) *p);
+                } else if (*p < 0x20) {
+                        PUT('\\');
+                        PUT('u');
+                        PUT('0');
+                        PUT('0');
+                        PUT(hex[*p >> 4]);
+                        PUT(hex[*p & 15]);
+                } else
+                        PUT((char) *p);
         }
-        json_object_object_add(o, "last_exit", last);
-        json_object_object_add(o, "status", u->status_text ? json_object_new_string(u->status_text) : NULL);
-        json_object_object_add(o, "result", json_object_new_string(unit_result_to_string(u->result)));
+        PUT('"');
+#undef PUT
+        return n;
+}
+
+/* The state record (SPEC §5's fields), written by hand into buf (size at
+ * least record_size()): json-c's object tree cost a few dozen allocations per
+ * state change, and a restart makes four. Returns the length. */
+static size_t record_size(const struct unit *u) {
+        return 512 + json_quote(NULL, u->name) + (u->status_text ? json_quote(NULL, u->status_text) : 0);
+}
+
+static size_t record_text(const struct manager *m, const struct unit *u, char *buf, size_t size) {
+        size_t n = 0;
+#define ADD(...) (n += (size_t) snprintf(buf + n, size - n, __VA_ARGS__))
+        ADD("{\"version\":1,\"name\":");
+        n += json_quote(buf + n, u->name);
+        ADD(",\"state\":\"%s\",\"main_pid\":", unit_state_to_string(u->state));
+        if (u->main_pid > 0)
+                ADD("%d", (int) u->main_pid);
+        else
+                ADD("null");
+        ADD(",\"since\":%" PRId64 ",\"since_monotonic\":%" PRId64 ",\"restarts\":%" PRId64 ",\"last_exit\":",
+            (int64_t) u->since_realtime, (int64_t) u->since_monotonic, (int64_t) u->restarts);
+        if (!u->has_last_exit)
+                ADD("null");
+        else if (u->last_exit.kind == EXIT_REASON_EXITED)
+                ADD("{\"code\":%d}", u->last_exit.status);
+        else
+                ADD("{\"signal\":%d,\"core_dumped\":%s}", u->last_exit.status,
+                    u->last_exit.core_dumped ? "true" : "false");
+        ADD(",\"status\":");
+        if (u->status_text)
+                n += json_quote(buf + n, u->status_text);
+        else
+                ADD("null");
         int waiters = sf_table_get_waiters(m->flights, u->name);
-        json_object_object_add(o, "waiters", json_object_new_int(waiters > 0 ? waiters : 0));
-        return o;
+        ADD(",\"result\":\"%s\",\"waiters\":%d}", unit_result_to_string(u->result), waiters > 0 ? waiters : 0);
+#undef ADD
+        assert(n < size);
+        return n;
 }
 
 static void record_write(struct manager *m, struct unit *u) {
-        struct json_object *o = record_object(m, u);
-        if (!o)
+        char fixed[1024];
+        size_t size = record_size(u);
+        _cleanup_free_ char *big = size > sizeof fixed ? malloc(size) : NULL;
+        char *text = size > sizeof fixed ? big : fixed;
+        if (!text) {
+                log_warning("%s: state record not written (%s)", u->name, strerror(ENOMEM));
                 return;
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        }
+        size_t len = record_text(m, u, text, size);
         char key[STORE_KEY_MAX];
         snprintf(key, sizeof key, "service/%s", u->name);
         int k;
         if (u->record_revision == 0)
-                k = store_create(m->store, STORE_DURABLE, key, text, strlen(text), 0, &u->record_revision);
+                k = store_create(m->store, STORE_DURABLE, key, text, len, 0, &u->record_revision);
         else
-                k = store_update(m->store, STORE_DURABLE, key, text, strlen(text), u->record_revision, 0,
+                k = store_update(m->store, STORE_DURABLE, key, text, len, u->record_revision, 0,
                                  &u->record_revision);
         if (k <= 0)
                 log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
-        json_object_put(o);
 }
 
 /* ---- notify sockets and watchdog leases (SPEC §4; notify.h, watchdog.h) ---- */
