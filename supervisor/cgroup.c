@@ -668,8 +668,15 @@ static int signal_by_cgroup_kill(struct unit_group *g) {
 /* FALLBACK mode: the leader's process group                                */
 /* ------------------------------------------------------------------------ */
 
+/* kill(-pgid, 0) answers ESRCH only when no process has that process group:
+ * then the group is provably empty and no /proc scan is needed. Any other
+ * answer (members left, or a recycled group id) leaves it to the scan. */
+static bool group_gone(pid_t pgid) {
+        return kill(-pgid, 0) < 0 && errno == ESRCH;
+}
+
 static int fallback_populated(const struct unit_group *g) {
-        if (g->leader <= 1)
+        if (g->leader <= 1 || group_gone(g->leader))
                 return 0;
         DIR *d = opendir("/proc");
         if (!d)
@@ -705,6 +712,8 @@ static int fallback_signal(const struct unit_group *g, int sig, bool leader_unre
                         return errno == ESRCH ? 0 : negative_errno();
                 return 0;
         }
+        if (group_gone(g->leader))
+                return 0;
         struct proc_set *set = proc_set_new();
         if (!set)
                 return -ENOMEM;
@@ -893,6 +902,11 @@ int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped) {
                 return -ENOENT;
         if (!is_cgroup(group))
                 return fallback_signal(group, sig, leader_unreaped);
+        /* An empty cgroup (cgroup.events, authoritative) has nobody to
+         * signal: no scan, and no cgroup.kill that would force a renewal. */
+        int r = read_populated(group);
+        if (r <= 0)
+                return r;
         return sig == SIGKILL ? signal_by_cgroup_kill(group) : signal_by_scan(group, sig);
 }
 

@@ -222,9 +222,12 @@ int unit_group_renew(struct unit_group *group);
  * /proc/PID/cgroup still names the unit's cgroup (or one below it) and the
  * pidfd is live; passes repeat until one finds no new process (forks race
  * the scan), at most UNIT_GROUP_MAX_PASSES. leader_unreaped is ignored.
+ * Neither happens when cgroup.events says the cgroup is empty (so an empty
+ * cgroup is never cgroup.kill'ed and needs no renewal).
  * FALLBACK mode: leader_unreaped says whether the caller has not reaped the
  * leader yet, so its pgid cannot have been recycled: then kill(-pgid, sig);
- * else the group's members are found in /proc (the pgrp field of
+ * else, unless kill(-pgid, 0) answers ESRCH (no process has that group: it
+ * is empty), the group's members are found in /proc (the pgrp field of
  * /proc/PID/stat) and signalled through pidfds after the same re-check
  * (proc-scan.h, which follows SIGTERM/SIGINT/SIGHUP with SIGCONT).
  * A process that left the group (setsid, setpgid) is not reached.

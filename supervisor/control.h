@@ -71,8 +71,10 @@ struct control_options {
 #define CONTROL_STALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 /* Bytes of answers queued per connection before tend stops producing more
  * for it (watch events, log lines, unit batches wait in their own bounded
- * queues meanwhile). */
-#define CONTROL_OUTPUT_MAX (256u * 1024u)
+ * queues meanwhile). Small, so a snapshot is built a few KiB at a time as the
+ * client reads: ten watchers of 1,000 units once held 2 MiB that the heap
+ * kept after they had gone (docs/benchmarks.md "service mode"). */
+#define CONTROL_OUTPUT_MAX (32u * 1024u)
 
 struct control_server;
 

@@ -230,8 +230,26 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 /* Leftovers of a previous tend wait at most this long for cgroup.kill. */
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
 
+/* cgroup.events and tend's own waiters are edge-triggered: with a thousand
+ * units starting at once, a thousand level-triggered fds that stay ready
+ * until sd-event dispatches them (one source per iteration) would each be
+ * polled again by every epoll_wait in between, O(N²). */
+#define GROUP_EVENTS (EPOLLPRI | EPOLLET)
+
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int logs_renew(struct manager *m, struct unit *u);
+
+/* A unit's cgroup.events is watched only while something waits for the
+ * cgroup to empty: from a populated answer (op_populated) until it reads
+ * empty. No change is lost in between: the read that answered populated
+ * recorded the file's event count, and adding the fd to epoll reports any
+ * change since (kernfs compares the counts), edge-triggered or not. */
+static void group_watch(struct unit *u) {
+        struct unit_data *d = data(u);
+        int fd = unit_group_events_fd(d->group);
+        if (!d->group_source && fd >= 0)
+                (void) sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
+}
 
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
@@ -249,9 +267,6 @@ static int op_prepare(void *userdata, struct unit *u) {
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);
         k = unit_group_renew(d->group);
-        int fd = unit_group_events_fd(d->group);
-        if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
         return k < 0 ? k : 0;
 }
 
@@ -260,7 +275,10 @@ static int op_signal_all(void *userdata, struct unit *u, int sig) {
 }
 
 static int op_populated(void *userdata, struct unit *u) {
-        return unit_group_populated(data(u)->group);
+        int k = unit_group_populated(data(u)->group);
+        if (k > 0)
+                group_watch(u);
+        return k;
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -268,15 +286,28 @@ static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static int on_unit_due(sd_event_source *s, void *userdata) {
+        unit_timer_fired(userdata);
+        return 0;
+}
+
+/* A unit holds a timer source only while a deadline is armed (a running
+ * unit has none: an sd-event source is 300 B, times 1,000 units). A deadline
+ * already due (RestartSec=0) is a deferred event: the next loop iteration,
+ * without a timerfd to program. */
 static int op_arm(void *userdata, struct unit *u, usec_t deadline) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
+        /* sd-event allows this from inside the source's own callback. */
+        d->timer = sd_event_source_disable_unref(d->timer);
         if (deadline == USEC_INFINITY)
-                return d->timer ? sd_event_source_set_enabled(d->timer, SD_EVENT_OFF) : 0;
-        if (!d->timer)
+                return 0;
+        int k;
+        if (deadline <= now_usec(CLOCK_MONOTONIC))
+                k = sd_event_add_defer(m->event, &d->timer, on_unit_due, u);
+        else
                 /* Accuracy 1 µs: sd-event's default (250 ms) would blur back-off delays. */
-                return sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
-        int k = sd_event_source_set_time(d->timer, deadline);
+                k = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
         return k < 0 ? k : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
 }
 
@@ -336,7 +367,7 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
         d->own_waiter = w;
         int fd = sf_waiter_get_fd(w);
         if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN, on_own_waiter, d);
+                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN | EPOLLET, on_own_waiter, d);
         return r;
 }
 
@@ -405,10 +436,13 @@ static struct logs_target output_target(const struct unit_output *o, bool is_std
 
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct unit *u = userdata;
-        /* Reading cgroup.events re-arms its EPOLLPRI; unread, the level-
+        /* Reading cgroup.events re-arms its EPOLLPRI; unread, a level-
          * triggered source would fire again at once and tend would spin
-         * (a unit's cgroup becoming populated while it runs). */
-        (void) unit_group_populated(data(u)->group);
+         * (a unit's cgroup becoming populated while it runs). Edge-triggered,
+         * the read still takes the state the next notification compares with. */
+        struct unit_data *d = data(u);
+        if (unit_group_populated(d->group) == 0) /* sd-event allows this inside the callback */
+                d->group_source = sd_event_source_disable_unref(d->group_source);
         unit_check_processes(u);
         return 0;
 }
@@ -490,9 +524,6 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
-        int fd = unit_group_events_fd(d->group);
-        if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->group_source, fd, EPOLLPRI, on_group_event, u);
         return 0;
 }
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The state record's JSON (record.h): one json-c tree, its values updated in
- * place. A field that is sometimes null (main_pid, last_exit, status) keeps
+ * place. A field that is sometimes null (main_pid, last_exit) keeps
  * its non-null value object alive through a reference of the writer's own,
  * and state and result have one value object per word, so switching values
- * allocates nothing; only a name or STATUS= text longer than the one before
- * makes json-c reallocate that string.
+ * allocates nothing; only the name and the STATUS= text are new string
+ * values each time.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,7 +20,7 @@
 struct record_writer {
         json_object *root;
         /* the writer's references to the values it updates */
-        json_object *name, *main_pid, *since, *since_monotonic, *restarts, *status, *waiters;
+        json_object *main_pid, *since, *since_monotonic, *restarts, *waiters;
         json_object *states[_UNIT_STATE_MAX], *results[_UNIT_RESULT_MAX]; /* one value per word */
         json_object *exit_code, *code;                     /* {"code": N} */
         json_object *exit_signal, *signal, *core_dumped;   /* {"signal": N, "core_dumped": B} */
@@ -29,9 +29,8 @@ struct record_writer {
 struct record_writer *record_writer_free(struct record_writer *w) {
         if (!w)
                 return NULL;
-        json_object *refs[] = { w->root, w->name, w->main_pid, w->since, w->since_monotonic, w->restarts,
-                                w->status, w->waiters, w->exit_code, w->code, w->exit_signal, w->signal,
-                                w->core_dumped };
+        json_object *refs[] = { w->root, w->main_pid, w->since, w->since_monotonic, w->restarts, w->waiters,
+                                w->exit_code, w->code, w->exit_signal, w->signal, w->core_dumped };
         for (size_t i = 0; i < ELEMENTSOF(refs); i++)
                 json_object_put(refs[i]);
         for (size_t i = 0; i < _UNIT_STATE_MAX; i++)
@@ -54,7 +53,6 @@ int record_writer_new(struct record_writer **ret) {
         if (!w)
                 return -ENOMEM;
         w->root = json_object_new_object();
-        w->name = json_object_new_string("");
         int k = 0;
         for (size_t i = 0; i < _UNIT_STATE_MAX; i++)
                 if (!(w->states[i] = json_object_new_string(unit_state_to_string((enum unit_state) i))))
@@ -66,7 +64,6 @@ int record_writer_new(struct record_writer **ret) {
         w->since = json_object_new_int64(0);
         w->since_monotonic = json_object_new_int64(0);
         w->restarts = json_object_new_int64(0);
-        w->status = json_object_new_string("");
         w->waiters = json_object_new_int(0);
         w->exit_code = json_object_new_object();
         w->code = json_object_new_int(0);
@@ -79,8 +76,8 @@ int record_writer_new(struct record_writer **ret) {
         /* SPEC §5's order, which json-c keeps: a value replaced keeps its place. */
         if (k >= 0 && json_object_object_add(w->root, "version", TAKE_PTR(version)) < 0)
                 k = -ENOMEM;
-        if (k >= 0)
-                k = add_ref(w->root, "name", w->name);
+        if (k >= 0 && json_object_object_add(w->root, "name", NULL) < 0)
+                k = -ENOMEM;
         if (k >= 0)
                 k = add_ref(w->root, "state", w->states[0]);
         if (k >= 0 && (!w->main_pid || json_object_object_add(w->root, "main_pid", NULL) < 0))
@@ -93,7 +90,7 @@ int record_writer_new(struct record_writer **ret) {
                 k = add_ref(w->root, "restarts", w->restarts);
         if (k >= 0 && (!w->exit_code || !w->exit_signal || json_object_object_add(w->root, "last_exit", NULL) < 0))
                 k = -ENOMEM;
-        if (k >= 0 && (!w->status || json_object_object_add(w->root, "status", NULL) < 0))
+        if (k >= 0 && json_object_object_add(w->root, "status", NULL) < 0)
                 k = -ENOMEM;
         if (k >= 0)
                 k = add_ref(w->root, "result", w->results[0]);
@@ -127,9 +124,17 @@ static void set_or_null(json_object *o, const char *key, json_object *v, bool se
 const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {
         if (u->state >= _UNIT_STATE_MAX || u->result >= _UNIT_RESULT_MAX)
                 return NULL;
-        if (!json_object_set_string(w->name, u->name) ||
-            (u->status_text && !json_object_set_string(w->status, u->status_text)))
+        /* Strings are new values: json-c 0.16 (Debian 12) mishandles a
+         * json_object_set_string() that shrinks a string it had grown. */
+        json_object *name = json_object_new_string(u->name);
+        json_object *status = u->status_text ? json_object_new_string(u->status_text) : NULL;
+        if (!name || (u->status_text && !status)) {
+                json_object_put(name);
+                json_object_put(status);
                 return NULL;
+        }
+        (void) json_object_object_add(w->root, "name", name);
+        (void) json_object_object_add(w->root, "status", status);
         set_or_null(w->root, "state", w->states[u->state], true);
         set_or_null(w->root, "result", w->results[u->result], true);
         json_object_set_int(w->main_pid, u->main_pid);
@@ -142,7 +147,6 @@ const char *record_writer_format(struct record_writer *w, const struct unit *u, 
         json_object_set_int(w->signal, u->last_exit.status);
         json_object_set_boolean(w->core_dumped, u->last_exit.core_dumped);
         set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, u->has_last_exit);
-        set_or_null(w->root, "status", w->status, u->status_text != NULL);
         json_object_set_int(w->waiters, waiters > 0 ? waiters : 0);
         return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN, ret_len);
 }

@@ -6,9 +6,9 @@
  *
  * Every state change writes one, four per restart, so the writer keeps one
  * json-c tree and updates its values in place rather than building a tree
- * per record (a few dozen allocations): json-c reallocates only a name or
- * STATUS= text longer than the previous one, and its output buffer when a
- * longer record comes. The text is json-c's own serialisation.
+ * per record (a few dozen allocations): a record costs the two strings, name
+ * and STATUS= text, and json-c grows its output buffer only when a longer
+ * record comes. The text is json-c's own serialisation.
  *
  * Single-threaded: one writer per event loop.
  */

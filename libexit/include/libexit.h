@@ -304,11 +304,14 @@ enum exit_reaper_flags {
          * whose exec status dispatch collects. Without it nothing is queued,
          * so an embedder that never pops events keeps no memory for them. */
         EXIT_REAPER_EXEC_EVENTS = 1u << 2,
-        /* Never use the vfork path. By default a child with no pre-exec hook,
-         * no cgroup and no working directory is started with
-         * clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD), as posix_spawn does: the
-         * caller is suspended until the child has exec'd (no page tables are
-         * copied), and the exec status is known when spawn returns. For tests. */
+        /* Never use the vfork path. By default a child with no pre-exec hook
+         * and no working directory but "/" is started with
+         * clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) — with a cgroup, clone3 with
+         * CLONE_INTO_CGROUP too, on x86-64 — as posix_spawn does: the caller
+         * is suspended until the child has exec'd (no page tables are copied;
+         * a child with only 0/1/2 shares the fd table until it unshares the
+         * few fds below the reaper's slots), and the exec status is known when
+         * spawn returns. docs/reaping.md. For tests. */
         EXIT_REAPER_NO_VFORK = 1u << 3,
 };
 
@@ -388,7 +391,7 @@ struct exit_spawn_attr {
         char *const *argv;         /* argv[0] is run: a path if it has a '/', else searched in
                                     * envp's PATH (then the default PATH), as execvp does */
         char *const *envp;         /* NULL: the caller's environ */
-        const char *cwd;           /* NULL: inherit */
+        const char *cwd;           /* NULL: inherit; other than "/": never the vfork path */
         int stdio[3];              /* with EXIT_SPAWN_STDIO: fds for 0/1/2, or
                                     * EXIT_SPAWN_FD_INHERIT / EXIT_SPAWN_FD_NULL */
         const int *fds;            /* extra fds, become 3, 4, … in order */

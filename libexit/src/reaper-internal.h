@@ -71,9 +71,14 @@ struct spawn_plan {
         int src_fds[3 + 253];   /* the fd each target 0..n_targets-1 comes from */
         unsigned n_targets;
         int devnull_fd;         /* owned, or -1 */
+        int null_fd;            /* borrowed /dev/null (the reaper's), or -1: then devnull_fd is opened */
         int cgroup_fd;          /* borrowed, or -1 */
         int cgroup_procs_fd;    /* owned (fork fallback only), or -1 */
         int status_fd;          /* the pipe's write end, owned; -1 on the vfork path */
+        /* The vfork path with CLONE_FILES: the caller put the sources of 0/1/2
+         * in these reserved low fds (the reaper's slots) just before the
+         * clone; the child unshares only the fds below them. -1: not used. */
+        int fd_slots[3];
         struct exec_failure *shared_failure; /* the vfork path: where the child reports */
         uint32_t flags;
         int pdeath_signal;
@@ -89,7 +94,8 @@ struct spawn_plan {
 
 #define SPAWN_MAX_EXTRA_FDS 253u
 
-int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr);
+/* null_fd: an open /dev/null the plan may borrow for EXIT_SPAWN_FD_NULL, or -1. */
+int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr, int null_fd);
 void spawn_plan_done(struct spawn_plan *plan);
 
 /* Clones the child (clone3, or fork + pidfd_open when use_clone3 is false or
@@ -98,16 +104,29 @@ void spawn_plan_done(struct spawn_plan *plan);
 pid_t spawn_clone(struct spawn_plan *plan, bool use_clone3, bool *clone3_refused, int *ret_pidfd);
 
 /* Whether the plan may take the vfork path: no hook (it could touch the
- * shared memory), no cgroup (clone() cannot place a child), no working
- * directory (a slow chdir would stall the caller while it is suspended). */
+ * shared memory), no working directory other than "/" (a slow chdir would
+ * stall the caller while it is suspended; the root never is), and a cgroup
+ * only where clone3 can be called with a stack of its own (spawn_vfork_cgroup_available). */
 bool spawn_plan_vfork_ok(const struct spawn_plan *plan);
 
 /* False in sanitizer builds, which always take clone3 (see spawn.c). */
 bool spawn_vfork_available(void);
 
+/* Whether this build can vfork into a cgroup: clone3(CLONE_VM | CLONE_VFORK |
+ * CLONE_INTO_CGROUP) on a stack of its own needs an assembly trampoline,
+ * written for x86-64 only. */
+bool spawn_vfork_cgroup_available(void);
+
+/* Whether the plan can use fd slots (spawn_plan.fd_slots): the vfork path,
+ * 0/1/2 only, not EXIT_SPAWN_KEEP_FDS. */
+bool spawn_plan_slots_ok(const struct spawn_plan *plan);
+
 #define SPAWN_VFORK_STACK_SIZE (128u * 1024u)
 
-/* clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) on stack: the caller is suspended
- * until the child has exec'd or failed, so the exec status is known on
- * return, in *ret_failure (error 0 = exec'd). Returns the pid or a negative errno. */
+/* clone(CLONE_VM|CLONE_VFORK|CLONE_PIDFD) on stack, or clone3 with
+ * CLONE_INTO_CGROUP too when the plan has a cgroup; CLONE_FILES when the plan
+ * uses fd slots. The caller is suspended until the child has exec'd or
+ * failed, so the exec status is known on return, in *ret_failure (error 0 =
+ * exec'd). Returns the pid or a negative errno: -ENOSYS, -EPERM, -EINVAL or
+ * -E2BIG from clone3 mean the kernel (or a seccomp policy) refused it. */
 pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure);

@@ -41,7 +41,13 @@ struct exit_reaper {
         int epfd;
         int sigfd;
         bool clone3_refused;
+        bool clone3_vfork_refused; /* clone3 refused CLONE_VM with a stack: cgroup children fork */
         void *vfork_stack;     /* SPAWN_VFORK_STACK_SIZE bytes, mapped at the first vfork spawn */
+        /* Reserved low fds, taken at creation while the table is small: /dev/null,
+         * and three slots that hold /dev/null except during a vfork spawn, when
+         * they hold the child's 0/1/2 (spawn_plan.fd_slots). Protected by lock. */
+        int null_fd;
+        int fd_slots[3];
         struct source src_signal;
 
         /* pid → unreaped process, open addressing with linear probing. */
@@ -465,6 +471,56 @@ static int reaper_init_signals(struct exit_reaper *r) {
         return 0;
 }
 
+static void release_fd_slots(struct exit_reaper *r) {
+        r->null_fd = safe_close(r->null_fd);
+        for (int i = 0; i < 3; i++)
+                r->fd_slots[i] = safe_close(r->fd_slots[i]);
+}
+
+/* Without slots (an fd limit hit) spawns still work: they copy and close
+ * the caller's whole fd table, as the other paths do. Never 0/1/2, which
+ * the caller may have closed and will reopen. */
+static void reserve_fd_slots(struct exit_reaper *r) {
+        r->null_fd = r->fd_slots[0] = r->fd_slots[1] = r->fd_slots[2] = -1;
+        if (!spawn_vfork_available() || (r->flags & EXIT_REAPER_NO_VFORK))
+                return;
+        int fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return;
+        r->null_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        for (int i = 0; i < 3 && r->null_fd >= 0; i++)
+                r->fd_slots[i] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        if (r->fd_slots[2] < 0)
+                release_fd_slots(r);
+}
+
+/* Puts the plan's sources of 0/1/2 into the slots; false (slots unchanged
+ * or back on /dev/null) when a source is not open. */
+static bool fd_slots_fill(struct exit_reaper *r, struct spawn_plan *plan) {
+        if (r->fd_slots[0] < 0 || !spawn_plan_slots_ok(plan))
+                return false;
+        for (int i = 0; i < 3; i++)
+                if (dup3(plan->src_fds[i], r->fd_slots[i], O_CLOEXEC) < 0) {
+                        for (int j = 0; j < i; j++)
+                                (void) dup3(r->null_fd, r->fd_slots[j], O_CLOEXEC);
+                        return false;
+                }
+        memcpy(plan->fd_slots, r->fd_slots, sizeof plan->fd_slots);
+        return true;
+}
+
+/* The child has exec'd or died: the slots let go of its sources (a pipe's
+ * write end held here would keep its reader from ever seeing EOF). */
+static void fd_slots_clear(struct exit_reaper *r, struct spawn_plan *plan) {
+        if (plan->fd_slots[0] < 0)
+                return;
+        for (int i = 0; i < 3; i++) {
+                (void) dup3(r->null_fd, r->fd_slots[i], O_CLOEXEC);
+                plan->fd_slots[i] = -1;
+        }
+}
+
 _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_reaper **ret) {
         if (!hub || !ret || (flags & ~(uint32_t) (EXIT_REAPER_ORPHANS | EXIT_REAPER_NO_CLONE3 | EXIT_REAPER_EXEC_EVENTS |
                                           EXIT_REAPER_NO_VFORK)))
@@ -486,11 +542,13 @@ _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_r
         r->flags = flags;
         r->epfd = r->sigfd = -1;
         r->clone3_refused = flags & EXIT_REAPER_NO_CLONE3;
+        reserve_fd_slots(r);
 
         k = reaper_init_signals(r);
         if (k < 0) {
                 safe_close(r->epfd);
                 safe_close(r->sigfd);
+                release_fd_slots(r);
                 reaper_unref_internal(r);
                 return k;
         }
@@ -522,6 +580,7 @@ _public_ struct exit_reaper *exit_reaper_free(struct exit_reaper *r) {
         r->exec_tail = NULL;
         r->epfd = safe_close(r->epfd);
         r->sigfd = safe_close(r->sigfd);
+        release_fd_slots(r);
         /* Closed: nothing is published any more, so the hub's owner reference
          * goes now, not when the last process handle does; and a new reaper
          * may be created although handles of this one are still held. */
@@ -611,13 +670,20 @@ static int vfork_stack_get(struct exit_reaper *r) {
 /* The vfork path: the exec status is known on return; queue its event now. */
 static pid_t spawn_vfork_known(struct exit_reaper *r, struct exit_process *p, struct spawn_plan *plan) {
         struct exec_failure f;
+        bool slots = fd_slots_fill(r, plan);
         pid_t pid = spawn_vfork(plan, r->vfork_stack, &p->pidfd, &f);
+        if (slots)
+                fd_slots_clear(r, plan);
         if (pid < 0)
                 return pid;
         p->exec_error = -f.error;
         p->exec_stage = f.error ? f.stage : EXIT_STAGE_EXEC;
         exec_queue(r, p);
         return pid;
+}
+
+static bool vfork_refused(pid_t pid) {
+        return pid == -ENOSYS || pid == -EPERM || pid == -EINVAL || pid == -E2BIG;
 }
 
 /* Disposes of a child we could not bind: it is ours and unreaped, so its
@@ -641,11 +707,14 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         memcpy(&a, attr, attr->size < sizeof a ? attr->size : sizeof a);
 
         struct spawn_plan plan;
-        int k = spawn_plan_init(&plan, &a);
+        int k = spawn_plan_init(&plan, &a, r->null_fd);
         struct exit_process *p = k < 0 ? NULL : process_new(r);
         if (k >= 0 && !p)
                 k = -ENOMEM;
         bool vfork = k >= 0 && !(r->flags & EXIT_REAPER_NO_VFORK) && spawn_plan_vfork_ok(&plan);
+        /* A cgroup child vforks through clone3 only (it needs CLONE_INTO_CGROUP). */
+        if (vfork && plan.cgroup_fd >= 0 && (r->clone3_refused || r->clone3_vfork_refused))
+                vfork = false;
         if (k >= 0 && !vfork)
                 k = exec_pipe_open(p, &plan);
         if (k < 0)
@@ -660,8 +729,16 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         if (k >= 0)
                 k = exit_hub_reserve(r->hub, &p->id);
         if (k >= 0) {
-                pid_t pid = vfork ? spawn_vfork_known(r, p, &plan)
-                                  : spawn_clone(&plan, !r->clone3_refused, &r->clone3_refused, &p->pidfd);
+                pid_t pid = vfork ? spawn_vfork_known(r, p, &plan) : 0;
+                if (vfork && plan.cgroup_fd >= 0 && vfork_refused(pid)) {
+                        /* Refused with a stack (an old kernel, a seccomp policy):
+                         * the clone3 path, which has its own fallback, from now on. */
+                        r->clone3_vfork_refused = true;
+                        vfork = false;
+                        pid = exec_pipe_open(p, &plan);
+                }
+                if (!vfork && pid >= 0)
+                        pid = spawn_clone(&plan, !r->clone3_refused, &r->clone3_refused, &p->pidfd);
                 k = pid < 0 ? pid : 0;
                 if (k >= 0) {
                         p->pid = pid;

@@ -153,12 +153,12 @@ static int plan_fds(struct spawn_plan *plan, const struct exit_spawn_attr *attr)
                 if (fd == EXIT_SPAWN_FD_INHERIT)
                         fd = (int) i;
                 else if (fd == EXIT_SPAWN_FD_NULL) {
-                        if (plan->devnull_fd < 0) {
+                        if (plan->null_fd < 0 && plan->devnull_fd < 0) {
                                 plan->devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
                                 if (plan->devnull_fd < 0)
                                         return negative_errno();
                         }
-                        fd = plan->devnull_fd;
+                        fd = plan->null_fd >= 0 ? plan->null_fd : plan->devnull_fd;
                 } else if (fd < 0)
                         return -EINVAL;
                 plan->src_fds[i] = fd;
@@ -171,15 +171,17 @@ static int plan_fds(struct spawn_plan *plan, const struct exit_spawn_attr *attr)
         return 0;
 }
 
-int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr) {
+int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr, int null_fd) {
         *plan = (struct spawn_plan) {
                 .argv = attr->argv,
                 .envp = attr->envp ? attr->envp : environ,
                 .cwd = attr->cwd,
                 .devnull_fd = -1,
+                .null_fd = null_fd,
                 .cgroup_fd = (attr->flags & EXIT_SPAWN_CGROUP) ? attr->cgroup_fd : -1,
                 .cgroup_procs_fd = -1,
                 .status_fd = -1,
+                .fd_slots = { -1, -1, -1 },
                 .flags = attr->flags,
                 .pdeath_signal = attr->pdeath_signal,
                 .parent_pid = getpid(),
@@ -281,10 +283,29 @@ static int child_setup(struct spawn_plan *plan) {
         return 0;
 }
 
+/* The vfork path with CLONE_FILES: we share our parent's fd table, and the
+ * sources of 0/1/2 wait in the slots. Unsharing with close_range copies only
+ * the fds below the first one it closes (Linux 5.9), so the cost does not
+ * grow with the parent's fds; nothing of the shared table is touched before. */
+static int child_fds_slots(const struct spawn_plan *plan) {
+        int top = 0;
+        for (int i = 0; i < 3; i++)
+                if (plan->fd_slots[i] >= top)
+                        top = plan->fd_slots[i] + 1;
+        if (close_range((unsigned) top, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+                return -errno;
+        for (int i = 0; i < 3; i++)
+                if (dup2(plan->fd_slots[i], i) < 0)
+                        return -errno;
+        return close_range(3, ~0U, 0) < 0 ? -errno : 0;
+}
+
 /* Puts every source fd in its target slot and closes every other fd except
  * the exec-status pipe, which is close-on-exec. */
 static int child_fds(struct spawn_plan *plan) {
         int n = (int) plan->n_targets;
+        if (plan->fd_slots[0] >= 0)
+                return child_fds_slots(plan);
 
         /* Move the status pipe and any source that a dup2 could clobber above
          * the targets first. */
@@ -406,8 +427,77 @@ bool spawn_vfork_available(void) {
 #endif
 }
 
+/* clone3 with a stack returns in the child on that stack, with nothing on
+ * it to return to: the child must call its function and exit without
+ * leaving the trampoline. glibc exports no clone3 (its internal one works
+ * the same way); this one is x86-64 only, elsewhere cgroup children take
+ * the clone3 path without CLONE_VM.
+ *
+ * long spawn_clone3_call(struct clone_args_v2 *args, size_t size,
+ *                        int (*fn)(void *), void *arg);
+ * The syscall keeps every register but rax, rcx and r11, so fn and arg
+ * travel in r8 and r9 into the child. */
+#if defined(__x86_64__) && !defined(SPAWN_VFORK_SANITIZED)
+#define SPAWN_CLONE3_CALL 1
+long spawn_clone3_call(struct clone_args_v2 *args, size_t size, int (*fn)(void *), void *arg);
+__asm__(".text\n"
+        ".globl spawn_clone3_call\n"
+        ".hidden spawn_clone3_call\n"
+        ".type spawn_clone3_call, @function\n"
+        ".p2align 4\n"
+        "spawn_clone3_call:\n"
+#ifdef __CET__
+        "        endbr64\n"
+#endif
+        "        movq %rdx, %r8\n"
+        "        movq %rcx, %r9\n"
+        "        movl $435, %eax\n" /* __NR_clone3 */
+        "        syscall\n"
+        "        testq %rax, %rax\n"
+        "        jz 1f\n"
+        "        ret\n"           /* the parent: the pid or -errno */
+        "1:      xorl %ebp, %ebp\n" /* the child, on its own stack: the outermost frame */
+        "        andq $-16, %rsp\n"
+        "        movq %r9, %rdi\n"
+        "        call *%r8\n"
+        "        movl %eax, %edi\n"
+        "        movl $60, %eax\n" /* __NR_exit: fn never returns; if it did */
+        "        syscall\n"
+        "        hlt\n"
+        ".size spawn_clone3_call, .-spawn_clone3_call\n");
+#endif
+
+bool spawn_vfork_cgroup_available(void) {
+#ifdef SPAWN_CLONE3_CALL
+        return true;
+#else
+        return false;
+#endif
+}
+
 bool spawn_plan_vfork_ok(const struct spawn_plan *plan) {
-        return spawn_vfork_available() && !plan->pre_exec && plan->cgroup_fd < 0 && !plan->cwd;
+        return spawn_vfork_available() && !plan->pre_exec && (!plan->cwd || streq(plan->cwd, "/")) &&
+               (plan->cgroup_fd < 0 || spawn_vfork_cgroup_available());
+}
+
+bool spawn_plan_slots_ok(const struct spawn_plan *plan) {
+        return plan->n_targets == 3 && !(plan->flags & EXIT_SPAWN_KEEP_FDS);
+}
+
+static pid_t clone3_vfork(struct spawn_plan *plan, void *stack, uint64_t flags, int *ret_pidfd) {
+#ifdef SPAWN_CLONE3_CALL
+        struct clone_args_v2 args = {
+                .flags = flags | CLONE_INTO_CGROUP_FLAG,
+                .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+                .exit_signal = SIGCHLD,
+                .stack = (uint64_t) (uintptr_t) stack,
+                .stack_size = SPAWN_VFORK_STACK_SIZE,
+                .cgroup = (uint64_t) plan->cgroup_fd,
+        };
+        return (pid_t) spawn_clone3_call(&args, sizeof args, vfork_child, plan);
+#else
+        return -ENOSYS;
+#endif
 }
 
 pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure) {
@@ -417,10 +507,18 @@ pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct e
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &saved);
         plan->shared_failure = &failure;
-        /* With CLONE_PIDFD, clone() stores the pidfd where parent_tid points. */
-        pid_t pid = clone(vfork_child, (char *) stack + SPAWN_VFORK_STACK_SIZE,
-                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, plan, &pidfd);
-        int k = pid < 0 ? negative_errno() : 0;
+        int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (plan->fd_slots[0] >= 0 ? CLONE_FILES : 0);
+        pid_t pid;
+        int k = 0;
+        if (plan->cgroup_fd >= 0) {
+                /* The raw syscall: -errno in the result, errno untouched. */
+                pid = clone3_vfork(plan, stack, (uint64_t) flags, &pidfd);
+                k = pid < 0 ? pid : 0;
+        } else {
+                /* With CLONE_PIDFD, clone() stores the pidfd where parent_tid points. */
+                pid = clone(vfork_child, (char *) stack + SPAWN_VFORK_STACK_SIZE, flags | SIGCHLD, plan, &pidfd);
+                k = pid < 0 ? negative_errno() : 0;
+        }
         plan->shared_failure = NULL;
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         if (k < 0)

@@ -33,7 +33,10 @@ outlives it either way. Timing is done by tests/bench/bench-restart.c.
 
     TEND=… TENDCTL=… BENCH_STAMP=… BENCH_LOOP=… BENCH_HARNESS=… bench-service.py
         [--quick] [--only restart,crash,start,footprint] [--kills N] [--units N]
-        [--repeats N] [--keep]
+        [--repeats N] [--rows ROW,…] [--keep]
+
+--rows keeps only the named rows (and the floor, 'loop'), e.g. --rows tend,tend-pg while
+working on tend; a run for docs/benchmarks.md uses every row.
 
 --quick (CI): a few iterations of everything, every peer exercised, nothing judged.
 Exit status 1 when a row fails functionally (no restart, a missing peer, a lost
@@ -535,11 +538,14 @@ class Bench:
         return [p for p in [top] + descendants(top) if exe(p) != self.stamp]
 
     @staticmethod
-    def pss_kib(pid):
+    def pss_kib(pid, field='Pss:'):
+        """PSS, or with field='Pss_Anon:' its anonymous part (the heap: what the
+        supervisor itself holds; the file-backed rest varies with how many other
+        processes on the host share its libraries)."""
         try:
             with open('/proc/%d/smaps_rollup' % pid) as f:
                 for ln in f:
-                    if ln.startswith('Pss:'):
+                    if ln.startswith(field):
                         return int(ln.split()[1])
         except OSError:
             pass
@@ -626,13 +632,14 @@ class Bench:
             pids = self.supervisor_pids(top)
             quiet = self.settle(pids, limit_s=5 if self.quick else 30)
             pss = sum(self.pss_kib(p) for p in pids)
+            anon = sum(self.pss_kib(p, 'Pss_Anon:') for p in pids)
             (s0, c0), t0 = self.activity(pids), time.monotonic()
             perf = self.perf_switches(top, idle) if row in TENDS else None
             if perf is None:
                 time.sleep(idle)
             (s1, c1), secs = self.activity(pids), time.monotonic() - t0
             cpu_ms = (c1 - c0) * 1000.0 / os.sysconf('SC_CLK_TCK')
-            return dict(row=row, procs=len(pids), pss=pss, switches=s1 - s0, cpu_ms=cpu_ms, secs=secs, perf=perf,
+            return dict(row=row, procs=len(pids), pss=pss, anon=anon, switches=s1 - s0, cpu_ms=cpu_ms, secs=secs, perf=perf,
                         quiet=quiet, note=note)
         finally:
             for p in w:
@@ -646,13 +653,14 @@ class Bench:
         print('load before: %s' % load())
         rows = [self.footprint_row(row, n, n_watch, idle) for row in FOOT_ROWS]
         print('load after: %s' % load())
-        print('\n| supervisor | processes | PSS total | PSS per unit | context switches in %d s idle | CPU time in '
-              'the same %d s |' % (idle, idle))
-        print('|---|---:|---:|---:|---:|---:|')
+        print('\n| supervisor | processes | PSS total | of which anonymous | PSS per unit | context switches in %d s '
+              'idle | CPU time in the same %d s |' % (idle, idle))
+        print('|---|---:|---:|---:|---:|---:|---:|')
         for r in rows:
             extra = '' if r['perf'] is None else ' (perf: %d sched_switch)' % r['perf']
-            print('| %s | %d | %.2f MiB | %.1f KiB | %d in %.1f s%s%s | %.0f ms |'
-                  % (shown(r['row']), r['procs'], r['pss'] / 1024.0, r['pss'] / float(n), r['switches'], r['secs'],
+            print('| %s | %d | %.2f MiB | %.2f MiB | %.1f KiB | %d in %.1f s%s%s | %.0f ms |'
+                  % (shown(r['row']), r['procs'], r['pss'] / 1024.0, r['anon'] / 1024.0, r['pss'] / float(n),
+                     r['switches'], r['secs'],
                      extra, '' if r['quiet'] else ' (never settled)', r['cpu_ms']))
         for r in rows:
             if r['note']:
@@ -674,6 +682,15 @@ def main():
     def opt(name, default):
         return int(args[args.index(name) + 1]) if name in args else default
 
+    if '--rows' in args:
+        keep = set(args[args.index('--rows') + 1].split(',')) | {'loop'}
+        global ROWS, START_ROWS, FOOT_ROWS, TENDS
+        ROWS = [r for r in ROWS if r in keep]
+        START_ROWS = [r for r in START_ROWS if r in keep]
+        FOOT_ROWS = [r for r in FOOT_ROWS if r in keep]
+        TENDS = [r for r in TENDS if r in keep]
+        Bench.RESTART_GROUPS = [g for g in ([r for r in g if r in keep] for g in Bench.RESTART_GROUPS)
+                                if len(g) > 1]
     b = Bench(args)
     quick = b.quick
     only = args[args.index('--only') + 1].split(',') if '--only' in args else ['restart', 'crash', 'start', 'footprint']

@@ -5,6 +5,7 @@
  *   child-probe sigs         its SigBlk and SigIgn lines from /proc/self/status
  *   child-probe env NAME     NAME's value, or "(unset)"
  *   child-probe pid          its pid
+ *   child-probe cwd          its working directory
  *   child-probe exit N       exits with N
  * For the entrypoint integration tests (tests/integration/):
  *   child-probe record OUT EXITSIG CODE DELAY_MS
@@ -319,6 +320,13 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], "env") == 0 && argc == 3) {
                 const char *v = getenv(argv[2]);
                 printf("%s\n", v ? v : "(unset)");
+                return 0;
+        }
+        if (strcmp(argv[1], "cwd") == 0) {
+                char buf[4096];
+                if (!getcwd(buf, sizeof buf))
+                        return 1;
+                printf("%s\n", buf);
                 return 0;
         }
         if (strcmp(argv[1], "pid") == 0) {

@@ -39,6 +39,7 @@
 #include "cgroup.h"
 #include "libexit.h"
 #include "macro.h"
+#include "reaper-internal.h"
 #include "time-util.h"
 #include "testutil.h"
 
@@ -190,6 +191,8 @@ static int helper(int argc, char **argv) {
                 say("P");
                 pause_forever();
         }
+        if (argc >= 4 && streq(argv[2], "exit"))
+                return atoi(argv[3]);
         return 2;
 }
 
@@ -383,6 +386,7 @@ struct helper_pid {
 
 struct ctx {
         int n_fds_before;
+        uint32_t reaper_flags;
         char dir[4096];  /* this test's cgroup: "tend's cgroup" */
         char rel[4096];  /* the same, as /proc/PID/cgroup names it */
         struct exit_hub *hub;
@@ -642,6 +646,7 @@ static int setup_flags(void **state, uint32_t reaper_flags) {
         struct ctx *c = calloc(1, sizeof *c);
         assert_non_null(c);
         c->n_fds_before = count_fds();
+        c->reaper_flags = reaper_flags;
         snprintf(c->dir, sizeof c->dir, "%s/tend-test-XXXXXX", cg_mount);
         if (!mkdtemp(c->dir))
                 fail_msg("creating a test cgroup under %s: %s", cg_mount, strerror(errno));
@@ -662,6 +667,10 @@ static int setup(void **state) {
 
 static int setup_fork(void **state) {
         return setup_flags(state, EXIT_REAPER_NO_CLONE3 | EXIT_REAPER_NO_VFORK);
+}
+
+static int setup_clone3(void **state) {
+        return setup_flags(state, EXIT_REAPER_NO_VFORK);
 }
 
 /* Opens tend's cgroup as the module discovers it: this test's cgroup. */
@@ -794,8 +803,10 @@ static void test_discovery_unwritable(void **state) {
         assert_string_equal(buf, want);
 }
 
-/* The child starts in the unit's cgroup: CLONE_INTO_CGROUP (clone3) or the
- * fork fallback writing to cgroup.procs (setup_fork). */
+/* The child starts in the unit's cgroup: clone3(CLONE_VM | CLONE_VFORK |
+ * CLONE_INTO_CGROUP) on a stack of its own (setup, where the build has the
+ * trampoline), clone3 with CLONE_INTO_CGROUP (setup_clone3) or the fork
+ * fallback writing to cgroup.procs (setup_fork). */
 static void spawn_into_cgroup(void **state) {
         struct ctx *c = *state;
         open_tree(c);
@@ -804,6 +815,10 @@ static void spawn_into_cgroup(void **state) {
         int out;
         char *args[] = { (char *) "pause", NULL };
         struct exit_process *p = spawn_helper(c, args, EXIT_SPAWN_SETSID, -1, &out);
+        /* Only the vfork path knows the exec status when spawn returns. */
+        bool vfork = !(c->reaper_flags & EXIT_REAPER_NO_VFORK) && spawn_vfork_available() &&
+                     spawn_vfork_cgroup_available();
+        assert_int_equal(exit_process_exec_result(p, NULL), vfork ? 0 : -EINPROGRESS);
         read_reports(c, out);
 
         char want[4200];
@@ -822,6 +837,55 @@ static void spawn_into_cgroup(void **state) {
         wait_unit_empty(c, "cgroup.kill did not kill the unit's process");
         expect_outsider_alive(c, o);
         assert_int_equal(unit_group_contains(c->group, o->pid), 0);
+}
+
+/* Exit codes and exec failures of children spawned into the unit's cgroup,
+ * on each path (the setups of spawn_into_cgroup); a fresh cgroup, never
+ * cgroup.kill'ed, so no child is killed at birth. */
+static void spawn_into_cgroup_exits(void **state) {
+        struct ctx *c = *state;
+        open_tree(c);
+        open_unit(c, "exits");
+        bool vfork = !(c->reaper_flags & EXIT_REAPER_NO_VFORK) && spawn_vfork_available() &&
+                     spawn_vfork_cgroup_available();
+        const char *codes[] = { "0", "3", "255" };
+        for (size_t i = 0; i < ELEMENTSOF(codes); i++) {
+                char *argv[] = { self_exe, (char *) "--helper", (char *) "exit", (char *) codes[i], NULL };
+                struct exit_spawn_attr a = {
+                        .size = sizeof a, .flags = EXIT_SPAWN_SETSID, .argv = argv, .cwd = "/",
+                        .pdeath_signal = SIGKILL, .cgroup_fd = -1,
+                };
+                assert_int_equal(unit_group_spawn_attr(c->group, &a), 0);
+                struct exit_process *p = NULL;
+                assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+                assert_int_equal(exit_process_exec_result(p, NULL), vfork ? 0 : -EINPROGRESS);
+                struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the exiting child");
+                exit_process_unref(p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, atoi(codes[i]));
+        }
+        char *missing[] = { (char *) "/nonexistent/tend-test-binary", NULL };
+        struct exit_spawn_attr a = { .size = sizeof a, .argv = missing, .pdeath_signal = SIGKILL, .cgroup_fd = -1 };
+        assert_int_equal(unit_group_spawn_attr(c->group, &a), 0);
+        struct exit_process *p = NULL;
+        assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+        int stage = -1;
+        assert_int_equal(exit_process_wait_exec(p, WAIT_MS, &stage), -ENOENT);
+        assert_int_equal(stage, EXIT_STAGE_EXEC);
+        struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the child that could not exec");
+        exit_process_unref(p);
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 127);
+        wait_unit_empty(c, "a child that exited is still in the unit's cgroup");
+        /* An empty cgroup is neither scanned nor cgroup.kill'ed (which would
+         * force a renewal before the next spawn). */
+        assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
+        assert_int_equal(unit_group_signal(c->group, SIGKILL, false), 0);
+        assert_false(unit_group_needs_renewal(c->group));
+}
+
+static void test_spawn_vfork(void **state) {
+        spawn_into_cgroup(state);
 }
 
 static void test_spawn_clone3(void **state) {
@@ -1113,7 +1177,11 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_discovery_and_unit_cgroup, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_discovery_unwritable, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_spawn_clone3, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_spawn_vfork, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_spawn_clone3, setup_clone3, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup_clone3, teardown),
+                cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup_fork, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_fork, setup_fork, teardown),
                 cmocka_unit_test_setup_teardown(test_populated_events, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_kill_tree, setup, teardown),

@@ -335,6 +335,109 @@ static void test_fds_given_only(void **state) {
         assert_string_equal(buf, "0 1 2 3 4\n");
 }
 
+/* Whether the setup under test spawns on the vfork path where the plan allows it. */
+static bool vfork_expected(const struct ctx *c) {
+        return !(c->flags & EXIT_REAPER_NO_VFORK) && spawn_vfork_available();
+}
+
+/* A working directory of "/" keeps the vfork path (chdir to the root cannot
+ * stall the suspended parent); any other takes clone3. Either way the child
+ * runs there, whatever the parent's own. */
+static void test_cwd(void **state) {
+        struct ctx *c = *state;
+        char dir[] = "/tmp/tend-cwd-XXXXXX", old[4096];
+        assert_non_null(mkdtemp(dir));
+        assert_non_null(getcwd(old, sizeof old));
+        assert_int_equal(chdir(dir), 0);
+        const char *cwds[] = { "/", dir, NULL };
+        for (size_t i = 0; i < ELEMENTSOF(cwds); i++) {
+                int out[2];
+                assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+                char *argv[] = { (char *) probe, (char *) "cwd", NULL };
+                struct exit_spawn_attr a = {
+                        .size = sizeof a, .flags = EXIT_SPAWN_STDIO, .argv = argv, .cwd = cwds[i],
+                        .stdio = { EXIT_SPAWN_FD_NULL, out[1], EXIT_SPAWN_FD_INHERIT }, .pdeath_signal = SIGKILL,
+                };
+                struct exit_process *p = NULL;
+                assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+                close(out[1]);
+                /* Only the vfork path knows the exec status when spawn returns. */
+                bool fast = vfork_expected(c) && (!cwds[i] || streq(cwds[i], "/"));
+                assert_int_equal(exit_process_exec_result(p, NULL), fast ? 0 : -EINPROGRESS);
+                char buf[4200], want[4200];
+                read_all(out[0], buf, sizeof buf);
+                close(out[0]);
+                struct exit_reason r = wait_exit(c, p);
+                exit_process_unref(p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, 0);
+                snprintf(want, sizeof want, "%s\n", cwds[i] ? cwds[i] : dir);
+                assert_string_equal(buf, want);
+        }
+        assert_int_equal(chdir(old), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+static bool same_file(int fd, const struct stat *st) {
+        struct stat now;
+        return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
+/* The vfork path shares our fd table (CLONE_FILES) until the child unshares
+ * it: with many fds open, inheritable ones among them, the child gets exactly
+ * 0/1/2 from the given sources, ours stay as they were, and no copy of a
+ * source stays behind in the parent (the pipe reaches EOF). */
+static void test_fds_many_open(void **state) {
+        struct ctx *c = *state;
+        int many[200];
+        for (size_t i = 0; i < ELEMENTSOF(many); i++) {
+                many[i] = open("/dev/null", i % 2 ? O_RDONLY : O_RDONLY | O_CLOEXEC);
+                assert_true(many[i] >= 0);
+        }
+        struct stat before[3];
+        bool open_before[3];
+        for (int i = 0; i < 3; i++)
+                open_before[i] = fstat(i, &before[i]) == 0;
+        int n_before = count_fds();
+
+        for (int round = 0; round < 3; round++) {
+                int out[2], err[2];
+                assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+                assert_int_equal(pipe2(err, O_CLOEXEC), 0);
+                char *argv[] = { (char *) probe, (char *) "fds", NULL };
+                struct exit_spawn_attr a = {
+                        .size = sizeof a, .flags = EXIT_SPAWN_STDIO, .argv = argv,
+                        .stdio = { EXIT_SPAWN_FD_NULL, out[1], err[1] }, .pdeath_signal = SIGKILL,
+                };
+                struct exit_process *p = NULL;
+                assert_int_equal(exit_reaper_spawn(c->reaper, &a, &p), 0);
+                assert_int_equal(exit_process_exec_result(p, NULL), vfork_expected(c) ? 0 : -EINPROGRESS);
+                close(out[1]);
+                close(err[1]);
+                char buf[256], ebuf[64];
+                read_all(out[0], buf, sizeof buf);
+                read_all(err[0], ebuf, sizeof ebuf);
+                close(out[0]);
+                close(err[0]);
+                struct exit_reason r = wait_exit(c, p);
+                exit_process_unref(p);
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                assert_int_equal(r.status, 0);
+                assert_string_equal(buf, "0 1 2\n");
+                assert_string_equal(ebuf, "");
+                for (int i = 0; i < 3; i++)
+                        if (open_before[i] && !same_file(i, &before[i]))
+                                fail_msg("our fd %d changed in a spawn: the child's dup2 reached the parent's fd table", i);
+                /* Queued exec events hold their process (and its pidfd). */
+                struct exit_process *q = NULL;
+                while (exit_reaper_next_exec(c->reaper, &q) == 0)
+                        exit_process_unref(q);
+                assert_int_equal(count_fds(), n_before);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(many); i++)
+                close(many[i]);
+}
+
 static void test_env_pid_slots(void **state) {
         struct ctx *c = *state;
         char *envp[] = { (char *) "LISTEN_PID=1", (char *) "PATH=/usr/bin:/bin", NULL };
@@ -532,6 +635,8 @@ int main(int argc, char **argv) {
                 ALL3(test_exec_errors),
                 ALL3(test_clean_signal_state),
                 ALL3(test_fds_given_only),
+                ALL3(test_fds_many_open),
+                ALL3(test_cwd),
                 ALL3(test_env_pid_slots),
                 ALL3(test_track),
                 ALL3(test_second_reaper_refused),
