@@ -30,12 +30,14 @@ class DepsTestCase(ServiceTestCase):
         return os.path.join(self.stamps, '%s.%s' % (name, what))
 
     def stamp(self, name, what):
-        """The CLOCK_MONOTONIC time (s) child-probe stamped, or None."""
+        """The CLOCK_MONOTONIC time (s) child-probe stamped, or None (also
+        while the file exists but child-probe has not written it yet)."""
         try:
             with open(self.stamp_path(name, what)) as f:
-                return float(f.read().split()[-1])
+                text = f.read()
         except FileNotFoundError:
             return None
+        return float(text.split()[-1]) if text.endswith('\n') else None
 
     def gate(self, name):
         p = os.path.join(self.stamps, name + '.gate')
