@@ -326,24 +326,8 @@ static void raise_nofile(void) {
         }
 }
 
-/* A closed 0/1/2 would be taken by tend's first fds (the signalfd, the epoll
- * set), which CMD would then inherit as its stdio: hold each with /dev/null. */
-static int guard_stdio(void) {
-        for (int fd = 0; fd < 3; fd++) {
-                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
-                        continue;
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC); /* the lowest free fd: this one */
-                if (null < 0)
-                        return log_error_errno(errno, "opening /dev/null for closed fd %d: %m", fd);
-        }
-        return 0;
-}
-
 static int entrypoint_setup(struct entrypoint *e) {
-        int k = guard_stdio();
-        if (k < 0)
-                return k;
-        k = sd_event_new(&e->event);
+        int k = sd_event_new(&e->event);
         if (k < 0)
                 return log_error_errno(k, "sd_event_new: %s", strerror(-k));
         k = exit_hub_new(0, 0, &e->hub);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tend: a process supervisor (SPEC §1). This file is the table of contents. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -19,10 +21,25 @@ static void block_job_control(void) {
         sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
+/* A closed 0/1/2 would be taken by tend's first fds (the signalfd, the epoll
+ * set), which units and CMD would then get as their stdio, and tend's own
+ * output would go into them: each is held with /dev/null, in every mode.
+ * Not O_CLOEXEC: these are the stdio CMD inherits (SPEC §6), not tend's own. */
+static int guard_stdio(void) {
+        for (int fd = 0; fd < 3; fd++) {
+                if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+                        continue;
+                int null = open("/dev/null", O_RDWR); /* the lowest free fd: this one */
+                if (null < 0)
+                        return log_error_errno(errno, "opening /dev/null for closed fd %d: %m", fd);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         int *inherited = NULL;
         size_t n_inherited = 0;
-        if (entrypoint_collect_inherited_fds(&inherited, &n_inherited) < 0)
+        if (guard_stdio() < 0 || entrypoint_collect_inherited_fds(&inherited, &n_inherited) < 0)
                 return 1;
         block_job_control();
 

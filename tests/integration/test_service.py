@@ -387,6 +387,33 @@ class Load(ServiceTestCase):
 # Combined mode, actions
 # ---------------------------------------------------------------------------
 
+class ClosedStdio(ServiceTestCase):
+    def test_closed_stdin_stdout_hold_dev_null_not_tends_fds(self):
+        """tend started with 0 and 1 closed (SPEC §7: no fd of tend's leaks
+        into a child): its first fds (signalfd, epoll) must not land on 0/1,
+        where a unit with StandardOutput=inherit and CMD would get them."""
+        self.unit('inh', '''
+            [Service]
+            ExecStart=%s pause
+            StandardOutput=inherit
+        ''' % PROBE)
+        seen = self.path('cmd-fds')
+        # CMD is python (a shell would show its own redirections in /proc/$$/fd).
+        code = ('import os, signal; open(%r, "w").write("".join(os.readlink("/proc/self/fd/%%d" %% i) + "\\n" '
+                'for i in range(3))); signal.pause()' % seen)
+        self.start_tend(cmd=[sys.executable, '-c', code],
+                        wrap=['sh', '-c', 'exec "$@" <&- >&-', 'sh'])
+        r = self.wait_running('inh')
+        for fd in (0, 1):
+            self.assertEqual(os.readlink('/proc/%d/fd/%d' % (self.tend_pid, fd)), '/dev/null')
+        for fd in (0, 1, 2):
+            target = os.readlink('/proc/%d/fd/%d' % (r['main_pid'], fd))
+            self.assertNotIn('anon_inode', target, 'the unit got one of tend\'s own fds as fd %d' % fd)
+        lines = wait_until(lambda: len(self.lines(seen)) == 3 and self.lines(seen), 5, 'CMD never listed its fds')
+        self.assertEqual(lines[:2], ['/dev/null', '/dev/null'], lines)
+        self.assertNotIn('anon_inode', lines[2])
+
+
 class Combined(ServiceTestCase):
     def test_units_first_then_cmd_then_units_stop(self):
         marker = self.path('marker')
