@@ -914,7 +914,9 @@ static json *start_result(const char *unit, const sf_answer *a) {
                                       : control_add_string(o, "main_pid", NULL);
                 if (r >= 0)
                         r = control_add_string(o, "result", result);
-                if (r >= 0 && !out->ok && out->reason[0])
+                if (r >= 0 && !out->ok && out->reason[0] && out->result == UNIT_RESULT_SUCCESS)
+                        r = set_error(o, CONTROL_ERROR_FAILED, "%s did not start: %s", unit, out->reason);
+                else if (r >= 0 && !out->ok && out->reason[0])
                         r = set_error(o, CONTROL_ERROR_FAILED, "%s failed to start (result %s): %s", unit,
                                       result ? result : "unknown", out->reason);
                 else if (r >= 0 && !out->ok)

@@ -229,13 +229,19 @@ void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) 
         _cleanup_free_ struct unit **restart = calloc(count, sizeof *restart);
         if (!restart)
                 return;
+        _cleanup_free_ bool *bound = calloc(count, sizeof *bound);
+        if (!bound)
+                return;
         for (size_t j = 0; j < count; j++) {
                 struct unit *d = unit_at(m, n->required_by.items[j]);
-                if (is_up(d) && !jobs_stop_pending(d))
+                if (is_up(d) && !jobs_stop_pending(d)) {
+                        bound[k] = dep_list_has(&n->bound_by, n->required_by.items[j]);
                         restart[k++] = d;
+                }
         }
         for (size_t j = 0; j < k; j++) {
-                log_info("%s: restarting, as %s (which it requires) restarts %s", restart[j]->name, u->name, how);
+                log_info("%s: restarting, as %s (%s) restarts %s", restart[j]->name, u->name,
+                         bound[j] ? "BindsTo=" : "Requires=", how);
                 unit_propagated_restart(restart[j], manager_join_own(m, restart[j]));
         }
 }
@@ -269,7 +275,8 @@ static void mark_stop(struct manager *m, struct unit *u, bool propagate) {
         for (size_t j = 0; j < n->required_by.n; j++) {
                 struct unit *d = unit_at(m, n->required_by.items[j]);
                 if (!data(d)->stop_pending && (d->want_up || !unit_is_dead(d))) {
-                        log_info("%s: stopping, as %s (which it requires) stops", d->name, u->name);
+                        log_info("%s: stopping, as %s (%s) stops", d->name, u->name,
+                                 dep_list_has(&n->bound_by, n->required_by.items[j]) ? "BindsTo=" : "Requires=");
                         mark_stop(m, d, true);
                 }
         }

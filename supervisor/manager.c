@@ -721,6 +721,9 @@ static int reload(struct manager *m, struct json_object *report) {
         m->jobs_batch = true;
         for (size_t i = 0; i < m->n_units; i++)
                 reload_unit(m, m->units[i], set, report);
+        /* Every new unit is added before any starts, so that the graph (and
+         * its cycles) is built once, with all of them. */
+        size_t first_new = m->n_units;
         for (size_t j = 0; j < set->n_units; j++) {
                 struct unit_file *f = TAKE_PTR(set->units[j]);
                 if (!f)
@@ -731,8 +734,9 @@ static int reload(struct manager *m, struct json_object *report) {
                 }
                 log_info("%s: new in %s: starting it", f->name, m->opts->config_dir);
                 report_add(report, "added", f->name, NULL);
-                manager_start_unit(m, m->units[m->n_units - 1]);
         }
+        for (size_t i = first_new, n = m->n_units; i < n; i++)
+                manager_start_unit(m, m->units[i]);
         /* Files that do not load and belong to no loaded unit (those that do
          * were reported above). */
         for (size_t j = 0; j < set->n_errors; j++) {

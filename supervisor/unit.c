@@ -799,17 +799,37 @@ void unit_reset_failed(struct unit *u) {
         }
 }
 
+/* Says which step before the exec failed: the exec itself, the working
+ * directory, or the process setup; the sandbox's steps (the pre-exec hook)
+ * are named by the manager (sandbox_log_exec_failure). */
+static void log_exec_failure(struct unit *u, int error, int stage) {
+        /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
+        const struct unit_command *cmd = command(&u->file->exec_start, u->phase == PHASE_START ? u->cmd_index : 0);
+        switch (stage) {
+        case EXIT_STAGE_EXEC:
+                log_error("%s: cannot execute %s: %s", u->name, cmd ? cmd->path : "ExecStart=", strerror(-error));
+                return;
+        case EXIT_STAGE_CHDIR:
+                log_error("%s: WorkingDirectory=%s: cannot enter it: %s", u->name,
+                          u->file->working_directory ? u->file->working_directory : "~", strerror(-error));
+                return;
+        case EXIT_STAGE_SETUP:
+        case EXIT_STAGE_FDS:
+                log_error("%s: cannot set up its main process (%s): %s", u->name,
+                          stage == EXIT_STAGE_FDS ? "fds" : "session, signals, cgroup", strerror(-error));
+                return;
+        default:
+                return;
+        }
+}
+
 static void main_exited(struct unit *u, const struct exit_reason *r) {
         u->has_last_exit = true;
         u->last_exit = *r;
-        int exec = exit_process_exec_result(u->main, NULL);
+        int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->main, &stage);
         set_main(u, NULL);
-        if (exec < 0 && exec != -EINPROGRESS) {
-                /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
-                const struct unit_command *cmd =
-                        command(&u->file->exec_start, u->phase == PHASE_START ? u->cmd_index : 0);
-                log_error("%s: cannot execute %s: %s", u->name, cmd ? cmd->path : "ExecStart=", strerror(-exec));
-        }
+        if (exec < 0 && exec != -EINPROGRESS)
+                log_exec_failure(u, exec, stage);
 
         switch (u->phase) {
         case PHASE_START:

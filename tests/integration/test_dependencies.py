@@ -418,6 +418,19 @@ class Cycles(DepsTestCase):
         self.assertIn('b.service: not started: not started to break ordering cycle', err)
         self.assertEqual(self.stop_tend(), 0)
 
+    def test_cycle_added_by_daemon_reload_is_broken_before_any_start(self):
+        self.simple_unit('base')
+        self.start_tend()
+        self.wait_running('base')
+        self.simple_unit('e1', 'After=e2.service')
+        self.simple_unit('e2', 'After=e1.service')
+        self.ctl('daemon-reload')
+        r = self.wait_state('e1', lambda r: r['state'] == 'failed', 5, 'e1 (breaking the new cycle) did not fail')
+        self.assertEqual(r['result'], 'dependency')
+        self.assertIsNone(self.stamp('e1', 'start'), 'e1 ran before its cycle was found')
+        self.wait_running('e2')
+        self.assertEqual(self.stderr().count('ordering cycle between e1.service, e2.service'), 1, self.stderr())
+
     def test_cycle_of_required_units_starts_none(self):
         self.simple_unit('p', 'After=q.service\nRequires=q.service')
         self.simple_unit('q', 'After=p.service\nRequires=p.service')

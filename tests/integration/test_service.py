@@ -368,6 +368,21 @@ class Load(ServiceTestCase):
         self.assertIn('gone.service: cannot execute /nonexistent/tend-it-binary: No such file or directory',
                       self.stderr())
 
+    def test_missing_working_directory_names_the_key(self):
+        """A failed chdir is not reported as a failed exec of a binary that exists."""
+        self.unit('nowd', '''
+            [Service]
+            ExecStart=%s pause
+            WorkingDirectory=/nonexistent/tend-it-dir
+        ''' % PROBE)
+        self.start_tend()
+        r = self.wait_state('nowd', lambda r: r['state'] == 'failed', 5, 'a missing WorkingDirectory= never failed')
+        self.assertEqual(r['result'], 'exec-failed')
+        err = self.stderr()
+        self.assertIn('nowd.service: WorkingDirectory=/nonexistent/tend-it-dir: cannot enter it: '
+                      'No such file or directory', err)
+        self.assertNotIn('cannot execute', err)
+
     def test_dependency_on_other_unit_types_is_ignored(self):
         # SPEC §3: an existing unit usually runs unchanged. After=network.target
         # names a unit type tend does not have: noted with FILE:LINE, ignored.
