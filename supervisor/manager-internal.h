@@ -87,6 +87,15 @@ static inline struct unit_data *data(const struct unit *u) {
         return u->manager_data;
 }
 
+/* Runs handler once, after the event being handled, from *source (a defer
+ * source created at the first call and re-enabled for one run after that). */
+static inline void manager_defer(struct manager *m, sd_event_source **source, sd_event_handler_t handler) {
+        if (*source)
+                (void) sd_event_source_set_enabled(*source, SD_EVENT_ONESHOT);
+        else
+                (void) sd_event_add_defer(m->event, source, handler, m);
+}
+
 /* ---- manager.c, for manager-jobs.c ---- */
 
 /* The loaded unit named name ("foo.service"), or NULL. */

@@ -361,10 +361,7 @@ static int on_jobs(sd_event_source *s, void *userdata) {
 }
 
 static void jobs_schedule(struct manager *m) {
-        if (m->jobs)
-                (void) sd_event_source_set_enabled(m->jobs, SD_EVENT_ONESHOT);
-        else
-                (void) sd_event_add_defer(m->event, &m->jobs, on_jobs, m);
+        manager_defer(m, &m->jobs, on_jobs);
 }
 
 void jobs_changed(struct manager *m, struct unit *u) {

@@ -784,10 +784,7 @@ static int on_sweep(sd_event_source *s, void *userdata) {
 /* Removed units are freed from a callback of their own, never from inside
  * the state machine that just reported them dead. */
 static void sweep_schedule(struct manager *m) {
-        if (m->sweep)
-                (void) sd_event_source_set_enabled(m->sweep, SD_EVENT_ONESHOT);
-        else
-                (void) sd_event_add_defer(m->event, &m->sweep, on_sweep, m);
+        manager_defer(m, &m->sweep, on_sweep);
 }
 
 /* ---- exits ---- */
