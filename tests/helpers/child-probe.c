@@ -91,10 +91,10 @@ static int parse_signal(const char *s) {
         return -1;
 }
 
-static const char *signal_name(int sig, char buf[static 16]) {
+static const char *signal_name(int sig, char buf[static 24]) {
         if (sig < SIGRTMIN && sigabbrev_np(sig))
                 return sigabbrev_np(sig);
-        snprintf(buf, 16, "RTMIN+%d", sig - SIGRTMIN);
+        snprintf(buf, 24, "RTMIN+%d", sig - SIGRTMIN);
         return buf;
 }
 
@@ -109,7 +109,7 @@ static int record(const char *out, const char *exit_sig, int code, int delay_ms)
         pid_t self = getpid();
         say(STDOUT_FILENO, "ready %d\n", (int) self);
         for (;;) {
-                char buf[16];
+                char buf[24];
                 int sig = sigwaitinfo(&all, NULL);
                 if (sig < 0)
                         continue;
