@@ -150,7 +150,7 @@ static void pull_dependencies(struct manager *m, const struct dep_node *n) {
         _cleanup_free_ struct unit **pull = calloc(count ? count : 1, sizeof *pull);
         if (!pull)
                 return;
-        /* Collected first: starting a unit may rebuild the graph n is part of. */
+        /* Collected first: each start changes the phases this loop reads. */
         const struct dep_list *lists[] = { &n->requires, &n->wants };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t j = 0; j < lists[l]->n; j++) {
@@ -200,13 +200,12 @@ int jobs_start_job(struct manager *m, struct unit *u) {
         const struct dep_node *n = node_of(m, u);
         if (!n || node_is_plain(n))
                 return 0;
-        pull_dependencies(m, n);
-        n = node_of(m, u); /* the pulls may have loaded no unit, but stay safe */
+        pull_dependencies(m, n); /* loads no unit: n stays valid */
         char why[512];
         /* While a batch of start jobs is queued (tend's start, daemon-reload),
          * a unit not started yet would look as if it had no start job: judge
          * once the whole batch exists. */
-        if (n && !m->jobs_batch && judge(m, n, why, sizeof why) == VERDICT_GO)
+        if (!m->jobs_batch && judge(m, n, why, sizeof why) == VERDICT_GO)
                 return 0;
         watch_cancel(m, u);
         jobs_schedule(m);

@@ -547,15 +547,11 @@ static void enter_start(struct unit *u) {
 /* Every start goes through its start job: it may wait for its dependencies
  * (SPEC §4 "Start jobs") in PHASE_WAIT, showing the state it had. */
 static void begin_start(struct unit *u) {
-        u->wait_from = u->phase == PHASE_BACKOFF ? PHASE_BACKOFF : PHASE_DEAD;
         u->phase = PHASE_WAIT;
         if (u->ops->start_job(u->userdata, u) != 0 && u->phase == PHASE_WAIT) {
-                if (u->stop_queued) {
-                        /* Queued behind a restart's stop of the old
-                         * instance: nothing new runs, so it applies now. */
-                        u->stop_queued = false;
-                        unit_stop(u, true);
-                } else if (u->state == UNIT_STOPPING) /* a restart's old instance is gone */
+                if (u->stop_queued) /* behind a restart's stop: nothing new runs yet */
+                        apply_queued_stop(u);
+                else if (u->state == UNIT_STOPPING) /* a restart's old instance is gone */
                         set_state(u, UNIT_INACTIVE, PHASE_WAIT);
                 return;
         }
@@ -578,11 +574,12 @@ void unit_dependency_failed(struct unit *u, const char *why) {
         answer_flight_why(u, false, why);
 }
 
-/* Back to where PHASE_WAIT was entered from; the flight ends unanswered. */
+/* Back to where PHASE_WAIT was entered from (the state it shows says which);
+ * the flight ends unanswered. */
 static void leave_wait(struct unit *u) {
         u->resolution = sf_resolution_free(u->resolution);
         u->stop_queued = false;
-        if (u->wait_from == PHASE_BACKOFF && u->want_up) {
+        if (u->state == UNIT_BACKOFF && u->want_up) {
                 /* The automatic restart waits its delay again. */
                 set_state(u, UNIT_BACKOFF, PHASE_BACKOFF);
                 u->ops->request_restart(u->userdata, u);

@@ -12,8 +12,9 @@
  *   WAIT         a start job waits for the start jobs of the units it is
  *                ordered after, or for its required units' outcome (SPEC §4
  *                "Start jobs"); no process, and the state shown is the one
- *                the unit had (inactive, failed, backoff, or stopping on the
- *                way to a restart). The flight is still cancellable here.
+ *                the unit had (inactive, failed, backoff; inactive for a
+ *                restart whose old instance is gone). The flight is still
+ *                cancellable here.
  *   START_PRE    ExecStartPre=[i] runs (control process)
  *   START        the main process runs: simple → started at fork; exec → at
  *                a successful exec; notify → at its READY=1; oneshot → at
@@ -210,7 +211,6 @@ struct unit {
         bool restart_after_stop;        /* an explicit restart: start once stopped */
         sf_resolution *pending_resolution; /* that restart's flight */
         uint64_t record_revision;       /* of service/NAME in the store */
-        enum unit_phase wait_from;      /* PHASE_WAIT was entered from DEAD or BACKOFF */
 };
 
 /* Creates a unit from its loaded file (taken on success). */
@@ -255,8 +255,9 @@ void unit_dependencies_ready(struct unit *u);
 
 /*
  * The start job waiting in PHASE_WAIT fails without running anything: u
- * becomes failed with result dependency; why (copied into the log line)
- * names the unit, e.g. "db.service failed". No restart follows, and no
+ * becomes failed with result dependency; why (borrowed; copied into the
+ * log line and the flight's answer) names the unit, e.g. "required unit
+ * db.service failed (result exit-code)". No restart follows, and no
  * SuccessAction=/FailureAction=. No-op in any other phase.
  */
 void unit_dependency_failed(struct unit *u, const char *why);
