@@ -33,10 +33,9 @@ struct unit_data {
         struct unit_group *group;
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */
-        sf_waiter *own_waiter;         /* tend's own requester's share, held until the outcome */
+        sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
-        sd_event_source *waiter_source;
         bool removed;                  /* gone from DIR at a reload: freed once dead */
         size_t node;                   /* its index in manager.deps, valid while !deps_dirty */
         bool stop_pending;             /* a stop job waits for the units ordered after it (jobs) */

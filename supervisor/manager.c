@@ -204,9 +204,9 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                         .cwd = sb->working_directory ? sb->working_directory : "/",
                         .stdio = { EXIT_SPAWN_FD_NULL, out, err },
                         .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
-                        .umask = f->umask,
+                        .umask = unit_file_sandbox(f)->umask,
                         /* SPEC §7: units get soft 1024 unless LimitNOFILE= (systemd's default). */
-                        .nofile_soft = f->limits[RLIMIT_NOFILE].set ? 0 : UNIT_DEFAULT_NOFILE_SOFT,
+                        .nofile_soft = unit_file_sandbox(f)->limits[RLIMIT_NOFILE].set ? 0 : UNIT_DEFAULT_NOFILE_SOFT,
                 };
                 if (sb->working_directory && f->working_directory_missing_ok && access(sb->working_directory, X_OK) < 0)
                         a.cwd = "/";
@@ -320,8 +320,20 @@ static void check_shutdown_done(struct manager *m);
 static void begin_shutdown(struct manager *m, int status);
 static void sweep_schedule(struct manager *m);
 
+/* Once the answer is in (or the flight was cancelled or abandoned), tend's
+ * own requester lets go of its share. Asked when the unit answers and at
+ * each of its changes: no fd or event source per start. */
+static void own_waiter_settle(struct unit_data *d) {
+        if (!d->own_waiter)
+                return;
+        sf_state s = sf_flight_get_state(sf_waiter_get_flight(d->own_waiter));
+        if (s != SF_STATE_RUNNING && s != SF_STATE_PUBLISHING)
+                d->own_waiter = sf_waiter_free(d->own_waiter);
+}
+
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
+        own_waiter_settle(data(u));
         record_write(m, u);
         jobs_changed(m, u);
         upstream_update(m);
@@ -343,12 +355,8 @@ static void op_action(void *userdata, struct unit *u, unit_action action, int st
         begin_shutdown(m, status);
 }
 
-static int on_own_waiter(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct unit_data *d = userdata;
-        /* The outcome is in: tend's own requester lets go of its share. */
-        d->waiter_source = sd_event_source_disable_unref(d->waiter_source);
-        d->own_waiter = sf_waiter_free(d->own_waiter);
-        return 0;
+static void op_answered(void *userdata, struct unit *u) {
+        own_waiter_settle(data(u));
 }
 
 /* Joins u's flight as one of tend's own requesters; returns the resolution
@@ -362,12 +370,8 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
                 log_error_errno(k, "%s: cannot start: %s", u->name, strerror(-k));
                 return NULL;
         }
-        d->waiter_source = sd_event_source_disable_unref(d->waiter_source);
         sf_waiter_free(d->own_waiter);
         d->own_waiter = w;
-        int fd = sf_waiter_get_fd(w);
-        if (fd >= 0)
-                (void) sd_event_add_io(m->event, &d->waiter_source, fd, EPOLLIN | EPOLLET, on_own_waiter, d);
         return r;
 }
 
@@ -411,6 +415,7 @@ static const struct unit_ops unit_ops = {
         .watchdog = op_watchdog,
         .start_job = op_start_job,
         .auto_restart = op_auto_restart,
+        .answered = op_answered,
 };
 
 /* ---- units ---- */
@@ -452,7 +457,6 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 return NULL;
         sd_event_source_disable_unref(d->timer);
         sd_event_source_disable_unref(d->group_source);
-        sd_event_source_disable_unref(d->waiter_source);
         sd_event_source_disable_unref(d->cancel_source);
         sf_waiter_free(d->own_waiter);
         notify_socket_free(d->notify);

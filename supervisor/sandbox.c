@@ -568,7 +568,8 @@ static int own_home(const struct sandbox_self *self, char **ret) {
 }
 
 static int plan_supplementary(const char *unit, const struct unit_file *f, struct sandbox_plan *p) {
-        for (char **g = f->supplementary_groups; g && *g; g++) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        for (char **g = sb->supplementary_groups; g && *g; g++) {
                 gid_t gid;
                 int r = resolve_group(unit, "SupplementaryGroups", *g, &gid);
                 if (r < 0)
@@ -583,30 +584,31 @@ static int plan_supplementary(const char *unit, const struct unit_file *f, struc
  * environment and home (SPEC §3). */
 static int plan_credentials(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                             struct sandbox_plan *p) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         struct user_info u = {};
-        bool supplementary = f->supplementary_groups && f->supplementary_groups[0];
+        bool supplementary = sb->supplementary_groups && sb->supplementary_groups[0];
         int r = 0;
-        if (f->user)
-                r = resolve_user(unit, f->user, &u);
-        if (r >= 0 && f->group)
-                r = resolve_group(unit, "Group", f->group, &p->gid);
-        else if (r >= 0 && f->user)
+        if (sb->user)
+                r = resolve_user(unit, sb->user, &u);
+        if (r >= 0 && sb->group)
+                r = resolve_group(unit, "Group", sb->group, &p->gid);
+        else if (r >= 0 && sb->user)
                 p->gid = u.gid;
-        if (r >= 0 && f->user)
+        if (r >= 0 && sb->user)
                 r = user_groups(&u, p);
         if (r >= 0)
                 r = plan_supplementary(unit, f, p);
-        if (r >= 0 && f->user) {
+        if (r >= 0 && sb->user) {
                 r = user_environment(&u, f->environment, &p->environment);
                 p->environment_owned = r >= 0;
         }
         if (r >= 0 && f->working_directory_home)
-                r = f->user ? ((p->home = strdup(u.home)) ? 0 : -ENOMEM) : own_home(self, &p->home);
+                r = sb->user ? ((p->home = strdup(u.home)) ? 0 : -ENOMEM) : own_home(self, &p->home);
         p->uid = u.uid;
-        p->set_uid = f->user;
-        p->set_gid = f->user || f->group;
-        p->set_groups = f->user || supplementary;
-        p->gid_stage = f->group ? SANDBOX_STAGE_SETGID : SANDBOX_STAGE_SETGID_USER;
+        p->set_uid = sb->user;
+        p->set_gid = sb->user || sb->group;
+        p->set_groups = sb->user || supplementary;
+        p->gid_stage = sb->group ? SANDBOX_STAGE_SETGID : SANDBOX_STAGE_SETGID_USER;
         p->groups_stage = supplementary ? SANDBOX_STAGE_SETGROUPS : SANDBOX_STAGE_SETGROUPS_USER;
         user_info_done(&u);
         return r;
@@ -616,8 +618,9 @@ static int plan_credentials(const char *unit, const struct unit_file *f, const s
  * user or group fails the start before the fork. */
 static int check_credentials(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                              struct sandbox_plan *p) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         bool setuid_ok = has_cap(self->effective, CAP_SETUID), setgid_ok = has_cap(self->effective, CAP_SETGID);
-        bool supplementary = f->supplementary_groups && f->supplementary_groups[0];
+        bool supplementary = sb->supplementary_groups && sb->supplementary_groups[0];
         if (p->set_uid && !setuid_ok) {
                 if (p->uid != self->uid)
                         return needs_privileges(unit, "User=");
@@ -625,7 +628,7 @@ static int check_credentials(const char *unit, const struct unit_file *f, const 
         }
         if (p->set_gid && !setgid_ok) {
                 if (p->gid != self->gid)
-                        return needs_privileges(unit, f->group ? "Group=" : "User=");
+                        return needs_privileges(unit, sb->group ? "Group=" : "User=");
                 p->set_gid = false;
         }
         if (p->set_groups && !setgid_ok) {
@@ -652,11 +655,12 @@ static rlim_t nr_open(void) {
 
 static int plan_limits(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                        struct sandbox_plan *p) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         bool resource_ok = has_cap(self->effective, CAP_SYS_RESOURCE);
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++) {
-                if (!f->limits[i].set)
+                if (!sb->limits[i].set)
                         continue;
-                struct rlimit rl = f->limits[i].rl;
+                struct rlimit rl = sb->limits[i].rl;
                 if (i == RLIMIT_NOFILE) {
                         rlim_t max = nr_open();
                         rl.rlim_cur = rl.rlim_cur == RLIM_INFINITY ? max : rl.rlim_cur;
@@ -685,12 +689,13 @@ static bool drops_root(const struct sandbox_self *self, const struct sandbox_pla
 
 static int plan_capabilities(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                              struct sandbox_plan *p) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         uint64_t all = sandbox_capability_all();
         p->cap_last = cap_count() - 1;
-        p->bounding_drop = self->bounding & ~f->capability_bounding_set & all;
+        p->bounding_drop = self->bounding & ~sb->capability_bounding_set & all;
         if (p->bounding_drop && !has_cap(self->effective, CAP_SETPCAP))
                 return needs_privileges(unit, "CapabilityBoundingSet=");
-        p->ambient = f->ambient_capabilities & all;
+        p->ambient = sb->ambient_capabilities & all;
         if (p->ambient & ~(self->permitted & self->bounding & ~p->bounding_drop))
                 return needs_privileges(unit, "AmbientCapabilities=");
         if (!p->ambient)
@@ -748,7 +753,8 @@ static int rule_add(scmp_filter_ctx ctx, uint32_t action, int nr) {
 }
 
 static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t deny) {
-        const struct sandbox_syscall_filter *sf = &f->syscall_filter;
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        const struct sandbox_syscall_filter *sf = &sb->syscall_filter;
         int r = 0;
         for (size_t i = 0; i < sf->n && r >= 0; i++) {
                 const struct sandbox_syscall *s = &sf->syscalls[i];
@@ -773,15 +779,16 @@ static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t
 
 static int plan_seccomp(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                         struct sandbox_plan *p) {
-        p->no_new_privs = f->no_new_privileges;
-        if (!f->syscall_filter.set)
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        p->no_new_privs = sb->no_new_privileges;
+        if (!sb->syscall_filter.set)
                 return 0;
         /* systemd's rule: without CAP_SYS_ADMIN at the filter, NoNewPrivileges=yes is implied. */
         bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
         p->no_new_privs |= !sys_admin;
-        uint32_t deny = f->syscall_error_number > 0 ? SCMP_ACT_ERRNO((uint32_t) f->syscall_error_number)
+        uint32_t deny = sb->syscall_error_number > 0 ? SCMP_ACT_ERRNO((uint32_t) sb->syscall_error_number)
                                                     : SCMP_ACT_KILL_PROCESS;
-        scmp_filter_ctx ctx = seccomp_init(f->syscall_filter.allow_list ? deny : SCMP_ACT_ALLOW);
+        scmp_filter_ctx ctx = seccomp_init(sb->syscall_filter.allow_list ? deny : SCMP_ACT_ALLOW);
         if (!ctx)
                 return log_error_errno(ENOMEM, "%s: SystemCallFilter=: cannot create the filter", unit);
         int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); /* the hook sets it, in its place */
@@ -818,11 +825,12 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
 /* Whether f asks for anything checked against tend's own credentials: a
  * unit without sandboxing keys costs its spawn no system call here. */
 static bool needs_self(const struct unit_file *f) {
-        if (f->user || f->group || f->supplementary_groups || f->working_directory_home || f->ambient_capabilities ||
-            f->capability_bounding_set != UINT64_MAX || f->syscall_filter.set)
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        if (sb->user || sb->group || sb->supplementary_groups || f->working_directory_home || sb->ambient_capabilities ||
+            sb->capability_bounding_set != UINT64_MAX || sb->syscall_filter.set)
                 return true;
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
-                if (f->limits[i].set)
+                if (sb->limits[i].set)
                         return true;
         return false;
 }

@@ -70,13 +70,15 @@ struct parse_ctx {
         unsigned exec_start_extra_line, restart_line, type_line;
         unsigned ambient_line, syscall_filter_line;
         struct strlist lists[_LIST_MAX];
+        struct unit_sandbox_keys sb; /* the sandboxing keys while parsing; moved out of line at the end */
+        bool sb_set;                 /* a sandboxing key was assigned */
 };
 
 struct key_def {
         enum section section;
         const char *key;
         int (*parse)(struct parse_ctx *c, const struct key_def *k, const char *value);
-        size_t offset, size; /* the field in struct unit_file */
+        size_t offset, size; /* the field in struct unit_file, or with KEY_SB in struct unit_sandbox_keys */
         const void *data;    /* the parser's own: an enum table, a list index */
 };
 
@@ -95,9 +97,15 @@ static const struct unit_file unit_defaults = {
         .final_kill_signal = SIGKILL,
         .send_sigkill = true,
         .ignore_sigpipe = true,
+};
+
+const struct unit_sandbox_keys unit_sandbox_defaults = {
         .umask = 0022,
         .capability_bounding_set = UINT64_MAX, /* unchanged */
 };
+
+/* key_def.offset of a field in struct unit_sandbox_keys. */
+#define KEY_SB ((size_t) 1 << 30)
 
 /* ------------------------------------------------------------------------ */
 /* Messages                                                                  */
@@ -290,11 +298,29 @@ static int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, cons
 /* Value parsers                                                             */
 /* ------------------------------------------------------------------------ */
 
-#define FIELD(c, k, type) ((type *) ((char *) (c)->u + (k)->offset))
+/* The sandboxing keys being parsed, marked as assigned. */
+static struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c) {
+        c->sb_set = true;
+        return &c->sb;
+}
+
+static void *key_field(struct parse_ctx *c, const struct key_def *k) {
+        if (k->offset & KEY_SB)
+                return (char *) sandbox_keys(c) + (k->offset & ~KEY_SB);
+        return (char *) c->u + k->offset;
+}
+
+static const void *key_default(const struct key_def *k) {
+        if (k->offset & KEY_SB)
+                return (const char *) &unit_sandbox_defaults + (k->offset & ~KEY_SB);
+        return (const char *) &unit_defaults + k->offset;
+}
+
+#define FIELD(c, k, type) ((type *) key_field((c), (k)))
 
 /* An empty assignment resets a scalar to its default. */
 static void reset_default(struct parse_ctx *c, const struct key_def *k) {
-        memcpy((char *) c->u + k->offset, (const char *) &unit_defaults + k->offset, k->size);
+        memcpy(key_field(c, k), key_default(k), k->size);
 }
 
 static int parse_string(struct parse_ctx *c, const struct key_def *k, const char *value) {
@@ -968,7 +994,7 @@ static int parse_umask(struct parse_ctx *c, const struct key_def *k, const char 
 /* Limit*=: k->data is the resource. */
 static int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value) {
         int resource = (int) (uintptr_t) k->data;
-        struct sandbox_limit *l = &c->u->limits[resource];
+        struct sandbox_limit *l = &sandbox_keys(c)->limits[resource];
         char q[QUOTE_BUF];
         if (!*value) {
                 *l = (struct sandbox_limit) {};
@@ -992,7 +1018,7 @@ static int parse_limit(struct parse_ctx *c, const struct key_def *k, const char 
  */
 static int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value) {
         uint64_t *set = FIELD(c, k, uint64_t), initial, sum = 0;
-        memcpy(&initial, (const char *) &unit_defaults + k->offset, sizeof initial);
+        memcpy(&initial, key_default(k), sizeof initial);
         bool invert = value[0] == '~';
         int r;
         for (const char *p = value + invert;;) {
@@ -1021,7 +1047,7 @@ static int parse_capabilities(struct parse_ctx *c, const struct key_def *k, cons
 
 /* SystemCallFilter=: names and @groups (sandbox.h); "~" makes a deny list. */
 static int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct sandbox_syscall_filter *f = &c->u->syscall_filter;
+        struct sandbox_syscall_filter *f = &sandbox_keys(c)->syscall_filter;
         if (!*value) {
                 sandbox_syscall_filter_clear(f);
                 return 0;
@@ -1071,6 +1097,7 @@ static int parse_errno(struct parse_ctx *c, const struct key_def *k, const char 
 /* ------------------------------------------------------------------------ */
 
 #define F(field) offsetof(struct unit_file, field), sizeof(((struct unit_file *) 0)->field)
+#define SB(field) (KEY_SB | offsetof(struct unit_sandbox_keys, field)), sizeof(((struct unit_sandbox_keys *) 0)->field)
 #define U SECTION_UNIT
 #define S SECTION_SERVICE
 #define LIST(i) ((const void *) (uintptr_t) (i))
@@ -1124,15 +1151,15 @@ static const struct key_def unit_keys[] = {
         { S, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
         { S, "FailureAction", parse_enum, F(failure_action), &action_table },
         /* sandboxing (sandbox.h) */
-        { S, "User", parse_user, F(user), NULL },
-        { S, "Group", parse_user, F(group), NULL },
+        { S, "User", parse_user, SB(user), NULL },
+        { S, "Group", parse_user, SB(group), NULL },
         { S, "SupplementaryGroups", parse_supplementary_groups, 0, 0, LIST(LIST_SUPPLEMENTARY_GROUPS) },
-        { S, "UMask", parse_umask, F(umask), NULL },
-        { S, "NoNewPrivileges", parse_bool, F(no_new_privileges), NULL },
-        { S, "CapabilityBoundingSet", parse_capabilities, F(capability_bounding_set), NULL },
-        { S, "AmbientCapabilities", parse_capabilities, F(ambient_capabilities), NULL },
+        { S, "UMask", parse_umask, SB(umask), NULL },
+        { S, "NoNewPrivileges", parse_bool, SB(no_new_privileges), NULL },
+        { S, "CapabilityBoundingSet", parse_capabilities, SB(capability_bounding_set), NULL },
+        { S, "AmbientCapabilities", parse_capabilities, SB(ambient_capabilities), NULL },
         { S, "SystemCallFilter", parse_syscall_filter, 0, 0, NULL },
-        { S, "SystemCallErrorNumber", parse_errno, F(syscall_error_number), NULL },
+        { S, "SystemCallErrorNumber", parse_errno, SB(syscall_error_number), NULL },
         { S, "LimitCPU", parse_limit, 0, 0, RESOURCE(RLIMIT_CPU) },
         { S, "LimitFSIZE", parse_limit, 0, 0, RESOURCE(RLIMIT_FSIZE) },
         { S, "LimitDATA", parse_limit, 0, 0, RESOURCE(RLIMIT_DATA) },
@@ -1317,8 +1344,10 @@ static int finish_lists(struct parse_ctx *c) {
         char ***dst[_LIST_MAX] = {
                 [LIST_REQUIRES] = &c->u->requires, [LIST_WANTS] = &c->u->wants, [LIST_BINDS_TO] = &c->u->binds_to,
                 [LIST_AFTER] = &c->u->after,       [LIST_BEFORE] = &c->u->before,
-                [LIST_SUPPLEMENTARY_GROUPS] = &c->u->supplementary_groups,
+                [LIST_SUPPLEMENTARY_GROUPS] = &c->sb.supplementary_groups,
         };
+        if (c->lists[LIST_SUPPLEMENTARY_GROUPS].v)
+                c->sb_set = true;
         for (int i = 0; i < _LIST_MAX; i++)
                 if (dst[i]) {
                         *dst[i] = c->lists[i].v;
@@ -1329,7 +1358,7 @@ static int finish_lists(struct parse_ctx *c) {
 
 /* The sandboxing keys that depend on each other (sandbox.h). */
 static void verify_sandbox(struct parse_ctx *c) {
-        struct unit_file *u = c->u;
+        const struct unit_sandbox_keys *u = &c->sb;
         uint64_t outside = u->ambient_capabilities & ~u->capability_bounding_set & sandbox_capability_all();
         if (outside) {
                 char name[64];
@@ -1386,6 +1415,14 @@ static void verify(struct parse_ctx *c) {
         verify_sandbox(c);
 }
 
+static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
+        free(s->user);
+        free(s->group);
+        unit_strv_free(s->supplementary_groups);
+        sandbox_syscall_filter_clear(&s->syscall_filter);
+        *s = unit_sandbox_defaults;
+}
+
 struct unit_file *unit_file_free(struct unit_file *u) {
         if (!u)
                 return NULL;
@@ -1411,10 +1448,10 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         free(u->standard_output.path);
         free(u->standard_error.path);
         free(u->syslog_identifier);
-        free(u->user);
-        free(u->group);
-        unit_strv_free(u->supplementary_groups);
-        sandbox_syscall_filter_clear(&u->syscall_filter);
+        if (u->sandbox) {
+                sandbox_keys_clear(u->sandbox);
+                free(u->sandbox);
+        }
         free(u);
         return NULL;
 }
@@ -1422,7 +1459,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
 static int ctx_init(struct parse_ctx *c, const char *name, const char *origin) {
         size_t body = strlen(name) - strlen(".service");
         const char *at = memchr(name, '@', body);
-        *c = (struct parse_ctx) { .origin = origin, .name = name };
+        *c = (struct parse_ctx) { .origin = origin, .name = name, .sb = unit_sandbox_defaults };
         c->u = malloc(sizeof *c->u);
         if (c->u)
                 *c->u = unit_defaults;
@@ -1441,6 +1478,7 @@ static int ctx_init(struct parse_ctx *c, const char *name, const char *origin) {
 
 static void ctx_done(struct parse_ctx *c) {
         unit_file_free(c->u);
+        sandbox_keys_clear(&c->sb);
         free(c->prefix);
         free(c->message);
         for (int i = 0; i < _LIST_MAX; i++)
@@ -1475,6 +1513,14 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                 r = finish_lists(&c);
         if (r >= 0 && !c.error)
                 verify(&c);
+        if (r >= 0 && !c.error && c.sb_set) {
+                c.u->sandbox = malloc(sizeof *c.u->sandbox);
+                if (c.u->sandbox) {
+                        *c.u->sandbox = c.sb;
+                        c.sb = unit_sandbox_defaults;
+                } else
+                        r = -ENOMEM;
+        }
         if (r == -EFBIG)
                 r = log_error_errno(EFBIG, "%s: a line is longer than %d bytes", origin, UNIT_FILE_SIZE_MAX);
         else if (r < 0)

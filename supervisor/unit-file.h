@@ -167,7 +167,13 @@ struct unit_file {
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name */
 
-        /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at each start */
+        /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at
+         * each start: out of line, few units set any (unit_file_sandbox()). */
+        struct unit_sandbox_keys *sandbox; /* owned; NULL: every key at its default */
+};
+
+/* The sandboxing keys of a unit file. */
+struct unit_sandbox_keys {
         char *user;                      /* User=: a name or a numeric uid; NULL: tend's own */
         char *group;                     /* Group=: a name or a numeric gid; NULL: User='s primary group */
         char **supplementary_groups;     /* SupplementaryGroups=: names or gids, added to User='s; NULL: none */
@@ -179,6 +185,14 @@ struct unit_file {
         struct sandbox_syscall_filter syscall_filter; /* SystemCallFilter=: not set */
         int syscall_error_number;        /* SystemCallErrorNumber=: 0, a denied call kills with SIGSYS */
 };
+
+/* Every sandboxing key at its default (what a NULL unit_file.sandbox means). */
+extern const struct unit_sandbox_keys unit_sandbox_defaults;
+
+/* f's sandboxing keys: never NULL, borrowed from f (or static). Thread-safe. */
+static inline const struct unit_sandbox_keys *unit_file_sandbox(const struct unit_file *f) {
+        return f->sandbox ? f->sandbox : &unit_sandbox_defaults;
+}
 
 /* Frees u and everything it owns; returns NULL. NULL is accepted. */
 struct unit_file *unit_file_free(struct unit_file *u);

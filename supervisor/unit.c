@@ -71,6 +71,8 @@ static void answer_flight_why(struct unit *u, bool ok, const char *reason) {
         }
         /* Without an answer (out of memory) freeing it answers `abandoned`. */
         u->resolution = sf_resolution_free(u->resolution);
+        if (u->ops->answered)
+                u->ops->answered(u->userdata, u);
 }
 
 static void answer_flight(struct unit *u, bool ok) {

@@ -171,6 +171,9 @@ struct unit_ops {
         /* u's automatic restart begins (its back-off delay passed): SPEC §4
          * "Propagation" restarts its running Requires=/BindsTo= dependents. */
         void (*auto_restart)(void *userdata, struct unit *u);
+        /* u's flight was answered and its resolution let go (optional, may be
+         * NULL): the requesters' answers are final. */
+        void (*answered)(void *userdata, struct unit *u);
 };
 
 struct unit {

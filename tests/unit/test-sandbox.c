@@ -309,17 +309,18 @@ static void test_syscall_filter_semantics(void **state) {
 
 static void test_unit_file_keys(void **state) {
         struct unit_file *u = parse_ok(EXEC);
-        assert_null(u->user);
-        assert_null(u->group);
-        assert_null(u->supplementary_groups);
-        assert_int_equal(u->umask, 0022);
+        assert_null(u->sandbox); /* held out of line only when a key is set */
+        assert_null(unit_file_sandbox(u)->user);
+        assert_null(unit_file_sandbox(u)->group);
+        assert_null(unit_file_sandbox(u)->supplementary_groups);
+        assert_int_equal(unit_file_sandbox(u)->umask, 0022);
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
-                assert_false(u->limits[i].set);
-        assert_false(u->no_new_privileges);
-        assert_true(u->capability_bounding_set == UINT64_MAX);
-        assert_true(u->ambient_capabilities == 0);
-        assert_false(u->syscall_filter.set);
-        assert_int_equal(u->syscall_error_number, 0);
+                assert_false(unit_file_sandbox(u)->limits[i].set);
+        assert_false(unit_file_sandbox(u)->no_new_privileges);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == UINT64_MAX);
+        assert_true(unit_file_sandbox(u)->ambient_capabilities == 0);
+        assert_false(unit_file_sandbox(u)->syscall_filter.set);
+        assert_int_equal(unit_file_sandbox(u)->syscall_error_number, 0);
         assert_false(u->working_directory_home);
         unit_file_free(u);
 
@@ -329,24 +330,25 @@ static void test_unit_file_keys(void **state) {
                           "AmbientCapabilities=CAP_NET_BIND_SERVICE\nSystemCallFilter=@system-service\n"
                           "SystemCallFilter=~@privileged\nSystemCallErrorNumber=EPERM\nWorkingDirectory=-~\n");
         n_msgs = 0;
-        assert_string_equal(u->user, "nobody");
-        assert_string_equal(u->group, "4"); /* specifiers resolved: %i is empty here */
-        assert_string_equal(u->supplementary_groups[0], "adm");
-        assert_string_equal(u->supplementary_groups[1], "4242");
-        assert_string_equal(u->supplementary_groups[2], "users");
-        assert_null(u->supplementary_groups[3]);
-        assert_int_equal(u->umask, 0077);
-        assert_true(u->limits[RLIMIT_NOFILE].set);
-        assert_int_equal(u->limits[RLIMIT_NOFILE].rl.rlim_cur, 100);
-        assert_int_equal(u->limits[RLIMIT_NOFILE].rl.rlim_max, 200);
-        assert_true(u->limits[RLIMIT_CORE].rl.rlim_max == RLIM_INFINITY);
-        assert_true(u->no_new_privileges);
-        assert_true(u->capability_bounding_set == ((1ull << CAP_NET_BIND_SERVICE) | (1ull << CAP_CHOWN)));
-        assert_true(u->ambient_capabilities == 1ull << CAP_NET_BIND_SERVICE);
-        assert_true(u->syscall_filter.set && u->syscall_filter.allow_list);
-        assert_true(filter_has(&u->syscall_filter, "read", NULL));
-        assert_false(filter_has(&u->syscall_filter, "chown", NULL)); /* removed by the deny line */
-        assert_int_equal(u->syscall_error_number, EPERM);
+        assert_non_null(u->sandbox);
+        assert_string_equal(unit_file_sandbox(u)->user, "nobody");
+        assert_string_equal(unit_file_sandbox(u)->group, "4"); /* specifiers resolved: %i is empty here */
+        assert_string_equal(unit_file_sandbox(u)->supplementary_groups[0], "adm");
+        assert_string_equal(unit_file_sandbox(u)->supplementary_groups[1], "4242");
+        assert_string_equal(unit_file_sandbox(u)->supplementary_groups[2], "users");
+        assert_null(unit_file_sandbox(u)->supplementary_groups[3]);
+        assert_int_equal(unit_file_sandbox(u)->umask, 0077);
+        assert_true(unit_file_sandbox(u)->limits[RLIMIT_NOFILE].set);
+        assert_int_equal(unit_file_sandbox(u)->limits[RLIMIT_NOFILE].rl.rlim_cur, 100);
+        assert_int_equal(unit_file_sandbox(u)->limits[RLIMIT_NOFILE].rl.rlim_max, 200);
+        assert_true(unit_file_sandbox(u)->limits[RLIMIT_CORE].rl.rlim_max == RLIM_INFINITY);
+        assert_true(unit_file_sandbox(u)->no_new_privileges);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == ((1ull << CAP_NET_BIND_SERVICE) | (1ull << CAP_CHOWN)));
+        assert_true(unit_file_sandbox(u)->ambient_capabilities == 1ull << CAP_NET_BIND_SERVICE);
+        assert_true(unit_file_sandbox(u)->syscall_filter.set && unit_file_sandbox(u)->syscall_filter.allow_list);
+        assert_true(filter_has(&unit_file_sandbox(u)->syscall_filter, "read", NULL));
+        assert_false(filter_has(&unit_file_sandbox(u)->syscall_filter, "chown", NULL)); /* removed by the deny line */
+        assert_int_equal(unit_file_sandbox(u)->syscall_error_number, EPERM);
         assert_true(u->working_directory_home && u->working_directory_missing_ok);
         assert_null(u->working_directory);
         unit_file_free(u);
@@ -355,12 +357,12 @@ static void test_unit_file_keys(void **state) {
         u = parse_ok(EXEC "User=nobody\nUser=\nSupplementaryGroups=adm\nSupplementaryGroups=\nLimitNOFILE=5\n"
                           "LimitNOFILE=\nSystemCallFilter=@basic-io\nSystemCallFilter=\nSystemCallErrorNumber=EPERM\n"
                           "SystemCallErrorNumber=\nUMask=0077\nUMask=\nWorkingDirectory=~\nWorkingDirectory=\n");
-        assert_null(u->user);
-        assert_null(u->supplementary_groups);
-        assert_false(u->limits[RLIMIT_NOFILE].set);
-        assert_false(u->syscall_filter.set);
-        assert_int_equal(u->syscall_error_number, 0);
-        assert_int_equal(u->umask, 0022);
+        assert_null(unit_file_sandbox(u)->user);
+        assert_null(unit_file_sandbox(u)->supplementary_groups);
+        assert_false(unit_file_sandbox(u)->limits[RLIMIT_NOFILE].set);
+        assert_false(unit_file_sandbox(u)->syscall_filter.set);
+        assert_int_equal(unit_file_sandbox(u)->syscall_error_number, 0);
+        assert_int_equal(unit_file_sandbox(u)->umask, 0022);
         assert_false(u->working_directory_home);
         unit_file_free(u);
         u = parse_ok(EXEC "WorkingDirectory=~\nWorkingDirectory=/srv\n");
@@ -375,25 +377,25 @@ static void test_capability_merging(void **state) {
         const uint64_t A = 1ull << CAP_CHOWN, B = 1ull << CAP_KILL, C = 1ull << CAP_NET_RAW;
         struct unit_file *u = parse_ok(EXEC "CapabilityBoundingSet=CAP_CHOWN CAP_KILL\n"
                                             "CapabilityBoundingSet=CAP_KILL CAP_NET_RAW\n");
-        assert_true(u->capability_bounding_set == (A | B | C));
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == (A | B | C));
         unit_file_free(u);
         u = parse_ok(EXEC "CapabilityBoundingSet=CAP_CHOWN CAP_KILL\nCapabilityBoundingSet=~CAP_KILL CAP_NET_RAW\n");
-        assert_true(u->capability_bounding_set == A);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == A);
         unit_file_free(u);
         u = parse_ok(EXEC "CapabilityBoundingSet=~CAP_KILL\n"); /* the first, inverted: all but */
-        assert_true(u->capability_bounding_set == ~B);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == ~B);
         unit_file_free(u);
         u = parse_ok(EXEC "CapabilityBoundingSet=CAP_KILL\nCapabilityBoundingSet=\n"); /* empty: the empty set */
-        assert_true(u->capability_bounding_set == 0);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == 0);
         unit_file_free(u);
         u = parse_ok(EXEC "CapabilityBoundingSet=CAP_KILL\nCapabilityBoundingSet=~\n"); /* "~": all again */
-        assert_true(u->capability_bounding_set == UINT64_MAX);
+        assert_true(unit_file_sandbox(u)->capability_bounding_set == UINT64_MAX);
         unit_file_free(u);
         u = parse_ok(EXEC "AmbientCapabilities=CAP_CHOWN\nAmbientCapabilities=CAP_KILL\n");
-        assert_true(u->ambient_capabilities == (A | B));
+        assert_true(unit_file_sandbox(u)->ambient_capabilities == (A | B));
         unit_file_free(u);
         u = parse_ok(EXEC "AmbientCapabilities=CAP_CHOWN\nAmbientCapabilities=\n");
-        assert_true(u->ambient_capabilities == 0);
+        assert_true(unit_file_sandbox(u)->ambient_capabilities == 0);
         unit_file_free(u);
         n_msgs = 0;
 }
