@@ -21,6 +21,7 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 #define container_of(ptr, type, member) \
         ((type *) ((char *) (ptr) - offsetof(type, member)))

@@ -41,7 +41,6 @@
 #include "log.h"
 #include "logs.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static inline void *mfree(void *p) {
         free(p);

@@ -86,6 +86,7 @@ struct mem_watch {
         pthread_cond_t cond;
         struct store_event **ring;
         size_t ring_cap, head, n;
+        size_t ring_max;  /* the bound: the snapshot, the marker and queue_capacity live events */
         int end;          /* 0 while live; -ENOBUFS (lagged) or -EPIPE (store closed) */
         int fd;           /* eventfd: readable iff n > 0 || end != 0 */
         bool fd_readable; /* whether fd's counter is non-zero */
@@ -279,11 +280,31 @@ static void watch_end_locked(struct mem_watch *w, int error) {
         watch_wake_locked(w);
 }
 
+/* A ring holds this many events while idle; it grows (doubling) up to
+ * ring_max as events queue, and shrinks back once drained: ten idle
+ * watchers of 1,000 units cost 5 KiB, not 160. */
+#define WATCH_RING_IDLE 64u
+
+/* Moves the queue into a ring of cap (≥ n) slots, unwrapped. */
+static int watch_resize_locked(struct mem_watch *w, size_t cap) {
+        struct store_event **v = malloc(cap * sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n; i++)
+                v[i] = w->ring[(w->head + i) % w->ring_cap];
+        free(w->ring);
+        w->ring = v;
+        w->ring_cap = cap;
+        w->head = 0;
+        return 0;
+}
+
 static int watch_push_locked(struct mem_watch *w, struct store_event *ev) {
         if (w->end != 0)
                 return w->end;
-        if (w->n == w->ring_cap)
-                return -ENOBUFS;
+        if (w->n == w->ring_cap &&
+            (w->ring_cap >= w->ring_max || watch_resize_locked(w, MIN(w->ring_cap * 2, w->ring_max)) < 0))
+                return -ENOBUFS; /* out of memory lags the watcher as a full queue does */
         w->ring[(w->head + w->n) % w->ring_cap] = store_event_ref(ev);
         if (w->n++ == 0)
                 watch_wake_locked(w);
@@ -296,7 +317,9 @@ static int watch_pop_locked(struct mem_watch *w, struct store_event **ret) {
         *ret = w->ring[w->head];
         w->ring[w->head] = NULL;
         w->head = (w->head + 1) % w->ring_cap;
-        if (--w->n == 0 && w->end == 0)
+        if (--w->n == 0 && w->ring_cap > WATCH_RING_IDLE)
+                (void) watch_resize_locked(w, WATCH_RING_IDLE);
+        if (w->n == 0 && w->end == 0)
                 watch_unwake_locked(w);
         return 0;
 }
@@ -730,10 +753,10 @@ static int watch_start(struct store_mem *s, struct mem_watch *w, struct store_ev
         struct keyspace *k = &s->ks[w->ks];
         size_t first, n = map_prefix_range(k, w->prefix, &first);
 
-        w->ring_cap = n + 1 + s->queue_capacity;
-        w->ring = calloc(w->ring_cap, sizeof(*w->ring));
-        if (!w->ring)
-                return -ENOMEM;
+        w->ring_max = n + 1 + s->queue_capacity;
+        int r = watch_resize_locked(w, MIN(n + 1 + WATCH_RING_IDLE, w->ring_max));
+        if (r < 0)
+                return r;
 
         pthread_mutex_lock(&w->lock);
         for (size_t i = 0; i < n; i++)

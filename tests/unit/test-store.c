@@ -105,6 +105,10 @@ static int setup_small_queue(void **state) {
         return fixture_new(state, 2, 0);
 }
 
+static int setup_queue_300(void **state) {
+        return fixture_new(state, 300, 0);
+}
+
 static int setup_big_queue(void **state) {
         return fixture_new(state, 8192, 0);
 }
@@ -483,6 +487,47 @@ static void test_watch_snapshot_marker_live(void **state) {
         assert_string_equal(store_cause_to_string(STORE_CAUSE_DELETED), "deleted");
         assert_string_equal(store_keyspace_to_string(STORE_EPHEMERAL), "ephemeral");
         assert_string_equal(store_event_type_to_string(STORE_EVENT_PUT), "put");
+}
+
+/* The bound is exact however the queue is held: a ring that grows from its
+ * idle size to the snapshot plus queue_capacity events, in order, and
+ * overflows at one more; drained, it takes the next burst again. */
+static void test_queue_grows_to_its_bound(void **state) {
+        struct store *s = ((struct fixture *) *state)->s; /* queue capacity 300 */
+        _cleanup_store_watch_free_ struct store_watch *w = NULL, *lag = NULL;
+        char key[32], value[32];
+
+        for (int i = 0; i < 150; i++) {
+                snprintf(key, sizeof key, "snap/%03d", i);
+                assert_int_equal(put(s, STORE_DURABLE, key, "s", 0, NULL), 1);
+        }
+        assert_int_equal(store_watch(s, STORE_DURABLE, "", &w), 0);
+        assert_int_equal(store_watch(s, STORE_DURABLE, "", &lag), 0);
+        for (int burst = 0; burst < 2; burst++) {
+                for (int i = 0; i < 300; i++) { /* the whole queue_capacity, far past the idle ring */
+                        snprintf(key, sizeof key, "live/%d/%03d", burst, i);
+                        snprintf(value, sizeof value, "%d", i);
+                        assert_int_equal(put(s, STORE_DURABLE, key, value, 0, NULL), 1);
+                }
+                if (burst == 0)
+                        for (int i = 0; i < 150; i++) {
+                                snprintf(key, sizeof key, "snap/%03d", i);
+                                EXPECT_PUT(w, key, "s", (uint64_t) i + 1);
+                        }
+                if (burst == 0)
+                        EXPECT_MARKER(w, 150);
+                for (int i = 0; i < 300; i++) {
+                        snprintf(key, sizeof key, "live/%d/%03d", burst, i);
+                        snprintf(value, sizeof value, "%d", i);
+                        EXPECT_PUT(w, key, value, 150 + (uint64_t) burst * 300 + (uint64_t) i + 1);
+                }
+                EXPECT_NONE(w);
+        }
+        /* lag read nothing: the snapshot, the marker and 300 events filled it;
+         * the first burst's last put was its bound, the second overflowed. */
+        struct store_event *ev = NULL;
+        assert_int_equal(store_watch_next(lag, &ev), -ENOBUFS);
+        assert_null(ev);
 }
 
 static void test_lag_then_rewatch(void **state) {
@@ -1126,6 +1171,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_list_never_shows_dead_key, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_snapshot_marker_live, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lag_then_rewatch, setup_small_queue, teardown),
+                cmocka_unit_test_setup_teardown(test_queue_grows_to_its_bound, setup_queue_300, teardown),
                 cmocka_unit_test_setup_teardown(test_close_drains_then_epipe, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_revisions_increase, setup_big_queue, teardown),
                 cmocka_unit_test_setup_teardown(test_timer_seam_arms_only_for_leases, setup, teardown),
