@@ -53,8 +53,34 @@ char *unit_buf_take(struct unit_buf *b) {
                 return NULL;
         b->s[b->len] = '\0';
         char *s = b->s;
+        if (b->cap > b->len + 1) { /* what a unit file keeps, it keeps at its size */
+                char *fit = realloc(s, b->len + 1);
+                if (fit)
+                        s = fit;
+        }
         *b = (struct unit_buf) {};
         return s;
+}
+
+int unit_strv_pack(char **v, char ***ret) {
+        size_t n = 0, bytes = 0;
+        for (; v && v[n]; n++)
+                bytes += strlen(v[n]) + 1;
+        char **p = malloc((n + 1) * sizeof *p + bytes);
+        if (!p) {
+                unit_strv_free(v);
+                return -ENOMEM;
+        }
+        char *s = (char *) (p + n + 1);
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(v[i]) + 1;
+                p[i] = memcpy(s, v[i], len);
+                s += len;
+        }
+        p[n] = NULL;
+        unit_strv_free(v);
+        *ret = p;
+        return 0;
 }
 
 char **unit_strv_free(char **l) {
@@ -353,7 +379,7 @@ void unit_command_list_clear(struct unit_command_list *l) {
                 return;
         for (size_t i = 0; i < l->n; i++) {
                 free(l->commands[i].path);
-                unit_strv_free(l->commands[i].argv);
+                free(l->commands[i].argv); /* packed */
         }
         free(l->commands);
         *l = (struct unit_command_list) {};

@@ -37,6 +37,13 @@ char **unit_strv_free(char **l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, unit_strv_free);
 #define _cleanup_unit_strv_free_ _cleanup_(unit_strv_freep)
 
+/*
+ * v (a strv, taken: freed also on failure) as one allocation, the pointers
+ * followed by the strings: *ret is freed with free() alone, and costs one
+ * allocation instead of n + 1. 0, or -ENOMEM.
+ */
+int unit_strv_pack(char **v, char ***ret);
+
 /* The number of strings in l (0 for NULL). */
 size_t unit_strv_length(char *const *l);
 
@@ -93,7 +100,8 @@ enum {
 struct unit_command {
         char *path;     /* the executable: absolute, or a bare file name looked up in PATH at start
                          * (unit_command_find_executable()) */
-        char **argv;    /* strv, ≥ 1 entry: argv[0] is path, or the word '@' put there */
+        char **argv;    /* strv, ≥ 1 entry, packed (unit_strv_pack(): freed with free()): argv[0] is
+                         * path, or the word '@' put there */
         unsigned flags; /* UNIT_COMMAND_* */
 };
 
@@ -214,7 +222,8 @@ struct unit_buf {
 int unit_buf_grow(struct unit_buf *b, size_t more);
 int unit_buf_put(struct unit_buf *b, const char *s, size_t n);
 int unit_buf_putc(struct unit_buf *b, char c);
-/* The string (never NULL on success: "" when empty), ownership to the caller; b is reset. NULL: -ENOMEM. */
+/* The string (never NULL on success: "" when empty), shrunk to its length, ownership to the caller; b
+ * is reset. NULL: -ENOMEM. */
 char *unit_buf_take(struct unit_buf *b);
 
 /* Reads fd to its end into a new NUL-terminated buffer. Returns 0, -EFBIG past max bytes, -ENOMEM, a read error. */

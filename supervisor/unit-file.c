@@ -765,7 +765,7 @@ static bool lone_token(const char *p, const char *token) {
 
 static void command_done(struct unit_command *cmd) {
         free(cmd->path);
-        unit_strv_free(cmd->argv);
+        free(cmd->argv); /* packed */
         *cmd = (struct unit_command) {};
 }
 
@@ -876,8 +876,7 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
                 strlist_clear(&argv);
                 return r;
         }
-        cmd->argv = argv.v;
-        return 0;
+        return unit_strv_pack(argv.v, &cmd->argv);
 }
 
 static int parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value) {

@@ -774,6 +774,24 @@ static void test_readiness_keys(void **state) {
 /* Command lines (systemd.service(5) "COMMAND LINES")                        */
 /* ------------------------------------------------------------------------ */
 
+/* A command's argv is one allocation (unit_strv_pack()): the pointers, then the strings. */
+static void test_packed_argv(void **state) {
+        struct unit_file *u = parse_ok("[Service]\nExecStart=/bin/echo one \"two words\" %n\n");
+        char **argv = u->exec_start.commands[0].argv;
+        assert_strv(argv, "/bin/echo", "one", "two words", "a.service", NULL);
+        const char *block = (const char *) (argv + 5);
+        assert_ptr_equal(argv[0], block);
+        for (int i = 1; i < 4; i++)
+                assert_ptr_equal(argv[i], argv[i - 1] + strlen(argv[i - 1]) + 1);
+        unit_file_free(u);
+
+        char **v = NULL;
+        assert_int_equal(unit_strv_pack(NULL, &v), 0);
+        assert_non_null(v);
+        assert_null(v[0]);
+        free(v);
+}
+
 static void test_command_line_examples(void **state) {
         /* Example: "This will execute /bin/echo with four arguments: one, two, two, and two two." */
         struct unit_file *u = parse_ok("[Service]\nEnvironment=\"ONE=one\" 'TWO=two two'\nExecStart=echo $ONE $TWO ${TWO}\n");
@@ -1193,6 +1211,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_unit_names, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_packed_argv, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_every_key, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_booleans_and_numbers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_timespans, setup, teardown),
