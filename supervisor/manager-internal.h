@@ -62,7 +62,9 @@ struct manager {
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
         /* start and stop jobs (manager-jobs.c) */
-        struct dep_graph *deps;        /* of units[], in that order; NULL or stale when deps_dirty */
+        struct dep_graph *deps;        /* of units[], in that order; NULL or stale when deps_dirty,
+                                        * NULL when built and !deps_any */
+        bool deps_built;               /* deps was computed once (then deps_dirty says if it is stale) */
         bool deps_dirty;               /* units[] changed since deps was built */
         bool deps_any;                 /* some unit has a dependency, a missing one, or a cycle */
         sd_event_source *jobs;         /* looks at the jobs again once the current event is handled */

@@ -81,6 +81,9 @@ static int graph_rebuild(struct manager *m) {
         m->deps_any = false;
         for (size_t i = 0; i < g->n; i++)
                 m->deps_any = m->deps_any || !node_is_plain(&g->nodes[i]);
+        if (!m->deps_any)
+                m->deps = dep_graph_free(m->deps); /* every node plain: none is kept (128 B a unit) */
+        m->deps_built = true;
         return 0;
 }
 
@@ -88,11 +91,14 @@ void jobs_invalidate(struct manager *m) {
         m->deps_dirty = true;
 }
 
-/* u's node, the graph rebuilt first if units[] changed; NULL when it cannot
- * be built (out of memory: units then start as if independent). */
+/* u's node, the graph rebuilt first if units[] changed; NULL when no unit
+ * has a dependency, or when it cannot be built (out of memory): units then
+ * start as if independent. */
 static const struct dep_node *node_of(struct manager *m, const struct unit *u) {
-        if ((m->deps_dirty || !m->deps) && graph_rebuild(m) < 0)
+        if ((m->deps_dirty || !m->deps_built) && graph_rebuild(m) < 0)
                 return NULL;
+        if (!m->deps)
+                return NULL; /* no unit has a dependency */
         size_t i = data(u)->node;
         return i < m->deps->n && m->units[i] == u ? &m->deps->nodes[i] : NULL;
 }
