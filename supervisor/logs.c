@@ -134,7 +134,7 @@ struct logs_follower {
 struct logs_stream {
         logs_manager *m;
         logs_stream *prev, *next;
-        char *name, *ident;
+        char *name, *ident;          /* ident may be name (no SyslogIdentifier=) */
         struct logs_target target[2];
         char *path[2];
         struct logs_pipe *pipe[2];   /* [1] may equal [0]: one shared pipe */
@@ -1303,7 +1303,7 @@ static int stream_copy_config(logs_stream *s, const struct logs_stream_config *c
         const struct logs_target *t[2] = { &c->stdout_target, &c->stderr_target };
 
         s->name = strdup(c->name);
-        s->ident = strdup(c->syslog_identifier ?: c->name);
+        s->ident = c->syslog_identifier ? strdup(c->syslog_identifier) : s->name; /* shared when the same */
         if (!s->name || !s->ident)
                 return -ENOMEM;
         for (unsigned i = 0; i < 2; i++) {
@@ -1406,8 +1406,9 @@ logs_stream *logs_stream_free(logs_stream *s) {
         if (s->next)
                 s->next->prev = s->prev;
         free(s->ring.buf);
+        if (s->ident != s->name)
+                free(s->ident);
         free(s->name);
-        free(s->ident);
         free(s->path[0]);
         free(s->path[1]);
         free(s);
