@@ -72,6 +72,8 @@ struct parse_ctx {
         struct strlist lists[_LIST_MAX];
         struct unit_sandbox_keys sb; /* the sandboxing keys while parsing; moved out of line at the end */
         bool sb_set;                 /* a sandboxing key was assigned */
+        struct unit_exit_statuses xs; /* the same for the exit status sets */
+        bool xs_set;
 };
 
 struct key_def {
@@ -104,8 +106,12 @@ const struct unit_sandbox_keys unit_sandbox_defaults = {
         .capability_bounding_set = UINT64_MAX, /* unchanged */
 };
 
-/* key_def.offset of a field in struct unit_sandbox_keys. */
+const struct unit_exit_statuses unit_exit_statuses_none = {};
+
+/* key_def.offset of a field in struct unit_sandbox_keys, in struct unit_exit_statuses. */
 #define KEY_SB ((size_t) 1 << 30)
+#define KEY_XS ((size_t) 1 << 29)
+#define KEY_OFFSET(k) ((k)->offset & ~(KEY_SB | KEY_XS))
 
 /* ------------------------------------------------------------------------ */
 /* Messages                                                                  */
@@ -306,13 +312,19 @@ static struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c) {
 
 static void *key_field(struct parse_ctx *c, const struct key_def *k) {
         if (k->offset & KEY_SB)
-                return (char *) sandbox_keys(c) + (k->offset & ~KEY_SB);
+                return (char *) sandbox_keys(c) + KEY_OFFSET(k);
+        if (k->offset & KEY_XS) {
+                c->xs_set = true;
+                return (char *) &c->xs + KEY_OFFSET(k);
+        }
         return (char *) c->u + k->offset;
 }
 
 static const void *key_default(const struct key_def *k) {
         if (k->offset & KEY_SB)
-                return (const char *) &unit_sandbox_defaults + (k->offset & ~KEY_SB);
+                return (const char *) &unit_sandbox_defaults + KEY_OFFSET(k);
+        if (k->offset & KEY_XS)
+                return (const char *) &unit_exit_statuses_none + KEY_OFFSET(k);
         return (const char *) &unit_defaults + k->offset;
 }
 
@@ -1097,6 +1109,7 @@ static int parse_errno(struct parse_ctx *c, const struct key_def *k, const char 
 
 #define F(field) offsetof(struct unit_file, field), sizeof(((struct unit_file *) 0)->field)
 #define SB(field) (KEY_SB | offsetof(struct unit_sandbox_keys, field)), sizeof(((struct unit_sandbox_keys *) 0)->field)
+#define XS(field) (KEY_XS | offsetof(struct unit_exit_statuses, field)), sizeof(((struct unit_exit_statuses *) 0)->field)
 #define U SECTION_UNIT
 #define S SECTION_SERVICE
 #define LIST(i) ((const void *) (uintptr_t) (i))
@@ -1126,8 +1139,8 @@ static const struct key_def unit_keys[] = {
         { S, "RestartSteps", parse_unsigned, F(restart_steps), NULL },
         { S, "RestartMaxDelaySec", parse_timespan_key, F(restart_max_delay), NULL },
         { S, "RemainAfterExit", parse_bool, F(remain_after_exit), NULL },
-        { S, "SuccessExitStatus", parse_exit_status, F(success_exit_status), NULL },
-        { S, "RestartPreventExitStatus", parse_exit_status, F(restart_prevent_exit_status), NULL },
+        { S, "SuccessExitStatus", parse_exit_status, XS(success), NULL },
+        { S, "RestartPreventExitStatus", parse_exit_status, XS(restart_prevent), NULL },
         { S, "TimeoutStartSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_START },
         { S, "TimeoutStopSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_STOP },
         { S, "TimeoutSec", parse_timeout, 0, 0, (const void *) (uintptr_t) (TIMEOUT_START | TIMEOUT_STOP) },
@@ -1451,6 +1464,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
                 sandbox_keys_clear(u->sandbox);
                 free(u->sandbox);
         }
+        free(u->exit_statuses);
         free(u);
         return NULL;
 }
@@ -1518,6 +1532,13 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                         *c.u->sandbox = c.sb;
                         c.sb = unit_sandbox_defaults;
                 } else
+                        r = -ENOMEM;
+        }
+        if (r >= 0 && !c.error && c.xs_set && memcmp(&c.xs, &unit_exit_statuses_none, sizeof c.xs) != 0) {
+                c.u->exit_statuses = malloc(sizeof *c.u->exit_statuses);
+                if (c.u->exit_statuses)
+                        *c.u->exit_statuses = c.xs;
+                else
                         r = -ENOMEM;
         }
         if (r == -EFBIG)

@@ -144,8 +144,7 @@ struct unit_file {
         unsigned restart_steps;          /* RestartSteps=, 0 */
         usec_t restart_max_delay;        /* RestartMaxDelaySec=, infinity */
         bool remain_after_exit;          /* no */
-        struct unit_exit_status_set success_exit_status;         /* empty: 0 alone is success */
-        struct unit_exit_status_set restart_prevent_exit_status; /* empty */
+        struct unit_exit_statuses *exit_statuses; /* owned; NULL: both empty (unit_file_exit_statuses()) */
         usec_t timeout_start;            /* TimeoutStartSec=, 90s (infinity for oneshot); 0 → infinity */
         usec_t timeout_stop;             /* TimeoutStopSec=, 10s (SPEC §3); 0 → infinity */
         usec_t watchdog;                 /* WatchdogSec=, 0: none (infinity: none either) */
@@ -171,6 +170,20 @@ struct unit_file {
          * each start: out of line, few units set any (unit_file_sandbox()). */
         struct unit_sandbox_keys *sandbox; /* owned; NULL: every key at its default */
 };
+
+/* SuccessExitStatus= and RestartPreventExitStatus=: out of line, few units set them. */
+struct unit_exit_statuses {
+        struct unit_exit_status_set success;         /* SuccessExitStatus=, empty: 0 alone is success */
+        struct unit_exit_status_set restart_prevent; /* RestartPreventExitStatus=, empty */
+};
+
+/* Both sets empty (what a NULL unit_file.exit_statuses means). */
+extern const struct unit_exit_statuses unit_exit_statuses_none;
+
+/* f's exit status sets: never NULL, borrowed from f (or static). Thread-safe. */
+static inline const struct unit_exit_statuses *unit_file_exit_statuses(const struct unit_file *f) {
+        return f->exit_statuses ? f->exit_statuses : &unit_exit_statuses_none;
+}
 
 /* The sandboxing keys of a unit file. */
 struct unit_sandbox_keys {

@@ -117,7 +117,7 @@ static void set_main(struct unit *u, struct exit_process *p) {
 /* systemd's clean exit: code 0 or SuccessExitStatus=; for non-oneshot units
  * also SIGHUP, SIGINT, SIGTERM and SIGPIPE. */
 static bool exit_is_clean(const struct unit *u, const struct exit_reason *r) {
-        const struct unit_exit_status_set *ok = &u->file->success_exit_status;
+        const struct unit_exit_status_set *ok = &unit_file_exit_statuses(u->file)->success;
         if (r->kind == EXIT_REASON_EXITED)
                 return r->status == 0 || unit_exit_status_set_has_code(ok, r->status);
         if (unit_exit_status_set_has_signal(ok, r->status))
@@ -170,9 +170,10 @@ static bool restart_wanted(const struct unit *u) {
                 return false;
         if (u->has_last_exit && u->result != UNIT_RESULT_START_LIMIT) {
                 const struct exit_reason *r = &u->last_exit;
-                if (r->kind == EXIT_REASON_EXITED && unit_exit_status_set_has_code(&f->restart_prevent_exit_status, r->status))
+                const struct unit_exit_status_set *prevent = &unit_file_exit_statuses(f)->restart_prevent;
+                if (r->kind == EXIT_REASON_EXITED && unit_exit_status_set_has_code(prevent, r->status))
                         return false;
-                if (r->kind == EXIT_REASON_KILLED && unit_exit_status_set_has_signal(&f->restart_prevent_exit_status, r->status))
+                if (r->kind == EXIT_REASON_KILLED && unit_exit_status_set_has_signal(prevent, r->status))
                         return false;
         }
         bool clean = u->result == UNIT_RESULT_SUCCESS;

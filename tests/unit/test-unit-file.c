@@ -240,8 +240,9 @@ static void test_defaults(void **state) {
         assert_true(u->restart_max_delay == USEC_INFINITY);
         assert_false(u->remain_after_exit);
         static const struct unit_exit_status_set empty = {};
-        assert_memory_equal(&u->success_exit_status, &empty, sizeof empty);
-        assert_memory_equal(&u->restart_prevent_exit_status, &empty, sizeof empty);
+        assert_null(u->exit_statuses); /* held out of line only when a set is not empty */
+        assert_memory_equal(&unit_file_exit_statuses(u)->success, &empty, sizeof empty);
+        assert_memory_equal(&unit_file_exit_statuses(u)->restart_prevent, &empty, sizeof empty);
         assert_int_equal(u->timeout_start, 90 * USEC_PER_SEC);
         assert_int_equal(u->timeout_stop, 10 * USEC_PER_SEC);
         assert_int_equal(u->kill_mode, UNIT_KILL_CONTROL_GROUP);
@@ -322,13 +323,14 @@ static void test_every_key(void **state) {
         assert_int_equal(u->restart_steps, 4);
         assert_int_equal(u->restart_max_delay, 30 * USEC_PER_SEC);
         assert_true(u->remain_after_exit);
-        assert_true(unit_exit_status_set_has_code(&u->success_exit_status, 75));
-        assert_true(unit_exit_status_set_has_code(&u->success_exit_status, 250));
-        assert_false(unit_exit_status_set_has_code(&u->success_exit_status, 0));
-        assert_true(unit_exit_status_set_has_signal(&u->success_exit_status, SIGKILL));
-        assert_false(unit_exit_status_set_has_signal(&u->success_exit_status, SIGTERM));
-        assert_true(unit_exit_status_set_has_code(&u->restart_prevent_exit_status, 3));
-        assert_true(unit_exit_status_set_has_signal(&u->restart_prevent_exit_status, SIGHUP));
+        assert_non_null(u->exit_statuses);
+        assert_true(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->success, 75));
+        assert_true(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->success, 250));
+        assert_false(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->success, 0));
+        assert_true(unit_exit_status_set_has_signal(&unit_file_exit_statuses(u)->success, SIGKILL));
+        assert_false(unit_exit_status_set_has_signal(&unit_file_exit_statuses(u)->success, SIGTERM));
+        assert_true(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->restart_prevent, 3));
+        assert_true(unit_exit_status_set_has_signal(&unit_file_exit_statuses(u)->restart_prevent, SIGHUP));
         assert_int_equal(u->timeout_start, 5 * USEC_PER_SEC);
         assert_int_equal(u->timeout_stop, 500 * USEC_PER_MSEC);
         assert_int_equal(u->kill_mode, UNIT_KILL_MIXED);
@@ -498,8 +500,8 @@ static void test_repeated_keys(void **state) {
         assert_int_equal(u->exec_stop.n, 1);
         assert_strv(u->exec_stop.commands[0].argv, "/bin/kept", NULL);
         for (int i = 1; i <= 3; i++)
-                assert_true(unit_exit_status_set_has_code(&u->success_exit_status, i));
-        assert_false(unit_exit_status_set_has_code(&u->restart_prevent_exit_status, 4));
+                assert_true(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->success, i));
+        assert_false(unit_exit_status_set_has_code(&unit_file_exit_statuses(u)->restart_prevent, 4));
         assert_int_equal(u->n_environment_files, 2);
         assert_false(u->environment_files[0].optional);
         assert_true(u->environment_files[1].optional);
