@@ -28,6 +28,7 @@ struct cgroup_tree {
         char *path;   /* CGROUP: P, as /proc/PID/cgroup names it */
         int dir_fd;   /* CGROUP: tend's cgroup directory */
         char *describe;
+        bool in_leaf; /* CGROUP: tend moved itself into CGROUP_TEND_LEAF */
 };
 
 struct unit_group {
@@ -39,7 +40,8 @@ struct unit_group {
         int events_fd;            /* CGROUP: cgroup.events */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
         bool removed;
-        bool killed;              /* CGROUP: cgroup.kill was written (see unit_group_renew) */
+        bool killed;              /* CGROUP: cgroup.kill was written, or tend found the cgroup
+                                   * existing (its kill count unknown): see unit_group_renew */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -446,6 +448,63 @@ const char *cgroup_tree_describe(const struct cgroup_tree *tree) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* tend's own leaf                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Makes CGROUP_TEND_LEAF afresh: 0, or 1 when a populated one was left as it
+ * is (rmdir answers EBUSY for a populated cgroup, and for one with children). */
+static int leaf_make(struct cgroup_tree *t) {
+        if (mkdirat(t->dir_fd, CGROUP_TEND_LEAF, 0755) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return negative_errno();
+        /* A previous tend's: a cgroup.kill of tend's cgroup counted in every
+         * cgroup below it, this one included, so only a new one is sure to
+         * match the units' new cgroups. */
+        if (unlinkat(t->dir_fd, CGROUP_TEND_LEAF, AT_REMOVEDIR) < 0)
+                return errno == EBUSY ? 1 : negative_errno();
+        return mkdirat(t->dir_fd, CGROUP_TEND_LEAF, 0755) < 0 ? negative_errno() : 0;
+}
+
+int cgroup_tree_enter_leaf(struct cgroup_tree *tree) {
+        if (!tree)
+                return -EINVAL;
+        if (tree->mode != CGROUP_MODE_CGROUP)
+                return -EOPNOTSUPP;
+        if (tree->in_leaf)
+                return 0;
+        int made = leaf_make(tree);
+        if (made < 0)
+                return made;
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", (int) getpid());
+        _cleanup_close_ int fd = openat(tree->dir_fd, CGROUP_TEND_LEAF, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r = fd < 0 ? negative_errno() : write_string_at(fd, "cgroup.procs", pid);
+        if (r < 0) {
+                if (made == 0)
+                        (void) unlinkat(tree->dir_fd, CGROUP_TEND_LEAF, AT_REMOVEDIR);
+                return r;
+        }
+        tree->in_leaf = true;
+        return made;
+}
+
+bool cgroup_tree_in_leaf(const struct cgroup_tree *tree) {
+        return tree && tree->in_leaf;
+}
+
+void cgroup_tree_leave_leaf(struct cgroup_tree *tree) {
+        if (!tree || !tree->in_leaf)
+                return;
+        char pid[32];
+        snprintf(pid, sizeof pid, "%d", (int) getpid());
+        if (write_string_at(tree->dir_fd, "cgroup.procs", pid) < 0)
+                return;
+        tree->in_leaf = false;
+        (void) unlinkat(tree->dir_fd, CGROUP_TEND_LEAF, AT_REMOVEDIR); /* EBUSY: CMD's orphans are in it */
+}
+
+/* ------------------------------------------------------------------------ */
 /* A unit's cgroup: walking its subtree                                     */
 /* ------------------------------------------------------------------------ */
 
@@ -773,8 +832,13 @@ static int group_open_cgroup(struct unit_group *g) {
         g->path = streq(t->path, "/") ? strdup_printf("/%s", g->name) : strdup_printf("%s/%s", t->path, g->name);
         if (!g->dir || !g->path)
                 return -ENOMEM;
-        if (mkdirat(t->dir_fd, g->name, 0755) < 0 && errno != EEXIST)
-                return negative_errno();
+        if (mkdirat(t->dir_fd, g->name, 0755) < 0) {
+                if (errno != EEXIST)
+                        return negative_errno();
+                /* Not made by this tend: a cgroup.kill of tend's cgroup may
+                 * have counted in it (unit_group_renew). */
+                g->killed = t->in_leaf;
+        }
         g->dir_fd = openat(t->dir_fd, g->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (g->dir_fd < 0)
                 return negative_errno();
