@@ -161,17 +161,21 @@ struct unit_group;
 
 /*
  * The processes of unit name (NAME, with or without the ".service" suffix).
- * CGROUP mode: creates `<tend's cgroup>/NAME.service` if it does not exist
- * (an existing one, with leftovers or not, is reused: see
+ * CGROUP mode: opens `<tend's cgroup>/NAME.service` if it exists (a
+ * previous tend's, with leftovers or not, is reused: see
  * unit_group_kill_leftovers; once tend is in its leaf it is also renewed
- * before the first start: unit_group_needs_renewal) and opens it and its
- * cgroup.events. Call it
- * before the unit's first spawn. FALLBACK mode: no system call.
+ * before the first start: unit_group_needs_renewal). One that does not exist
+ * is created and opened only when it is first needed: unit_group_kill_leftovers, which the unit
+ * manager calls before each start's first spawn, or unit_group_spawn_attr.
+ * Until then the group answers as an empty cgroup (populated 0, signal 0,
+ * contains 0, events fd -ENOENT), and unit_group_remove removes the
+ * directory if something made it. FALLBACK mode: no system call.
  * tree is borrowed and must outlive the group. *ret_group is the caller's.
  * Errors: -EINVAL (NULL, an empty name, ".", "..", a name with '/' or a
  * newline, or one too long for a directory entry), -ENOMEM, and in CGROUP
- * mode the errno of mkdir/open (-EACCES, -EROFS, -ENOSPC past
- * cgroup.max.descendants, …), which fails the unit's start (result
+ * mode the errno of opening an existing cgroup. The errno of mkdir/open
+ * (-EACCES, -EROFS, -ENOSPC past cgroup.max.descendants, …) comes from the
+ * first call that creates it, and fails the unit's start (result
  * `resources`).
  */
 int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group **ret_group);
@@ -198,16 +202,18 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
  * until unit_group_remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
  * fallback writes "0" to cgroup.procs through an fd opened before the fork);
  * in FALLBACK mode leaves attr unchanged. The caller sets EXIT_SPAWN_SETSID
- * for the unit's main process itself. Errors: -EINVAL, -ENOENT (removed).
+ * for the unit's main process itself. Creates the cgroup if it is not yet
+ * (unit_group_new). Errors: -EINVAL, -ENOENT (removed), mkdir/open errors.
  */
-int unit_group_spawn_attr(const struct unit_group *group, struct exit_spawn_attr *attr);
+int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
 
 /*
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
  * group. Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the
- * leader's exit and uses unit_group_populated), -ENOENT (removed).
+ * leader's exit and uses unit_group_populated), -ENOENT (removed, or not
+ * created yet: then it is empty).
  */
 int unit_group_events_fd(const struct unit_group *group);
 

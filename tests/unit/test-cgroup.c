@@ -704,10 +704,15 @@ static void open_tree(struct ctx *c) {
         assert_string_equal(cgroup_tree_dir(c->tree), c->dir);
 }
 
+/* The unit's group, its cgroup made as the manager has it made before the
+ * first spawn (unit_group_kill_leftovers) unless it existed already (then the
+ * test looks at it before that). */
 static void open_unit(struct ctx *c, const char *name) {
         int r = unit_group_new(c->tree, name, &c->group);
         if (r < 0)
                 fail_msg("unit_group_new %s: %s", name, strerror(-r));
+        if (unit_group_events_fd(c->group) == -ENOENT)
+                assert_int_equal(unit_group_kill_leftovers(c->group, WAIT_MS), 0);
 }
 
 static int teardown(void **state) {
@@ -774,12 +779,28 @@ static void test_discovery_and_unit_cgroup(void **state) {
         struct ctx *c = *state;
         open_tree(c);
         assert_non_null(strstr(cgroup_tree_describe(c->tree), c->dir));
-        open_unit(c, "demo");
+        assert_int_equal(unit_group_new(c->tree, "demo", &c->group), 0);
 
         char want[4200], buf[4200], path[4300];
         snprintf(want, sizeof want, "%s/demo.service", c->dir);
         assert_string_equal(unit_group_dir(c->group), want);
+        /* Made only when first needed (before the first spawn); until then
+         * it answers as an empty cgroup. */
         struct stat st;
+        assert_int_equal(stat(want, &st), -1);
+        assert_int_equal(errno, ENOENT);
+        assert_int_equal(unit_group_populated(c->group), 0);
+        assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
+        assert_int_equal(unit_group_contains(c->group, getpid()), 0);
+        assert_int_equal(unit_group_events_fd(c->group), -ENOENT);
+        /* One never used is removed all the same (nothing to remove). */
+        struct unit_group *never = NULL;
+        assert_int_equal(unit_group_new(c->tree, "never", &never), 0);
+        assert_int_equal(unit_group_remove(never), 0);
+        assert_int_equal(unit_group_populated(never), -ENOENT);
+        unit_group_free(never);
+        assert_int_equal(unit_group_kill_leftovers(c->group, WAIT_MS), 0);
+        assert_true(unit_group_events_fd(c->group) >= 0);
         assert_int_equal(stat(want, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
         /* A leaf with no controllers enabled, by tend or below it. */
