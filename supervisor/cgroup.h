@@ -112,6 +112,42 @@ const char *cgroup_tree_dir(const struct cgroup_tree *tree);
  */
 const char *cgroup_tree_describe(const struct cgroup_tree *tree);
 
+/*
+ * tend's own leaf cgroup, `<tend's cgroup>/tend.scope`, beside the units'
+ * (SPEC §4 "cgroups", docs/cgroups.md). Its name ends in ".scope", so no
+ * unit's cgroup ("NAME.service") can be it.
+ *
+ * Why: Linux (seen on 6.18; the kill_seq check of cgroup_post_fork, since
+ * 6.14) SIGKILLs at birth a child that clone3(CLONE_INTO_CGROUP) puts into a
+ * cgroup whose kill count differs from the spawner's own cgroup's. A
+ * cgroup.kill counts in the cgroup written and in every cgroup below it
+ * existing then; a new cgroup counts from 0. So a tend whose cgroup was once
+ * emptied with cgroup.kill (systemd restarting tend.service) would see every
+ * unit it starts in a new NAME.service killed at once, for good; from a new
+ * leaf of its own, both counts are 0. It is also what Delegate=yes asks of a
+ * service: no process in a cgroup that has children.
+ *
+ * cgroup_tree_enter_leaf: creates the leaf and moves tend there (the whole
+ * process: its pid to the leaf's cgroup.procs). A leftover leaf of a previous
+ * tend is removed and made afresh if empty, or joined as it is if populated
+ * (returns 1 then: its count is unknown). Call it once, after
+ * cgroup_tree_open, before the first spawn; from then on a unit cgroup tend
+ * finds existing is renewed before its first use (unit_group_needs_renewal).
+ * Returns 0 (in a new leaf) or 1 (in a populated leftover); -EOPNOTSUPP in
+ * FALLBACK mode; the errno of mkdir/rmdir/open/write otherwise (-EACCES,
+ * -EBUSY …): tend is then where it was, and the caller says so and carries on.
+ *
+ * cgroup_tree_in_leaf: whether tend is in its leaf.
+ *
+ * cgroup_tree_leave_leaf: at exit, moves tend back to its cgroup and removes
+ * the leaf (best effort: a leaf that still holds processes, e.g. orphans of
+ * CMD in combined mode, stays). NULL accepted.
+ */
+#define CGROUP_TEND_LEAF "tend.scope"
+int cgroup_tree_enter_leaf(struct cgroup_tree *tree);
+bool cgroup_tree_in_leaf(const struct cgroup_tree *tree);
+void cgroup_tree_leave_leaf(struct cgroup_tree *tree);
+
 /* ------------------------------------------------------------------------ */
 /* A unit's processes, in either mode                                       */
 /* ------------------------------------------------------------------------ */
@@ -125,15 +161,21 @@ struct unit_group;
 
 /*
  * The processes of unit name (NAME, with or without the ".service" suffix).
- * CGROUP mode: creates `<tend's cgroup>/NAME.service` if it does not exist
- * (an existing one, with leftovers or not, is reused: see
- * unit_group_kill_leftovers) and opens it and its cgroup.events. Call it
- * before the unit's first spawn. FALLBACK mode: no system call.
+ * CGROUP mode: opens `<tend's cgroup>/NAME.service` if it exists (a
+ * previous tend's, with leftovers or not, is reused: see
+ * unit_group_kill_leftovers; once tend is in its leaf it is also renewed
+ * before the first start: unit_group_needs_renewal). One that does not exist
+ * is created and opened only when it is first needed: unit_group_kill_leftovers, which the unit
+ * manager calls before each start's first spawn, or unit_group_spawn_attr.
+ * Until then the group answers as an empty cgroup (populated 0, signal 0,
+ * contains 0, events fd -ENOENT), and unit_group_remove removes the
+ * directory if something made it. FALLBACK mode: no system call.
  * tree is borrowed and must outlive the group. *ret_group is the caller's.
  * Errors: -EINVAL (NULL, an empty name, ".", "..", a name with '/' or a
  * newline, or one too long for a directory entry), -ENOMEM, and in CGROUP
- * mode the errno of mkdir/open (-EACCES, -EROFS, -ENOSPC past
- * cgroup.max.descendants, …), which fails the unit's start (result
+ * mode the errno of opening an existing cgroup. The errno of mkdir/open
+ * (-EACCES, -EROFS, -ENOSPC past cgroup.max.descendants, …) comes from the
+ * first call that creates it, and fails the unit's start (result
  * `resources`).
  */
 int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group **ret_group);
@@ -160,16 +202,18 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
  * until unit_group_remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
  * fallback writes "0" to cgroup.procs through an fd opened before the fork);
  * in FALLBACK mode leaves attr unchanged. The caller sets EXIT_SPAWN_SETSID
- * for the unit's main process itself. Errors: -EINVAL, -ENOENT (removed).
+ * for the unit's main process itself. Creates the cgroup if it is not yet
+ * (unit_group_new). Errors: -EINVAL, -ENOENT (removed), mkdir/open errors.
  */
-int unit_group_spawn_attr(const struct unit_group *group, struct exit_spawn_attr *attr);
+int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
 
 /*
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
  * group. Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the
- * leader's exit and uses unit_group_populated), -ENOENT (removed).
+ * leader's exit and uses unit_group_populated), -ENOENT (removed, or not
+ * created yet: then it is empty).
  */
 int unit_group_events_fd(const struct unit_group *group);
 
@@ -203,7 +247,8 @@ int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms);
  * target's kill count, so every child clone3(CLONE_INTO_CGROUP) puts into a
  * cgroup that was ever killed is SIGKILLed at birth, for good.
  * unit_group_needs_renewal: whether that is the case (CGROUP mode, after
- * cgroup.kill). unit_group_renew: if so and the cgroup is empty, removes it
+ * cgroup.kill; and, once tend is in its leaf, for a cgroup that existed
+ * before unit_group_new: a previous tend's, whose count is unknown). unit_group_renew: if so and the cgroup is empty, removes it
  * (with any below it) and creates and opens it again: the directory fd and
  * the events fd change (the caller stops watching the old events fd before,
  * and watches unit_group_events_fd() after). Returns 1 when renewed, 0 when

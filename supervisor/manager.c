@@ -1226,14 +1226,34 @@ static int add_signal_sources(struct manager *m) {
 
 /* ---- set-up ---- */
 
+/* In cgroup mode tend moves into a leaf of its own beside its units' cgroups
+ * (cgroup.h, cgroup_tree_enter_leaf: a tend whose cgroup was once
+ * cgroup.kill'ed would otherwise see every unit killed at birth). Failing
+ * that, it stays where it is and says so: never a reason not to start. */
+static void enter_leaf(struct manager *m) {
+        const char *dir = cgroup_tree_dir(m->cgroups);
+        int k = cgroup_tree_enter_leaf(m->cgroups);
+        if (k == 0)
+                log_debug("tend runs in %s/%s", dir, CGROUP_TEND_LEAF);
+        else if (k > 0)
+                log_notice("%s/%s is populated (left by a previous tend?): tend joins it as it is; "
+                           "if it was ever cgroup.kill'ed, units are killed at birth", dir, CGROUP_TEND_LEAF);
+        else
+                log_notice("cannot move into %s/%s (%s): tend stays in %s; "
+                           "if that cgroup was ever cgroup.kill'ed, units are killed at birth",
+                           dir, CGROUP_TEND_LEAF, strerror(-k), dir);
+}
+
 static int setup_cgroups(struct manager *m) {
         int k = cgroup_tree_open(&m->cgroups);
         if (k < 0)
                 return log_error_errno(k, "cgroups: %s", strerror(-k));
-        if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK)
+        if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK) {
                 log_notice("%s", cgroup_tree_describe(m->cgroups));
-        else
-                log_info("units run in cgroups under %s", cgroup_tree_dir(m->cgroups));
+                return 0;
+        }
+        log_info("units run in cgroups under %s", cgroup_tree_dir(m->cgroups));
+        enter_leaf(m);
         return 0;
 }
 
@@ -1318,6 +1338,7 @@ static void manager_done(struct manager *m) {
         m->watchdogs = watchdog_leases_free(m->watchdogs);
         exit_process_unref(m->cmd);
         logs_manager_free(m->logs);
+        cgroup_tree_leave_leaf(m->cgroups);
         cgroup_tree_free(m->cgroups);
         record_writer_free(m->records);
         store_unref(m->store);

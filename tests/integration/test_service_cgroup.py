@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import unittest
+from time import monotonic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import PROBE, exited, wait_pidfd, wait_until  # noqa: E402
@@ -145,6 +146,96 @@ class AfterCgroupKill(ServiceTestCase):
         r = self.st('tough')
         self.assertEqual((r['state'], r['main_pid']), ('running', pid2), 'the new main process died')
         self.assertEqual(sorted(cgroup_procs(os.path.join(self.cgroup, 'tough.service'))), [pid2])
+
+
+def cgroup_kill_once(test, cg):
+    """Empties cg with cgroup.kill, as systemd does when it stops or restarts
+    a service: a throwaway process is put in first (an empty cgroup has
+    nothing to kill, but the kernel counts the kill either way; a process
+    makes the scenario the real one)."""
+    victim = test.start(['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec sleep 1000', cg], stdout=subprocess.DEVNULL)
+    wait_until(lambda: victim.pid in cgroup_procs(cg), 5, 'the throwaway process never joined %s' % cg)
+    with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
+        f.write('1')
+    wait_pidfd(victim.pidfd, 5, 'cgroup.kill of %s did not kill the throwaway process' % cg)
+    wait_until(lambda: not cgroup_populated(cg), 5, '%s still populated after cgroup.kill' % cg)
+
+
+def proc_cgroup(pid):
+    with open('/proc/%d/cgroup' % pid) as f:
+        return next(ln[3:] for ln in f.read().splitlines() if ln.startswith('0::'))
+
+
+class KilledCgroup(ServiceTestCase):
+    """tend started in a cgroup that was once emptied with cgroup.kill (systemd
+    restarting tend.service). Linux counts the kill in that cgroup and in every
+    cgroup below it then; a child clone3(CLONE_INTO_CGROUP) puts into a cgroup
+    whose count differs from the spawner's own cgroup's is SIGKILLed at birth
+    (cgroup.h). tend runs from a new leaf of its own, tend.scope, so its count
+    matches the units' new cgroups."""
+
+    def stamp_unit(self, name):
+        self.stamps = self.path(name + '.stamps')
+        self.unit(name, """
+            [Unit]
+            StartLimitIntervalSec=0
+            [Service]
+            ExecStart=/bin/sh -c 'echo $$$$ >> "$0"; exec sleep 1000' %s
+            Restart=always
+            RestartSec=0
+        """ % self.stamps)
+
+    def assert_runs_once(self, name):
+        """The unit's first main process runs and stays: no restart over a
+        bounded window (its one stamp is its pid)."""
+        first = self.wait_running(name)
+        wait_until(lambda: self.lines(self.stamps), 5,
+                   lambda: '%s never wrote its stamp: its process is killed at birth (the kill counts of tend\'s '
+                           'cgroup and the unit\'s differ: tend not in a new leaf, or a leftover unit cgroup not '
+                           'renewed?); record %r, stderr %r' % (name, self.st(name), self.stderr()[-2000:]))
+        deadline = monotonic() + 1.0
+        while monotonic() < deadline:
+            r = self.st(name)
+            self.assertEqual((r['state'], r['main_pid'], r['restarts']), ('running', first['main_pid'], 0),
+                             '%s restarted: its processes are SIGKILLed at birth (kill_seq of its cgroup differs '
+                             'from tend\'s); stamps %r' % (name, self.lines(self.stamps)[:10]))
+        self.assertEqual(self.lines(self.stamps), [str(first['main_pid'])])
+        self.assertEqual(cgroup_procs(os.path.join(self.cgroup, name + '.service')), [first['main_pid']])
+
+    def assert_tend_in_leaf(self):
+        rel = proc_cgroup(self.tend_pid)
+        self.assertTrue(rel.endswith('/tend.scope'), 'tend is in %s, not in its leaf tend.scope' % rel)
+        self.assertEqual(cgroup_procs(os.path.join(self.cgroup, 'tend.scope')), [self.tend_pid])
+
+    def test_units_run_in_a_cgroup_killed_before_tend_started(self):
+        cg = self.make_cgroup(required=True)
+        cgroup_kill_once(self, cg)
+        self.stamp_unit('stamp')
+        self.start_tend(cgroup=cg)
+        self.assert_runs_once('stamp')
+        self.assert_tend_in_leaf()
+        self.assertNotIn('cannot move into', self.stderr())
+
+    def test_leftover_leaf_and_unit_cgroup_counted_in_the_kill(self):
+        # A previous tend's tend.scope and unit cgroup existed when the kill
+        # came, so the kill counted in them too: both are made afresh.
+        cg = self.make_cgroup(required=True)
+        os.mkdir(os.path.join(cg, 'tend.scope'))
+        os.mkdir(os.path.join(cg, 'stamp.service'))
+        cgroup_kill_once(self, cg)
+        self.stamp_unit('stamp')
+        self.start_tend(cgroup=cg)
+        self.assert_runs_once('stamp')
+        self.assert_tend_in_leaf()
+        # Restarted in place: the next tend finds the leaf (empty again) and
+        # the unit's cgroup, and runs as well.
+        self.assertEqual(self.stop_tend(), 0)
+        self.assertFalse(os.path.exists(os.path.join(cg, 'tend.scope')), 'tend left its leaf behind at exit')
+        os.unlink(self.stamps)
+        os.mkdir(os.path.join(cg, 'tend.scope'))
+        self.start_tend(cgroup=cg)
+        self.assert_runs_once('stamp')
+        self.assert_tend_in_leaf()
 
 
 def main():

@@ -176,9 +176,32 @@ static int helper_discover(void) {
         return 0;
 }
 
+/*
+ * enter-leaf: drops to nobody, as helper_discover, then tries to move into
+ * tend's leaf and prints "RESULT IN_LEAF".
+ */
+static int helper_enter_leaf(void) {
+        if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                return 3;
+        struct cgroup_tree *t = NULL;
+        if (cgroup_tree_open(&t) < 0)
+                return 4;
+        if (cgroup_tree_mode(t) != CGROUP_MODE_CGROUP) {
+                printf("fallback %s\n", cgroup_tree_describe(t));
+                cgroup_tree_free(t);
+                return 0;
+        }
+        int r = cgroup_tree_enter_leaf(t);
+        printf("%d %d\n", r, (int) cgroup_tree_in_leaf(t));
+        cgroup_tree_free(t);
+        return 0;
+}
+
 static int helper(int argc, char **argv) {
         if (argc >= 3 && streq(argv[2], "discover"))
                 return helper_discover();
+        if (argc >= 3 && streq(argv[2], "enter-leaf"))
+                return helper_enter_leaf();
         if (argc >= 3 && streq(argv[2], "tree"))
                 return helper_tree();
         if (argc >= 3 && streq(argv[2], "crowd"))
@@ -681,10 +704,15 @@ static void open_tree(struct ctx *c) {
         assert_string_equal(cgroup_tree_dir(c->tree), c->dir);
 }
 
+/* The unit's group, its cgroup made as the manager has it made before the
+ * first spawn (unit_group_kill_leftovers) unless it existed already (then the
+ * test looks at it before that). */
 static void open_unit(struct ctx *c, const char *name) {
         int r = unit_group_new(c->tree, name, &c->group);
         if (r < 0)
                 fail_msg("unit_group_new %s: %s", name, strerror(-r));
+        if (unit_group_events_fd(c->group) == -ENOENT)
+                assert_int_equal(unit_group_kill_leftovers(c->group, WAIT_MS), 0);
 }
 
 static int teardown(void **state) {
@@ -751,12 +779,28 @@ static void test_discovery_and_unit_cgroup(void **state) {
         struct ctx *c = *state;
         open_tree(c);
         assert_non_null(strstr(cgroup_tree_describe(c->tree), c->dir));
-        open_unit(c, "demo");
+        assert_int_equal(unit_group_new(c->tree, "demo", &c->group), 0);
 
         char want[4200], buf[4200], path[4300];
         snprintf(want, sizeof want, "%s/demo.service", c->dir);
         assert_string_equal(unit_group_dir(c->group), want);
+        /* Made only when first needed (before the first spawn); until then
+         * it answers as an empty cgroup. */
         struct stat st;
+        assert_int_equal(stat(want, &st), -1);
+        assert_int_equal(errno, ENOENT);
+        assert_int_equal(unit_group_populated(c->group), 0);
+        assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
+        assert_int_equal(unit_group_contains(c->group, getpid()), 0);
+        assert_int_equal(unit_group_events_fd(c->group), -ENOENT);
+        /* One never used is removed all the same (nothing to remove). */
+        struct unit_group *never = NULL;
+        assert_int_equal(unit_group_new(c->tree, "never", &never), 0);
+        assert_int_equal(unit_group_remove(never), 0);
+        assert_int_equal(unit_group_populated(never), -ENOENT);
+        unit_group_free(never);
+        assert_int_equal(unit_group_kill_leftovers(c->group, WAIT_MS), 0);
+        assert_true(unit_group_events_fd(c->group) >= 0);
         assert_int_equal(stat(want, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
         /* A leaf with no controllers enabled, by tend or below it. */
@@ -800,6 +844,115 @@ static void test_discovery_unwritable(void **state) {
         snprintf(want, sizeof want,
                  "fallback no writable cgroup v2 subtree at %s (writing its cgroup.procs: %s): using process groups\n",
                  c->dir, strerror(EACCES));
+        assert_string_equal(buf, want);
+}
+
+/* tend's own leaf: entered (the whole process moves), units beside it,
+ * left again at exit (cgroup.h, cgroup_tree_enter_leaf). */
+static void test_leaf_enter_and_leave(void **state) {
+        struct ctx *c = *state;
+        char leaf[4200], want[4200], stale[4200];
+        snprintf(leaf, sizeof leaf, "%s/%s", c->dir, CGROUP_TEND_LEAF);
+        snprintf(want, sizeof want, "%s/%s", c->rel, CGROUP_TEND_LEAF);
+        open_tree(c);
+        assert_false(cgroup_tree_in_leaf(c->tree));
+        assert_int_equal(cgroup_tree_enter_leaf(c->tree), 0);
+        assert_true(cgroup_tree_in_leaf(c->tree));
+        expect_proc_cgroup(getpid(), want);
+        assert_int_equal(cgroup_tree_enter_leaf(c->tree), 0); /* once is enough */
+        /* The tree is still tend's cgroup: units go beside the leaf. */
+        assert_string_equal(cgroup_tree_dir(c->tree), c->dir);
+
+        /* A unit cgroup made now is new (nothing to renew); one that existed
+         * already (a previous tend's) has an unknown kill count: renewed. */
+        open_unit(c, "demo");
+        assert_false(unit_group_needs_renewal(c->group));
+        snprintf(stale, sizeof stale, "%s/old.service", c->dir);
+        assert_int_equal(mkdir(stale, 0755), 0);
+        struct unit_group *old = NULL;
+        assert_int_equal(unit_group_new(c->tree, "old", &old), 0);
+        assert_true(unit_group_needs_renewal(old));
+        assert_int_equal(unit_group_renew(old), 1);
+        assert_false(unit_group_needs_renewal(old));
+        assert_int_equal(unit_group_remove(old), 0);
+        unit_group_free(old);
+
+        /* A child spawned into the unit runs (no kill at birth). */
+        int out;
+        char *args[] = { (char *) "pause", NULL };
+        struct exit_process *p = spawn_helper(c, args, EXIT_SPAWN_SETSID, -1, &out);
+        read_reports(c, out);
+        assert_int_equal(unit_group_populated(c->group), 1);
+        assert_int_equal(unit_group_signal(c->group, SIGKILL, true), 1);
+        assert_killed_by(c, exit_process_pid(p), SIGKILL, "the unit's process");
+        wait_unit_empty(c, "cgroup.kill did not kill the unit's process");
+
+        cgroup_tree_leave_leaf(c->tree);
+        assert_false(cgroup_tree_in_leaf(c->tree));
+        expect_proc_cgroup(getpid(), c->rel);
+        struct stat st;
+        assert_int_equal(stat(leaf, &st), -1);
+        assert_int_equal(errno, ENOENT);
+}
+
+/* A previous tend's leaf: empty, it is made afresh; populated, it is joined
+ * as it is (1), and stays when tend leaves. */
+static void test_leaf_leftover(void **state) {
+        struct ctx *c = *state;
+        char leaf[4200], want[4200];
+        snprintf(leaf, sizeof leaf, "%s/%s", c->dir, CGROUP_TEND_LEAF);
+        snprintf(want, sizeof want, "%s/%s", c->rel, CGROUP_TEND_LEAF);
+        assert_int_equal(mkdir(leaf, 0755), 0);
+        open_tree(c);
+        assert_int_equal(cgroup_tree_enter_leaf(c->tree), 0);
+        expect_proc_cgroup(getpid(), want);
+        cgroup_tree_leave_leaf(c->tree);
+
+        assert_int_equal(mkdir(leaf, 0755), 0);
+        int fd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        int out;
+        char *args[] = { (char *) "pause", NULL };
+        spawn_helper(c, args, EXIT_SPAWN_SETSID, fd, &out);
+        close(fd);
+        read_reports(c, out);
+        assert_int_equal(cgroup_tree_enter_leaf(c->tree), 1);
+        expect_proc_cgroup(getpid(), want);
+        expect_proc_cgroup(pid_of(c, 'P')->pid, want);
+        cgroup_tree_leave_leaf(c->tree);
+        expect_proc_cgroup(getpid(), c->rel);
+        struct stat st;
+        assert_int_equal(stat(leaf, &st), 0); /* populated: it stays */
+}
+
+/* A move that is refused (here: a populated leftover leaf owned by root, and
+ * a tend running as nobody in a cgroup delegated to nobody) leaves tend where
+ * it was, with the errno: the manager says so and carries on. */
+static void test_leaf_refused(void **state) {
+        struct ctx *c = *state;
+        char leaf[4200], procs[4300];
+        snprintf(leaf, sizeof leaf, "%s/%s", c->dir, CGROUP_TEND_LEAF);
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", c->dir);
+        assert_int_equal(chown(c->dir, 65534, 65534), 0);
+        assert_int_equal(chmod(c->dir, 0755), 0);
+        assert_int_equal(chown(procs, 65534, 65534), 0);
+        assert_int_equal(mkdir(leaf, 0755), 0);
+        int fd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        int out;
+        char *pause_args[] = { (char *) "pause", NULL };
+        spawn_helper(c, pause_args, EXIT_SPAWN_SETSID, fd, &out);
+        close(fd);
+        read_reports(c, out);
+
+        char *args[] = { (char *) "enter-leaf", NULL };
+        struct exit_process *p = spawn_helper(c, args, 0, -1, &out);
+        char buf[8192], want[64];
+        read_output(c, out, buf, sizeof buf);
+        struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the enter-leaf helper");
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 0);
+        snprintf(want, sizeof want, "%d 0\n", -EACCES);
         assert_string_equal(buf, want);
 }
 
@@ -1177,6 +1330,9 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_discovery_and_unit_cgroup, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_discovery_unwritable, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_leaf_enter_and_leave, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_leaf_leftover, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_leaf_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_vfork, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_spawn_clone3, setup_clone3, teardown),
                 cmocka_unit_test_setup_teardown(spawn_into_cgroup_exits, setup, teardown),
