@@ -375,7 +375,8 @@ static void wait_waiters(struct fx *f, const char *unit, int want) {
 
 static int client_connect(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        assert_true(strlen(path) < sizeof sa.sun_path); /* the test's paths are short */
+        memcpy(sa.sun_path, path, strlen(path) + 1);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         assert_true(fd >= 0);
         assert_int_equal(connect(fd, (struct sockaddr *) &sa, sizeof sa), 0);
