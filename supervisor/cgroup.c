@@ -33,9 +33,8 @@ struct cgroup_tree {
 
 struct unit_group {
         struct cgroup_tree *tree; /* borrowed */
-        char *name;               /* "NAME.service" */
-        char *dir;                /* CGROUP: the unit's cgroup directory */
-        char *path;               /* CGROUP: the unit's cgroup as /proc/PID/cgroup names it */
+        char *name;               /* "NAME.service": the cgroup is tree->dir/name, as /proc/PID/cgroup
+                                   * names it tree->path/name (not kept: 130 B a unit) */
         int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd */
         int events_fd;            /* CGROUP: cgroup.events */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
@@ -592,8 +591,11 @@ static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
         r = cgroup_parse_self(text, &path);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
-        size_t n = strlen(g->path);
-        return strncmp(path, g->path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+        const char *t = streq(g->tree->path, "/") ? "" : g->tree->path;
+        size_t nt = strlen(t), nn = strlen(g->name);
+        const char *rest = path + nt + 1;
+        return strncmp(path, t, nt) == 0 && path[nt] == '/' && strncmp(rest, g->name, nn) == 0 &&
+               (rest[nn] == '\0' || rest[nn] == '/');
 }
 
 static int read_populated(struct unit_group *g) {
@@ -819,8 +821,6 @@ struct unit_group *unit_group_free(struct unit_group *g) {
         safe_close(g->dir_fd);
         safe_close(g->events_fd);
         free(g->name);
-        free(g->dir);
-        free(g->path);
         free(g);
         return NULL;
 }
@@ -857,10 +857,6 @@ static int group_ensure(struct unit_group *g) {
  * ≈ 25–56 µs each, no longer delay the first unit's start. */
 static int group_init_cgroup(struct unit_group *g) {
         struct cgroup_tree *t = g->tree;
-        g->dir = strdup_printf("%s/%s", t->dir, g->name);
-        g->path = streq(t->path, "/") ? strdup_printf("/%s", g->name) : strdup_printf("%s/%s", t->path, g->name);
-        if (!g->dir || !g->path)
-                return -ENOMEM;
         int r = group_open_fds(g);
         if (r == -ENOENT)
                 return 0;
@@ -889,8 +885,10 @@ int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group
         return 0;
 }
 
-const char *unit_group_dir(const struct unit_group *group) {
-        return group && !group->removed ? group->dir : NULL;
+char *unit_group_dir(const struct unit_group *group) {
+        if (!group || group->removed || group->tree->mode != CGROUP_MODE_CGROUP)
+                return NULL;
+        return strdup_printf("%s/%s", group->tree->dir, group->name);
 }
 
 void unit_group_set_leader(struct unit_group *group, pid_t pid) {

@@ -184,8 +184,9 @@ int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group
  * (see unit_group_remove). Returns NULL. */
 struct unit_group *unit_group_free(struct unit_group *group);
 
-/* The unit's cgroup directory (owned by the group), or NULL in FALLBACK mode. */
-const char *unit_group_dir(const struct unit_group *group);
+/* The unit's cgroup directory, a new string (the caller's, free()), or NULL in
+ * FALLBACK mode, once removed, or out of memory. */
+char *unit_group_dir(const struct unit_group *group);
 
 /*
  * Records the unit's session leader: the first main process, started with

@@ -783,7 +783,9 @@ static void test_discovery_and_unit_cgroup(void **state) {
 
         char want[4200], buf[4200], path[4300];
         snprintf(want, sizeof want, "%s/demo.service", c->dir);
-        assert_string_equal(unit_group_dir(c->group), want);
+        char *dir = unit_group_dir(c->group);
+        assert_string_equal(dir, want);
+        free(dir);
         /* Made only when first needed (before the first spawn); until then
          * it answers as an empty cgroup. */
         struct stat st;
@@ -817,7 +819,9 @@ static void test_discovery_and_unit_cgroup(void **state) {
         /* Opening the same unit again reuses the cgroup. */
         struct unit_group *again = NULL;
         assert_int_equal(unit_group_new(c->tree, "demo.service", &again), 0);
-        assert_string_equal(unit_group_dir(again), want);
+        dir = unit_group_dir(again);
+        assert_string_equal(dir, want);
+        free(dir);
         unit_group_free(again);
 
         assert_int_equal(unit_group_remove(c->group), 0);
