@@ -34,6 +34,10 @@ struct unit_data {
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
+        char **main_env;               /* the main process's last environment, kept for its next spawn */
+        uint64_t empty_iteration;      /* 1 + the loop iteration that found its cgroup empty, or 0 */
+        size_t main_env_size;          /* the text of the file main_env was built from (unit_file_same_text) */
+        uint64_t main_env_hash;
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */

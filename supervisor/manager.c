@@ -177,13 +177,25 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         char **envp = NULL, **argv = NULL, *path = NULL;
         struct sandbox_plan *sb = NULL;
 
+        d->empty_iteration = 0; /* it may be populated from here */
+
         /* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
         int k = sandbox_plan_new(u->name, f, NULL, &sb);
-        if (k >= 0)
-                k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
-                                           f->environment_files, f->n_environment_files, &envp);
-        if (k >= 0)
-                k = notify_prepare_spawn(m, u, main, &envp);
+        /* The main process's environment is built from tend's own, the file
+         * and the notify socket, none of which changes between restarts
+         * unless the file does: kept for the next spawn. EnvironmentFile= is
+         * read at each start and User= is looked up at each start: those are
+         * built anew. */
+        bool keep = k >= 0 && main && f->n_environment_files == 0 && !sb->environment_owned;
+        if (keep && d->main_env && d->main_env_size == f->text_size && d->main_env_hash == f->text_hash)
+                envp = TAKE_PTR(d->main_env);
+        else {
+                if (k >= 0)
+                        k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
+                                                   f->environment_files, f->n_environment_files, &envp);
+                if (k >= 0)
+                        k = notify_prepare_spawn(m, u, main, &envp);
+        }
         if (k >= 0)
                 k = unit_command_expand(cmd, envp, &argv, NULL);
         if (k >= 0) {
@@ -219,6 +231,12 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                 logs_stream_spawn_done(d->logs);
                 if (k >= 0 && main)
                         unit_group_set_leader(d->group, exit_process_pid(*ret));
+        }
+        if (keep && k >= 0) {
+                unit_strv_free(d->main_env);
+                d->main_env = TAKE_PTR(envp);
+                d->main_env_size = f->text_size; /* a file of the same text builds the same environment */
+                d->main_env_hash = f->text_hash;
         }
         unit_strv_free(envp);
         unit_strv_free(argv);
@@ -270,15 +288,30 @@ static int op_prepare(void *userdata, struct unit *u) {
         return k < 0 ? k : 0;
 }
 
-static int op_signal_all(void *userdata, struct unit *u, int sig) {
-        return unit_group_signal(data(u)->group, sig, u->main != NULL);
-}
 
+/* An empty cgroup stays empty until tend spawns into it (no process is left
+ * in it to fork): within one loop iteration an "empty" answer is asked of
+ * cgroup.events once, not once per question the state machine asks (a
+ * main process's exit asked three: SIGTERM, SIGCONT, and whether the stop
+ * is complete). */
 static int op_populated(void *userdata, struct unit *u) {
-        int k = unit_group_populated(data(u)->group);
+        struct manager *m = userdata;
+        struct unit_data *d = data(u);
+        uint64_t iteration = 0;
+        (void) sd_event_get_iteration(m->event, &iteration);
+        if (d->empty_iteration == iteration + 1)
+                return 0;
+        int k = unit_group_populated(d->group);
         if (k > 0)
                 group_watch(u);
+        d->empty_iteration = k == 0 ? iteration + 1 : 0;
         return k;
+}
+
+static int op_signal_all(void *userdata, struct unit *u, int sig) {
+        if (op_populated(userdata, u) == 0)
+                return 0; /* nobody to signal */
+        return unit_group_signal(data(u)->group, sig, u->main != NULL);
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -459,6 +492,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         sd_event_source_disable_unref(d->group_source);
         sd_event_source_disable_unref(d->cancel_source);
         sf_waiter_free(d->own_waiter);
+        unit_strv_free(d->main_env);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         free(d->logs_key);

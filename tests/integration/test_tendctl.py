@@ -776,6 +776,31 @@ class DaemonReload(CtlTestCase):
         self.assertEqual(res['removed'], ['inst@x.service'])
         wait_until(lambda: 'inst@x.service' not in self.statuses(), 5, 'the instance was not removed')
 
+    def test_restarts_keep_the_environment_of_the_file_they_run(self):
+        """A main process's environment is kept between its restarts (manager.c
+        op_spawn): a restart after a reload must get the new file's, and the
+        restarts after that the new one too."""
+        def environ(pid):
+            with open('/proc/%d/environ' % pid) as f:
+                return [e for e in f.read().split('\0') if e.startswith('GREETING=')]
+
+        self.unit('envy', '[Service]\nEnvironment=GREETING=one\nExecStart=/bin/sleep 1040\nRestart=always\n'
+                          'RestartSec=0\n')
+        self.start_tend()
+        pid = self.wait_running('envy')['main_pid']
+        self.assertEqual(environ(pid), ['GREETING=one'])
+        os.kill(pid, signal.SIGKILL)
+        pid = self.wait_running('envy', other_than=pid)['main_pid']
+        self.assertEqual(environ(pid), ['GREETING=one'], 'an automatic restart gets the same environment')
+        self.unit('envy', '[Service]\nEnvironment=GREETING=two\nExecStart=/bin/sleep 1040\nRestart=always\n'
+                          'RestartSec=0\n')
+        self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['envy.service'])
+        pid = self.wait_running('envy', other_than=pid)['main_pid']
+        self.assertEqual(environ(pid), ['GREETING=two'], 'the changed file\'s environment, not the kept one')
+        os.kill(pid, signal.SIGKILL)
+        pid = self.wait_running('envy', other_than=pid)['main_pid']
+        self.assertEqual(environ(pid), ['GREETING=two'], 'and at the restarts after it')
+
     def test_stopped_unit_takes_new_file_at_next_start(self):
         self.unit('web', '[Service]\nExecStart=/bin/sleep 1030')
         self.start_tend()
