@@ -36,6 +36,8 @@ struct unit_data {
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
         char **main_env;               /* the main process's last environment, kept for its next spawn */
         uint64_t empty_iteration;      /* 1 + the loop iteration that found its cgroup empty, or 0 */
+        struct record_fields record;   /* what its last state record was made of */
+        bool record_written;           /* record is that of the record in the store */
         size_t main_env_size;          /* the text of the file main_env was built from (unit_file_same_text) */
         uint64_t main_env_hash;
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */

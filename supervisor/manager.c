@@ -52,8 +52,14 @@ extern char **environ;
 /* ---- the store record (SPEC §5 fields) ---- */
 
 static void record_write(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        struct record_fields now;
+        int waiters = sf_table_get_waiters(m->flights, u->name);
+        record_fields_of(u, waiters, &now);
+        if (u->record_revision != 0 && d->record_written && record_fields_equal(&d->record, &now))
+                return; /* the same record again: nothing for the store or its watchers */
         size_t len = 0;
-        const char *text = record_writer_format(m->records, u, sf_table_get_waiters(m->flights, u->name), &len);
+        const char *text = record_writer_format(m->records, u, waiters, &len);
         if (!text) {
                 log_warning("%s: state record not written (%s)", u->name, strerror(ENOMEM));
                 return;
@@ -67,6 +73,8 @@ static void record_write(struct manager *m, struct unit *u) {
                 k = store_update(m->store, STORE_DURABLE, key, text, len, u->record_revision, 0, &u->record_revision);
         if (k <= 0)
                 log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
+        d->record = now;
+        d->record_written = k > 0;
 }
 
 /* ---- notify sockets and watchdog leases (SPEC §4; notify.h, watchdog.h) ---- */

@@ -121,6 +121,33 @@ static void set_or_null(json_object *o, const char *key, json_object *v, bool se
                 (void) json_object_object_add(o, key, NULL);
 }
 
+void record_fields_of(const struct unit *u, int waiters, struct record_fields *ret) {
+        *ret = (struct record_fields) {
+                .state = u->state,
+                .result = u->result,
+                .main_pid = u->main_pid,
+                .since_realtime = u->since_realtime,
+                .since_monotonic = u->since_monotonic,
+                .restarts = u->restarts,
+                .has_last_exit = u->has_last_exit,
+                .last_exit = u->has_last_exit ? u->last_exit : (struct exit_reason) {},
+                .waiters = waiters > 0 ? waiters : 0,
+                .has_status = u->status_text != NULL,
+        };
+        if (ret->last_exit.kind != EXIT_REASON_KILLED) /* shown only with a signal */
+                ret->last_exit.core_dumped = 0;
+        ret->last_exit.reserved = 0;
+}
+
+bool record_fields_equal(const struct record_fields *a, const struct record_fields *b) {
+        return !a->has_status && !b->has_status && a->state == b->state && a->result == b->result &&
+               a->main_pid == b->main_pid && a->since_realtime == b->since_realtime &&
+               a->since_monotonic == b->since_monotonic && a->restarts == b->restarts &&
+               a->has_last_exit == b->has_last_exit && a->last_exit.kind == b->last_exit.kind &&
+               a->last_exit.status == b->last_exit.status && a->last_exit.core_dumped == b->last_exit.core_dumped &&
+               a->waiters == b->waiters;
+}
+
 const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {
         if (u->state >= _UNIT_STATE_MAX || u->result >= _UNIT_RESULT_MAX)
                 return NULL;

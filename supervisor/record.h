@@ -4,7 +4,8 @@
  * version, name, state, main_pid, since, since_monotonic, restarts,
  * last_exit, status, result, waiters), as JSON text.
  *
- * Every state change writes one, four per restart, so the writer keeps one
+ * Every state change writes one (a change that leaves every field as it was,
+ * a phase within one state, none: record_fields_equal()), so the writer keeps one
  * json-c tree and updates its values in place rather than building a tree
  * per record (a few dozen allocations): a record costs the two strings, name
  * and STATUS= text, and json-c grows its output buffer only when a longer
@@ -32,3 +33,23 @@ struct record_writer *record_writer_free(struct record_writer *w);
  * record is then not written; the next change writes it).
  */
 const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len);
+
+/* What a record is made of: equal fields make an equal record, so a change
+ * that changed none of them (a phase within the same state) needs no new one. */
+struct record_fields {
+        enum unit_state state;
+        enum unit_result result;
+        pid_t main_pid;
+        usec_t since_realtime, since_monotonic;
+        uint64_t restarts;
+        bool has_last_exit;
+        struct exit_reason last_exit;
+        int waiters;
+        bool has_status; /* STATUS= text: never compared, a record with one is always written */
+};
+
+/* The fields of u's record with waiters requests sharing its flight. */
+void record_fields_of(const struct unit *u, int waiters, struct record_fields *ret);
+
+/* True if a and b make the same record (false whenever either has a STATUS= text). */
+bool record_fields_equal(const struct record_fields *a, const struct record_fields *b);

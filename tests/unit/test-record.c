@@ -119,10 +119,55 @@ static void test_many(void **state) {
         record_writer_free(w);
 }
 
+/* record_fields_equal() may skip a write only when the record would be the
+ * same: over units drawn from a small domain (so that many pairs share
+ * fields), equal fields always give the same text, and each field that
+ * shows in the record makes the fields differ. */
+static struct unit variant(int i, char *status) {
+        return (struct unit) { .name = (char *) "v.service", .state = (enum unit_state) (i % 3),
+                               .result = (enum unit_result) (i / 3 % 2), .main_pid = i / 6 % 2 ? 77 : 0,
+                               .since_realtime = (usec_t) (i / 12 % 2), .since_monotonic = (usec_t) (i / 24 % 2),
+                               .restarts = (uint64_t) (i / 48 % 2), .has_last_exit = i / 96 % 2,
+                               .last_exit = { .kind = i / 192 % 2 ? EXIT_REASON_EXITED : EXIT_REASON_KILLED,
+                                              .status = i / 384 % 2 + 1, .core_dumped = i / 768 % 2 },
+                               .status_text = i / 1536 % 2 ? status : NULL, .phase = (enum unit_phase) (i % 2) };
+}
+
+static void test_fields_equal(void **state) {
+        struct record_writer *w = NULL;
+        assert_int_equal(record_writer_new(&w), 0);
+        enum { N = 3072 };
+        char status[] = "ready";
+        static char *text[N];
+        static struct record_fields f[N];
+        for (int i = 0; i < N; i++) {
+                struct unit u = variant(i, status);
+                int waiters = i % 5 == 0;
+                size_t len;
+                text[i] = strdup(record_writer_format(w, &u, waiters, &len));
+                record_fields_of(&u, waiters, &f[i]);
+        }
+        unsigned same = 0;
+        for (int i = 0; i < N; i += 7)
+                for (int j = 0; j < N; j++)
+                        if (record_fields_equal(&f[i], &f[j])) {
+                                same++;
+                                if (strcmp(text[i], text[j]) != 0)
+                                        fail_msg("fields equal, records differ:\n%s\n%s", text[i], text[j]);
+                        } else if (strcmp(text[i], text[j]) == 0 && !f[i].has_status)
+                                fail_msg("records equal, fields differ (a write not skipped is harmless, but "
+                                         "every field should count): %d %d", i, j);
+        assert_true(same > N / 7); /* the pairs that could be skipped were there to check */
+        for (int i = 0; i < N; i++)
+                free(text[i]);
+        record_writer_free(w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_transitions),
                 cmocka_unit_test(test_many),
+                cmocka_unit_test(test_fields_equal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
