@@ -396,8 +396,11 @@ static void op_action(void *userdata, struct unit *u, unit_action action, int st
         begin_shutdown(m, status);
 }
 
+/* The record written when the unit entered its new state still counted the
+ * requests of the flight now answered: written again (if that changed it). */
 static void op_answered(void *userdata, struct unit *u) {
         own_waiter_settle(data(u));
+        record_write(userdata, u);
 }
 
 /* Joins u's flight as one of tend's own requesters; returns the resolution

@@ -304,6 +304,8 @@ class Commands(CtlTestCase):
         self.assertEqual(set(first), WATCH_FIELDS)
         self.assertEqual((first['name'], first['key'], first['keyspace'], first['event'], first['state']),
                          ('web.service', 'service/web.service', 'durable', 'put', 'running'))
+        self.assertEqual(first['waiters'], 0, 'the stored record of a unit whose start was answered counts no '
+                                              'request (SPEC §5: requests currently sharing its flight)')
         self.ctl('stop', 'web')
         seen = []
         while not seen or seen[-1]['state'] != 'inactive':
