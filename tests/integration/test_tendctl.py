@@ -539,8 +539,11 @@ class Watch(CtlTestCase):
         self.assertEqual(snap['restarts'], r0['restarts'])
 
         def read_until(restarts):
+            # A restart ends with the record of its answered flight: running,
+            # no request sharing a flight any more.
             evs = []
-            while not (evs and evs[-1]['restarts'] == restarts and evs[-1]['state'] == 'running'):
+            while not (evs and evs[-1]['restarts'] == restarts and evs[-1]['state'] == 'running' and
+                       evs[-1]['waiters'] == 0):
                 evs.append(json.loads(w.readline(10, 'watch stopped short of restart %d: %r' % (restarts, evs[-5:]))))
             return evs
         # One restart: the transitions it makes.
