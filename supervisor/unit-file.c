@@ -80,7 +80,7 @@ struct key_def {
         enum section section;
         const char *key;
         int (*parse)(struct parse_ctx *c, const struct key_def *k, const char *value);
-        size_t offset, size; /* the field in struct unit_file, or with KEY_SB in struct unit_sandbox_keys */
+        size_t offset, size; /* the field in struct unit_file (KEY_SB: unit_sandbox_keys, KEY_XS: unit_exit_statuses) */
         const void *data;    /* the parser's own: an enum table, a list index */
 };
 
