@@ -10,7 +10,7 @@
   coalesce  N concurrent `restart` requests of one unit (one connection each),
             the unit's ExecStop= held on a FIFO so that every request joins the
             one flight: the intake (first request sent → tend counts N waiters),
-            the fan-out (the FIFO opened → the last of the N answers received),
+            the fan-out (the FIFO released → the last of the N answers received),
             and the check that there was exactly one restart and one new pid.
 
 tend runs in a cgroup of its own when the cgroup2 tree is writable (as root),
@@ -225,8 +225,12 @@ def bench_coalesce(tend, clients):
         wait_until(lambda: t.record('web')['waiters'] == clients, 120,
                    'tend never counted %d waiters' % clients)
         t1 = time.perf_counter_ns()
-        open(opened, 'w').close()
+        # ExecStop= holds the stop until the FIFO's writer goes: wait for its
+        # reader first (its shell may not have reached `cat` yet), and only
+        # then let later stops through (`opened`), so that this one cannot
+        # see the file before it blocks.
         fd = wait_until(lambda: _open_writer(fifo), 10, 'ExecStop= never opened its FIFO')
+        open(opened, 'w').close()
         t2 = time.perf_counter_ns()
         os.close(fd)
         pids = set()
@@ -244,7 +248,7 @@ def bench_coalesce(tend, clients):
         print('|---|---|---|')
         print('| intake: first request sent → %d waiters counted | %.1f | %.1f |'
               % (clients, (t1 - t0) / 1e6, (t1 - t0) / 1e3 / clients))
-        print('| fan-out: FIFO opened → last answer received (stop, start, %d answers) | %.1f | %.1f |'
+        print('| fan-out: FIFO released → last answer received (stop, start, %d answers) | %.1f | %.1f |'
               % (clients, (t3 - t2) / 1e6, (t3 - t2) / 1e3 / clients))
         print('\nrestarts: %d → %d (one), one new pid for all %d clients' % (r0['restarts'], r1['restarts'], clients))
     finally:
