@@ -955,6 +955,25 @@ bool unit_group_needs_renewal(const struct unit_group *group) {
         return group && !group->removed && is_cgroup(group) && group->killed;
 }
 
+/* Removes the unit's cgroup, which must be empty (-EBUSY if populated), and
+ * closes its fds. One never opened holds nothing of tend's, if it exists at
+ * all: only the rmdir. */
+static int group_rmdir(struct unit_group *g) {
+        if (g->dir_fd >= 0) {
+                int r = read_populated(g);
+                if (r != 0)
+                        return r > 0 ? -EBUSY : r;
+                r = remove_below(g->dir_fd, 0);
+                if (r < 0)
+                        return r;
+        }
+        if (unlinkat(g->tree->dir_fd, g->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return negative_errno();
+        g->dir_fd = safe_close(g->dir_fd);
+        g->events_fd = safe_close(g->events_fd);
+        return 0;
+}
+
 int unit_group_renew(struct unit_group *group) {
         if (!group)
                 return -EINVAL;
@@ -965,16 +984,9 @@ int unit_group_renew(struct unit_group *group) {
         /* dir_fd < 0: an earlier renewal failed after the rmdir (or the
          * cgroup was never opened); only the mkdir is left to do. */
         if (group->dir_fd >= 0) {
-                int r = read_populated(group);
-                if (r != 0)
-                        return r > 0 ? -EBUSY : r;
-                r = remove_below(group->dir_fd, 0);
+                int r = group_rmdir(group);
                 if (r < 0)
                         return r;
-                if (unlinkat(group->tree->dir_fd, group->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                        return negative_errno();
-                group->dir_fd = safe_close(group->dir_fd);
-                group->events_fd = safe_close(group->events_fd);
         }
         int r = group_ensure(group);
         if (r < 0)
@@ -1015,19 +1027,9 @@ int unit_group_remove(struct unit_group *group) {
                 return -EINVAL;
         if (group->removed || !is_cgroup(group))
                 return 0;
-        if (group->dir_fd >= 0) {
-                int r = read_populated(group);
-                if (r != 0)
-                        return r > 0 ? -EBUSY : r;
-                r = remove_below(group->dir_fd, 0);
-                if (r < 0)
-                        return r;
-        }
-        /* Never opened: nothing of tend's is in it, if it exists at all. */
-        if (unlinkat(group->tree->dir_fd, group->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return negative_errno();
-        group->dir_fd = safe_close(group->dir_fd);
-        group->events_fd = safe_close(group->events_fd);
+        int r = group_rmdir(group);
+        if (r < 0)
+                return r;
         group->removed = true;
         return 0;
 }
