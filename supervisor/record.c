@@ -41,13 +41,6 @@ struct record_writer *record_writer_free(struct record_writer *w) {
         return NULL;
 }
 
-/* Adds key to o with value v, o taking a reference of its own (the writer keeps its). */
-static int add_ref(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        return json_object_object_add(o, key, json_object_get(v)) < 0 ? -ENOMEM : 0;
-}
-
 int record_writer_new(struct record_writer **ret) {
         struct record_writer *w = calloc(1, sizeof *w);
         if (!w)
@@ -71,37 +64,34 @@ int record_writer_new(struct record_writer **ret) {
         w->signal = json_object_new_int(0);
         w->core_dumped = json_object_new_boolean(0);
         json_object *version = json_object_new_int(1);
-        if (!version || !w->root)
+        if (!version || !w->root || !w->main_pid || !w->since || !w->since_monotonic || !w->restarts ||
+            !w->waiters || !w->exit_code || !w->code || !w->exit_signal || !w->signal || !w->core_dumped)
                 k = -ENOMEM;
-        /* SPEC §5's order, which json-c keeps: a value replaced keeps its place. */
-        if (k >= 0 && json_object_object_add(w->root, "version", TAKE_PTR(version)) < 0)
-                k = -ENOMEM;
-        if (k >= 0 && json_object_object_add(w->root, "name", NULL) < 0)
-                k = -ENOMEM;
-        if (k >= 0)
-                k = add_ref(w->root, "state", w->states[0]);
-        if (k >= 0 && (!w->main_pid || json_object_object_add(w->root, "main_pid", NULL) < 0))
-                k = -ENOMEM;
-        if (k >= 0)
-                k = add_ref(w->root, "since", w->since);
-        if (k >= 0)
-                k = add_ref(w->root, "since_monotonic", w->since_monotonic);
-        if (k >= 0)
-                k = add_ref(w->root, "restarts", w->restarts);
-        if (k >= 0 && (!w->exit_code || !w->exit_signal || json_object_object_add(w->root, "last_exit", NULL) < 0))
-                k = -ENOMEM;
-        if (k >= 0 && json_object_object_add(w->root, "status", NULL) < 0)
-                k = -ENOMEM;
-        if (k >= 0)
-                k = add_ref(w->root, "result", w->results[0]);
-        if (k >= 0)
-                k = add_ref(w->root, "waiters", w->waiters);
-        if (k >= 0)
-                k = add_ref(w->exit_code, "code", w->code);
-        if (k >= 0)
-                k = add_ref(w->exit_signal, "signal", w->signal);
-        if (k >= 0)
-                k = add_ref(w->exit_signal, "core_dumped", w->core_dumped);
+        /* SPEC §5's order, which json-c keeps: a value replaced keeps its
+         * place. A NULL value is the field's null until the first record. */
+        const struct {
+                json_object *o;
+                const char *key;
+                json_object *v;
+        } layout[] = {
+                { w->root, "version", version },
+                { w->root, "name", NULL },
+                { w->root, "state", w->states[0] },
+                { w->root, "main_pid", NULL },
+                { w->root, "since", w->since },
+                { w->root, "since_monotonic", w->since_monotonic },
+                { w->root, "restarts", w->restarts },
+                { w->root, "last_exit", NULL },
+                { w->root, "status", NULL },
+                { w->root, "result", w->results[0] },
+                { w->root, "waiters", w->waiters },
+                { w->exit_code, "code", w->code },
+                { w->exit_signal, "signal", w->signal },
+                { w->exit_signal, "core_dumped", w->core_dumped },
+        };
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(layout); i++)
+                if (json_object_object_add(layout[i].o, layout[i].key, json_object_get(layout[i].v)) < 0)
+                        k = -ENOMEM;
         json_object_put(version);
         if (k < 0) {
                 record_writer_free(w);
