@@ -591,6 +591,28 @@ static void read_reports(struct ctx *c, int fd) {
         }
 }
 
+/* mkdir dir (a cgroup of the test's) and runs helper `args` there, in a
+ * session of its own, until it has reported (a leftover for tend to find). */
+static void helper_in_new_cgroup(struct ctx *c, const char *dir, char *const *args) {
+        assert_int_equal(mkdir(dir, 0755), 0);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        int out;
+        spawn_helper(c, args, EXIT_SPAWN_SETSID, fd, &out);
+        close(fd);
+        read_reports(c, out);
+}
+
+/* Runs helper `args` (what: for messages) to its clean exit; its output in buf. */
+static void helper_output(struct ctx *c, char *const *args, const char *what, char *buf, size_t size) {
+        int out;
+        struct exit_process *p = spawn_helper(c, args, 0, -1, &out);
+        read_output(c, out, buf, size);
+        struct exit_reason r = wait_reaped(c, exit_process_pid(p), what);
+        assert_int_equal(r.kind, EXIT_REASON_EXITED);
+        assert_int_equal(r.status, 0);
+}
+
 static const struct helper_pid *pid_of(struct ctx *c, char label) {
         for (size_t i = 0; i < c->n_pids; i++)
                 if (c->pids[i].label == label)
@@ -837,14 +859,9 @@ static void test_discovery_unwritable(void **state) {
         struct ctx *c = *state;
         /* Readable by all (mkdtemp made it 0700), writable by root only. */
         assert_int_equal(chmod(c->dir, 0755), 0);
-        int out;
         char *args[] = { (char *) "discover", NULL };
-        struct exit_process *p = spawn_helper(c, args, 0, -1, &out);
         char buf[8192], want[8192];
-        read_output(c, out, buf, sizeof buf);
-        struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the discovery helper");
-        assert_int_equal(r.kind, EXIT_REASON_EXITED);
-        assert_int_equal(r.status, 0);
+        helper_output(c, args, "the discovery helper", buf, sizeof buf);
         snprintf(want, sizeof want,
                  "fallback no writable cgroup v2 subtree at %s (writing its cgroup.procs: %s): using process groups\n",
                  c->dir, strerror(EACCES));
@@ -912,14 +929,8 @@ static void test_leaf_leftover(void **state) {
         expect_proc_cgroup(getpid(), want);
         cgroup_tree_leave_leaf(c->tree);
 
-        assert_int_equal(mkdir(leaf, 0755), 0);
-        int fd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        int out;
         char *args[] = { (char *) "pause", NULL };
-        spawn_helper(c, args, EXIT_SPAWN_SETSID, fd, &out);
-        close(fd);
-        read_reports(c, out);
+        helper_in_new_cgroup(c, leaf, args);
         assert_int_equal(cgroup_tree_enter_leaf(c->tree), 1);
         expect_proc_cgroup(getpid(), want);
         expect_proc_cgroup(pid_of(c, 'P')->pid, want);
@@ -940,22 +951,12 @@ static void test_leaf_refused(void **state) {
         assert_int_equal(chown(c->dir, 65534, 65534), 0);
         assert_int_equal(chmod(c->dir, 0755), 0);
         assert_int_equal(chown(procs, 65534, 65534), 0);
-        assert_int_equal(mkdir(leaf, 0755), 0);
-        int fd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        int out;
         char *pause_args[] = { (char *) "pause", NULL };
-        spawn_helper(c, pause_args, EXIT_SPAWN_SETSID, fd, &out);
-        close(fd);
-        read_reports(c, out);
+        helper_in_new_cgroup(c, leaf, pause_args);
 
         char *args[] = { (char *) "enter-leaf", NULL };
-        struct exit_process *p = spawn_helper(c, args, 0, -1, &out);
         char buf[8192], want[64];
-        read_output(c, out, buf, sizeof buf);
-        struct exit_reason r = wait_reaped(c, exit_process_pid(p), "the enter-leaf helper");
-        assert_int_equal(r.kind, EXIT_REASON_EXITED);
-        assert_int_equal(r.status, 0);
+        helper_output(c, args, "the enter-leaf helper", buf, sizeof buf);
         snprintf(want, sizeof want, "%d 0\n", -EACCES);
         assert_string_equal(buf, want);
 }
@@ -1181,14 +1182,8 @@ static void test_leftovers(void **state) {
         struct ctx *c = *state;
         char dir[4200];
         snprintf(dir, sizeof dir, "%s/demo.service", c->dir);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        int out;
         char *args[] = { (char *) "tree", NULL };
-        spawn_helper(c, args, EXIT_SPAWN_SETSID, fd, &out);
-        close(fd);
-        read_reports(c, out);
+        helper_in_new_cgroup(c, dir, args);
 
         open_tree(c);
         const struct helper_pid *o = start_outsider(c);
