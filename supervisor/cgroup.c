@@ -951,6 +951,10 @@ int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
         return r < 0 ? r : n;
 }
 
+bool unit_group_opened(const struct unit_group *group) {
+        return group && !group->removed && is_cgroup(group) && group->dir_fd >= 0;
+}
+
 bool unit_group_needs_renewal(const struct unit_group *group) {
         return group && !group->removed && is_cgroup(group) && group->killed;
 }

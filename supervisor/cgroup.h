@@ -241,6 +241,11 @@ int unit_group_populated(struct unit_group *group);
  */
 int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms);
 
+/* Whether the unit's cgroup is open (CGROUP mode, made or found, not
+ * removed): an answer of unit_group_populated() is then the cgroup's own, not
+ * "nothing spawned yet" (a leftover cgroup may still be populated). */
+bool unit_group_opened(const struct unit_group *group);
+
 /*
  * A cgroup that was emptied with cgroup.kill is replaced by a fresh one
  * before the unit's next start: Linux (seen on 6.18; the kill_seq check of

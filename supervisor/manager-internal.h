@@ -37,7 +37,8 @@ struct unit_data {
         char **main_env;               /* the main process's last environment, kept for its next spawn */
         uint64_t empty_iteration;      /* 1 + the loop iteration that found its cgroup empty, or 0 */
         struct record_fields record;   /* what its last state record was made of */
-        bool record_written;           /* record is that of the record in the store */
+        bool record_written;           /* record is that of the record in the store (or held to be) */
+        bool due;                      /* timer is a deferred source for a deadline already due */
         size_t main_env_size;          /* the text of the file main_env was built from (unit_file_same_text) */
         uint64_t main_env_hash;
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
@@ -57,6 +58,9 @@ struct manager {
         sf_table *flights;
         struct store *store;
         struct record_writer *records;     /* service/NAME's JSON (record.h) */
+        unsigned records_hold;             /* > 0: records wait in held[] (records_hold/release) */
+        struct held_record *held;          /* in the order of the changes */
+        size_t n_held, n_held_max;
         struct cgroup_tree *cgroups;
         logs_manager *logs;
         struct control_server *control;

@@ -9,6 +9,7 @@
  * Collect, then dispatch: the reaper is drained first (all ready pidfds),
  * then exits are handed to the state machines one by one.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -51,17 +52,17 @@ extern char **environ;
 
 /* ---- the store record (SPEC §5 fields) ---- */
 
-static void record_write(struct manager *m, struct unit *u) {
-        struct unit_data *d = data(u);
-        struct record_fields now;
-        int waiters = sf_table_get_waiters(m->flights, u->name);
-        record_fields_of(u, waiters, &now);
-        if (u->record_revision != 0 && d->record_written && record_fields_equal(&d->record, &now))
-                return; /* the same record again: nothing for the store or its watchers */
+struct held_record {
+        struct unit *u;
+        struct record_fields fields;
+};
+
+static void record_store(struct manager *m, struct unit *u, const struct record_fields *f) {
         size_t len = 0;
-        const char *text = record_writer_format(m->records, u, waiters, &len);
+        const char *text = record_writer_format_fields(m->records, u->name, u->status_text, f, &len);
         if (!text) {
                 log_warning("%s: state record not written (%s)", u->name, strerror(ENOMEM));
+                data(u)->record_written = false;
                 return;
         }
         char key[STORE_KEY_MAX];
@@ -73,8 +74,59 @@ static void record_write(struct manager *m, struct unit *u) {
                 k = store_update(m->store, STORE_DURABLE, key, text, len, u->record_revision, 0, &u->record_revision);
         if (k <= 0)
                 log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
+        data(u)->record_written = k > 0;
+}
+
+/* While an exit is handled, the records of the changes it makes are taken
+ * (their fields, at the change) and written once it is handled: a restart
+ * spawns first and writes the records of the stop, the back-off and the
+ * start after, in that order (SPEC §5: each transition still gets its own
+ * record, with its own revision). Nothing reads a record in between. */
+static void records_hold(struct manager *m) {
+        m->records_hold++;
+}
+
+static void records_flush(struct manager *m) {
+        for (size_t i = 0; i < m->n_held; i++)
+                record_store(m, m->held[i].u, &m->held[i].fields);
+        m->n_held = 0;
+}
+
+static void records_release(struct manager *m) {
+        assert(m->records_hold > 0);
+        if (--m->records_hold == 0)
+                records_flush(m);
+}
+
+static bool record_held(struct manager *m, struct unit *u, const struct record_fields *f) {
+        if (m->records_hold == 0 || f->has_status) /* a STATUS= text is the unit's current one */
+                return false;
+        if (m->n_held == m->n_held_max) {
+                size_t n = m->n_held_max ? 2 * m->n_held_max : 8;
+                struct held_record *h = reallocarray(m->held, n, sizeof *h);
+                if (!h)
+                        return false; /* written now instead */
+                m->held = h;
+                m->n_held_max = n;
+        }
+        m->held[m->n_held++] = (struct held_record) { u, *f };
+        return true;
+}
+
+static void record_write(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        struct record_fields now;
+        int waiters = sf_table_get_waiters(m->flights, u->name);
+        record_fields_of(u, waiters, &now);
+        if (u->record_revision != 0 && d->record_written && record_fields_equal(&d->record, &now))
+                return; /* the same record again: nothing for the store or its watchers */
         d->record = now;
-        d->record_written = k > 0;
+        if (record_held(m, u, &now)) {
+                d->record_written = true; /* unless its write fails (record_store) */
+                return;
+        }
+        records_flush(m); /* the ones held before it go first */
+        record_store(m, u, &now);
 }
 
 /* ---- notify sockets and watchdog leases (SPEC §4; notify.h, watchdog.h) ---- */
@@ -277,13 +329,22 @@ static void group_watch(struct unit *u) {
                 (void) sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
 }
 
+static bool group_known_empty(struct manager *m, const struct unit_data *d) {
+        uint64_t iteration = 0;
+        (void) sd_event_get_iteration(m->event, &iteration);
+        return d->empty_iteration == iteration + 1;
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
         int k = logs_renew(m, u);
         if (k < 0)
                 return k;
-        k = unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
+        /* A restart in the dispatch of the exit that found its open cgroup
+         * empty need not ask again (op_populated). */
+        bool empty = unit_group_opened(d->group) && group_known_empty(m, d);
+        k = empty ? 0 : unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
         if (k > 0)
                 log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                            k == 1 ? "" : "es");
@@ -305,10 +366,10 @@ static int op_prepare(void *userdata, struct unit *u) {
 static int op_populated(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
+        if (group_known_empty(m, d))
+                return 0;
         uint64_t iteration = 0;
         (void) sd_event_get_iteration(m->event, &iteration);
-        if (d->empty_iteration == iteration + 1)
-                return 0;
         int k = unit_group_populated(d->group);
         if (k > 0)
                 group_watch(u);
@@ -328,25 +389,40 @@ static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static int on_unit_due(sd_event_source *s, void *userdata) {
+        data(userdata)->due = false;
         unit_timer_fired(userdata);
         return 0;
+}
+
+/* A deadline that was already due when armed is run at the end of the
+ * exit that armed it (process_exit: RestartSec=0 restarts in the same
+ * dispatch as the exit), not a loop iteration later. */
+static void unit_run_due(struct unit *u) {
+        struct unit_data *d = data(u);
+        if (!d->due)
+                return;
+        d->due = false;
+        d->timer = sd_event_source_disable_unref(d->timer);
+        unit_timer_fired(u);
 }
 
 /* A unit holds a timer source only while a deadline is armed (a running
  * unit has none: an sd-event source is 300 B, times 1,000 units). A deadline
  * already due (RestartSec=0) is a deferred event: the next loop iteration,
- * without a timerfd to program. */
+ * without a timerfd to program, unless unit_run_due() runs it first. */
 static int op_arm(void *userdata, struct unit *u, usec_t deadline) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
         /* sd-event allows this from inside the source's own callback. */
         d->timer = sd_event_source_disable_unref(d->timer);
+        d->due = false;
         if (deadline == USEC_INFINITY)
                 return 0;
         int k;
-        if (deadline <= now_usec(CLOCK_MONOTONIC))
+        if (deadline <= now_usec(CLOCK_MONOTONIC)) {
                 k = sd_event_add_defer(m->event, &d->timer, on_unit_due, u);
-        else
+                d->due = k >= 0;
+        } else
                 /* Accuracy 1 µs: sd-event's default (250 ms) would blur back-off delays. */
                 k = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
         return k < 0 ? k : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
@@ -580,6 +656,8 @@ static struct unit *manager_unit_free(struct unit *u) {
         if (!u)
                 return NULL;
         struct unit_data *d = u->manager_data;
+        if (d)
+                records_flush(d->m); /* none of them may outlive it */
         if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
                 (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
         unit_data_free(u->manager_data);
@@ -879,6 +957,7 @@ static void process_exit(struct manager *m, exit_id_t id) {
         exit_process_ref(p);
         unit_process_exited(u, p, &reason);
         exit_process_unref(p);
+        unit_run_due(u);
 }
 
 /* After LAGGED: take the outcome of every process tend owns. */
@@ -929,18 +1008,25 @@ static void drain_exits(struct manager *m) {
         check_shutdown_done(m);
 }
 
+/* The records of what the exits change are written after the restarts
+ * they cause have spawned (records_hold). */
 static int on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct manager *m = userdata;
         int k = exit_reaper_dispatch(m->reaper);
         if (k < 0)
                 log_warning_errno(k, "reaping: %s", strerror(-k));
+        records_hold(m);
         drain_exec_events(m);
         drain_exits(m);
+        records_release(m);
         return 0;
 }
 
 static int on_sub(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        drain_exits(userdata);
+        struct manager *m = userdata;
+        records_hold(m);
+        drain_exits(m);
+        records_release(m);
         return 0;
 }
 
@@ -1386,6 +1472,7 @@ static void manager_done(struct manager *m) {
         cgroup_tree_leave_leaf(m->cgroups);
         cgroup_tree_free(m->cgroups);
         record_writer_free(m->records);
+        free(m->held);
         store_unref(m->store);
         sf_table_unref(m->flights);
         exit_sub_free(m->sub);

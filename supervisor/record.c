@@ -138,32 +138,39 @@ bool record_fields_equal(const struct record_fields *a, const struct record_fiel
                a->waiters == b->waiters;
 }
 
-const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {
-        if (u->state >= _UNIT_STATE_MAX || u->result >= _UNIT_RESULT_MAX)
+const char *record_writer_format_fields(struct record_writer *w, const char *name_text, const char *status_text,
+                                       const struct record_fields *f, size_t *ret_len) {
+        if (f->state >= _UNIT_STATE_MAX || f->result >= _UNIT_RESULT_MAX)
                 return NULL;
         /* Strings are new values: json-c 0.16 (Debian 12) mishandles a
          * json_object_set_string() that shrinks a string it had grown. */
-        json_object *name = json_object_new_string(u->name);
-        json_object *status = u->status_text ? json_object_new_string(u->status_text) : NULL;
-        if (!name || (u->status_text && !status)) {
+        json_object *name = json_object_new_string(name_text);
+        json_object *status = status_text ? json_object_new_string(status_text) : NULL;
+        if (!name || (status_text && !status)) {
                 json_object_put(name);
                 json_object_put(status);
                 return NULL;
         }
         (void) json_object_object_add(w->root, "name", name);
         (void) json_object_object_add(w->root, "status", status);
-        set_or_null(w->root, "state", w->states[u->state], true);
-        set_or_null(w->root, "result", w->results[u->result], true);
-        json_object_set_int(w->main_pid, u->main_pid);
-        set_or_null(w->root, "main_pid", w->main_pid, u->main_pid > 0);
-        json_object_set_int64(w->since, (int64_t) u->since_realtime);
-        json_object_set_int64(w->since_monotonic, (int64_t) u->since_monotonic);
-        json_object_set_int64(w->restarts, (int64_t) u->restarts);
-        bool exited = u->has_last_exit && u->last_exit.kind == EXIT_REASON_EXITED;
-        json_object_set_int(w->code, u->last_exit.status);
-        json_object_set_int(w->signal, u->last_exit.status);
-        json_object_set_boolean(w->core_dumped, u->last_exit.core_dumped);
-        set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, u->has_last_exit);
-        json_object_set_int(w->waiters, waiters > 0 ? waiters : 0);
+        set_or_null(w->root, "state", w->states[f->state], true);
+        set_or_null(w->root, "result", w->results[f->result], true);
+        json_object_set_int(w->main_pid, f->main_pid);
+        set_or_null(w->root, "main_pid", w->main_pid, f->main_pid > 0);
+        json_object_set_int64(w->since, (int64_t) f->since_realtime);
+        json_object_set_int64(w->since_monotonic, (int64_t) f->since_monotonic);
+        json_object_set_int64(w->restarts, (int64_t) f->restarts);
+        bool exited = f->has_last_exit && f->last_exit.kind == EXIT_REASON_EXITED;
+        json_object_set_int(w->code, f->last_exit.status);
+        json_object_set_int(w->signal, f->last_exit.status);
+        json_object_set_boolean(w->core_dumped, f->last_exit.core_dumped);
+        set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, f->has_last_exit);
+        json_object_set_int(w->waiters, f->waiters);
         return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN, ret_len);
+}
+
+const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {
+        struct record_fields f;
+        record_fields_of(u, waiters, &f);
+        return record_writer_format_fields(w, u->name, u->status_text, &f, ret_len);
 }

@@ -53,3 +53,13 @@ void record_fields_of(const struct unit *u, int waiters, struct record_fields *r
 
 /* True if a and b make the same record (false whenever either has a STATUS= text). */
 bool record_fields_equal(const struct record_fields *a, const struct record_fields *b);
+
+/*
+ * The record made of f for the unit called name, with STATUS= text status
+ * (NULL: none; only f->has_status says whether there is one for the
+ * comparison): as record_writer_format(), which is this with u's own fields.
+ * For a record taken at a change and written later (manager.c holds the
+ * records of an exit's changes until its restart has spawned).
+ */
+const char *record_writer_format_fields(struct record_writer *w, const char *name, const char *status,
+                                       const struct record_fields *f, size_t *ret_len);

@@ -184,7 +184,7 @@ int spawn_plan_init(struct spawn_plan *plan, const struct exit_spawn_attr *attr,
                 .fd_slots = { -1, -1, -1 },
                 .flags = attr->flags,
                 .pdeath_signal = attr->pdeath_signal,
-                .parent_pid = getpid(),
+                .parent_pid = attr->pdeath_signal ? getpid() : 0, /* for the pdeath check only */
                 .pre_exec = attr->pre_exec,
                 .pre_exec_userdata = attr->pre_exec_userdata,
                 .ignore_signals = attr->ignore_signals,
