@@ -239,8 +239,13 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 
         d->empty_iteration = 0; /* it may be populated from here */
 
+        /* Each step that fails says why, but for running out of memory; the
+         * rest is said once at the end. */
+        bool said = false;
+
         /* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
         int k = sandbox_plan_new(u->name, f, NULL, &sb);
+        said = k < 0 && k != -ENOMEM;
         /* The main process's environment is built from tend's own, the file
          * and the notify socket, none of which changes between restarts
          * unless the file does: kept for the next spawn. EnvironmentFile= is
@@ -250,18 +255,28 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         if (keep && d->main_env && d->main_env_size == f->text_size && d->main_env_hash == f->text_hash)
                 envp = TAKE_PTR(d->main_env);
         else {
-                if (k >= 0)
+                if (k >= 0) {
                         k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
                                                    f->environment_files, f->n_environment_files, &envp);
-                if (k >= 0)
+                        said = k < 0 && k != -ENOMEM; /* EnvironmentFile= */
+                }
+                if (k >= 0) {
                         k = notify_prepare_spawn(m, u, main, &envp);
+                        said = k < 0;
+                }
         }
         if (k >= 0)
                 k = unit_command_expand(cmd, envp, &argv, NULL);
         if (k >= 0) {
                 k = unit_command_find_executable(cmd, envp, &path);
-                if (k == -ENOENT)
-                        log_error("%s: %s: executable not found", u->name, cmd->path);
+                if (k == -ENOENT || k == -EACCES) {
+                        if (k == -ENOENT)
+                                log_error("%s: %s: executable not found", u->name, cmd->path);
+                        else
+                                log_error("%s: %s: not executable (%s)", u->name, cmd->path, strerror(-k));
+                        said = true;
+                        k = -ENOEXEC; /* exec-failed (unit.h) */
+                }
         }
         int out = -1, err = -1;
         if (k >= 0)
@@ -292,6 +307,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                 if (k >= 0 && main)
                         unit_group_set_leader(d->group, exit_process_pid(*ret));
         }
+        if (k < 0 && !said)
+                log_error("%s: cannot start %s: %s", u->name, cmd->path, strerror(-k));
         if (keep && k >= 0) {
                 unit_strv_free(d->main_env);
                 d->main_env = TAKE_PTR(envp);

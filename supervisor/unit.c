@@ -482,9 +482,8 @@ static void run_next(struct unit *u) {
 
         struct exit_process *p = NULL;
         int k = u->ops->spawn(u->userdata, u, cmd, main, &p);
-        if (k < 0) {
-                log_error("%s: cannot start %s: %s", u->name, cmd->path, strerror(-k));
-                enum unit_result r = k == -ENOENT || k == -EACCES ? UNIT_RESULT_EXEC_FAILED : UNIT_RESULT_RESOURCES;
+        if (k < 0) { /* said by the spawn op */
+                enum unit_result r = k == -ENOEXEC ? UNIT_RESULT_EXEC_FAILED : UNIT_RESULT_RESOURCES;
                 if (u->phase == PHASE_STOP_CMD || u->phase == PHASE_RELOAD) {
                         u->cmd_index++;
                         run_next(u);

@@ -122,8 +122,10 @@ struct notify_message;
 struct unit_ops {
         /* Spawns cmd for u: its main process when main is true (a session
          * leader with MAINPID unset), else a control process (MAINPID set when
-         * the main process runs). *ret is the caller's reference. Errors fail the
-         * start (-ENOENT: the executable was not found → exec-failed). */
+         * the main process runs). *ret is the caller's reference. Says why it
+         * failed (the caller does not). Errors fail the start: -ENOEXEC, the
+         * executable was not found or may not be run → exec-failed; any other
+         * (User= unknown, EnvironmentFile= missing, no memory…) → resources. */
         int (*spawn)(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
                      struct exit_process **ret);
         /* Before each start's first spawn: empties u's cgroup of leftovers of

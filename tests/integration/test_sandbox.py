@@ -271,6 +271,8 @@ class Sandbox(ServiceTestCase):
         self.assertEqual(self.st('sbx-user')['result'], 'resources')
         self.assertEqual(self.stderr().count('sbx-user.service: User=%s: no such user' % user), 2,
                          'each start resolves User= again')
+        # The reason, once: no generic "cannot start" line after it.
+        self.assertNotIn('sbx-user.service: cannot start', self.stderr())
 
         subprocess.run(['useradd', '--system', '--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin',
                         user], check=True, capture_output=True)

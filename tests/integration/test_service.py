@@ -383,6 +383,31 @@ class Load(ServiceTestCase):
                       'No such file or directory', err)
         self.assertNotIn('cannot execute', err)
 
+    def test_a_failure_before_the_fork_is_said_once_with_its_result(self):
+        """A start that fails before any process exists says why in one line,
+        naming what failed, and gets the result of what failed: a missing
+        EnvironmentFile= is `resources` (as systemd), an executable on no
+        directory of PATH `exec-failed`; no second, generic line."""
+        self.unit('noenv', '''
+            [Service]
+            ExecStart=%s pause
+            EnvironmentFile=/nonexistent/tend-it-env
+        ''' % PROBE)
+        self.unit('nopath', '''
+            [Service]
+            ExecStart=tend-it-no-such-command
+        ''')
+        self.start_tend()
+        r = self.wait_state('noenv', lambda r: r['state'] == 'failed', 5, 'a missing EnvironmentFile= never failed')
+        self.assertEqual((r['result'], r['main_pid']), ('resources', None))
+        r = self.wait_state('nopath', lambda r: r['state'] == 'failed', 5, 'a command on no PATH never failed')
+        self.assertEqual((r['result'], r['main_pid']), ('exec-failed', None))
+        err = self.stderr()
+        self.assertEqual(err.count('noenv.service: EnvironmentFile="/nonexistent/tend-it-env": '
+                                   'No such file or directory'), 1, err)
+        self.assertEqual(err.count('nopath.service: tend-it-no-such-command: executable not found'), 1, err)
+        self.assertNotIn('cannot start', err)
+
     def test_dependency_on_other_unit_types_is_ignored(self):
         # SPEC §3: an existing unit usually runs unchanged. After=network.target
         # names a unit type tend does not have: noted with FILE:LINE, ignored.
