@@ -717,6 +717,15 @@ void manager_start_unit(struct manager *m, struct unit *u) {
 }
 
 void manager_stop_unit(struct manager *m, struct unit *u) {
+        /* SPEC §2.3: a start that the shutdown or the unit's removal ends is
+         * abandoned (an error), where a stop cancels it. */
+        if (m->shutting_down || data(u)->removed) {
+                if (unit_abandon_flight(u))
+                        log_notice("%s: its start is abandoned: %s", u->name,
+                                   m->shutting_down ? "tend shuts down" : "its file is gone");
+                unit_stop(u, false);
+                return;
+        }
         int k = sf_table_cancel(m->flights, u->name);
         unit_stop(u, k == -EBUSY);
 }

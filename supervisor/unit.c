@@ -756,6 +756,16 @@ void unit_stop(struct unit *u, bool flight_publishing) {
         }
 }
 
+bool unit_abandon_flight(struct unit *u) {
+        if (!u->resolution && !u->pending_resolution)
+                return false;
+        u->resolution = sf_resolution_free(u->resolution);
+        u->pending_resolution = sf_resolution_free(u->pending_resolution);
+        if (u->ops->answered)
+                u->ops->answered(u->userdata, u);
+        return true;
+}
+
 void unit_backoff_begin(struct unit *u, sf_resolution *resolution) {
         if (u->phase != PHASE_BACKOFF) {
                 sf_resolution_free(resolution);

@@ -244,6 +244,12 @@ void unit_explicit_restart(struct unit *u, sf_resolution *resolution);
  * completes (SPEC §2.3). Then the stop sequence. */
 void unit_stop(struct unit *u, bool flight_publishing);
 
+/* Lets go of u's flight (and of a restart's next one) without an answer: its
+ * waiters are answered `abandoned` and the table logs an error naming the
+ * unit (SPEC §2.3: a start that a shutdown or a reload removing the unit
+ * ends). Call it before unit_stop(u, false). Returns whether there was one. */
+bool unit_abandon_flight(struct unit *u);
+
 /* The restart policy's flight: wait the back-off delay, then start. */
 void unit_backoff_begin(struct unit *u, sf_resolution *resolution);
 

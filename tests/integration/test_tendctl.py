@@ -487,6 +487,39 @@ class Cancellation(CtlTestCase):
         self.assertEqual((r['state'], r['main_pid'], len(self.lines(starts))), ('inactive', None, 1),
                          'a stop during back-off must cancel the restart: no spawn')
 
+    def slow_start(self, name):
+        """A unit whose start waits in ExecStartPre= (a process of the unit
+        runs: its flight is past the point of no return) and a client's
+        `tendctl start` waiting on that flight."""
+        self.unit(name, '''
+            [Service]
+            ExecStartPre=/bin/sleep 60
+            ExecStart=%s pause
+        ''' % PROBE)
+        self.start_tend()
+        self.wait_state(name, lambda r: r['state'] == 'starting', 5, 'the start never began')
+        waiter = self.start([TENDCTL, '--control-socket', self.sock, 'start', name], stdin=subprocess.DEVNULL)
+        wait_until(lambda: self.st(name)['waiters'] >= 2, 5, 'the client never joined the start\'s flight')
+        return waiter
+
+    def test_start_ended_by_the_units_removal_is_abandoned(self):
+        """SPEC §2.3: a start that a reload removing the unit ends is answered
+        `abandoned`, with an error naming the unit (a stop would cancel it)."""
+        waiter = self.slow_start('slow')
+        os.unlink(os.path.join(self.dir, 'slow.service'))
+        self.ctl('daemon-reload')
+        self.assertEqual(waiter.wait(10, 'the waiting start was not answered by the removal'), 1)
+        self.assertIn('start of slow.service was abandoned', waiter.stderr_text())
+        self.assertIn("flight 'slow.service': the work ended without an answer", self.stderr())
+        self.assertIn('slow.service: its start is abandoned: its file is gone', self.stderr())
+
+    def test_start_ended_by_shutdown_is_abandoned(self):
+        waiter = self.slow_start('slow')
+        self.assertEqual(self.stop_tend(), 0, self.stderr())
+        self.assertEqual(waiter.wait(10, 'the waiting start was not answered by the shutdown'), 1)
+        self.assertIn('start of slow.service was abandoned', waiter.stderr_text())
+        self.assertIn("flight 'slow.service': the work ended without an answer", self.stderr())
+
     def test_stop_during_publishing_restart_ends_inactive(self):
         self.fifo_unit('web')
         self.start_tend(log_level='debug')
