@@ -44,7 +44,8 @@ static void help(void) {
                "      --stop-timeout SPAN  after CMD exits, SIGTERM its leftovers, SIGKILL after SPAN\n"
                "                           (default 5s)\n"
                "  -v, --verbose            more diagnostics on stderr (repeat for debug)\n"
-               "      --log-level LEVEL    error, warning, notice, info or debug (default error)\n"
+               "      --log-level LEVEL    error, warning, notice, info or debug (default\n"
+               "                           warning with --config-dir, else error)\n"
                "  -h, --help               show this help\n"
                "      --version            show the version\n\n"
                "See tend(8).\n");
@@ -117,6 +118,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
         opterr = 0;
         optind = 1;
         int c, k;
+        bool level_given = false;
         /* "+": stop at the first non-option, so CMD's own options are never ours. */
         while ((c = getopt_long(argc, argv, "+:gvh", longopts, NULL)) >= 0) {
                 switch (c) {
@@ -124,12 +126,14 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                         o->process_group = true;
                         break;
                 case 'v':
+                        level_given = true;
                         o->log_level = o->log_level < LOG_INFO ? LOG_INFO : LOG_DEBUG;
                         break;
                 case OPT_LOG_LEVEL:
                         if ((k = parse_log_level(optarg)) < 0)
                                 return usage_error("unknown log level \"%s\"", optarg);
                         o->log_level = k;
+                        level_given = true;
                         break;
                 case OPT_REMAP:
                         if ((k = parse_remap(o, optarg)) < 0)
@@ -177,6 +181,11 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
         }
         if (optind < argc)
                 o->cmd = argv + optind;
+        /* A supervisor of units says what it ignored in their files (unknown
+         * keys, odd escapes: FILE:LINE warnings); an entrypoint stays as
+         * quiet as the program it runs. */
+        if (!level_given && o->config_dir)
+                o->log_level = LOG_WARNING;
         if (!o->cmd && !o->config_dir)
                 return usage_error("no command given: tend [OPTIONS] -- CMD [ARG...] or tend --config-dir DIR");
         return 0;

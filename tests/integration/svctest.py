@@ -198,7 +198,9 @@ class ServiceTestCase(TendTestCase):
         """Starts tend in service mode (combined mode with cmd), in a fresh
         cgroup of its own when possible (cgroup=True) or in the given cgroup
         directory; wrap is a prefix argv (e.g. unshare …) run before tend."""
-        argv = [TEND, '--config-dir', self.dir, '--control-socket', self.sock, '--log-level', log_level] + list(extra)
+        argv = [TEND, '--config-dir', self.dir, '--control-socket', self.sock] + list(extra)
+        if log_level:  # None: tend's own default
+            argv[1:1] = ['--log-level', log_level]
         if cmd:
             argv += ['--'] + list(cmd)
         if cgroup is True and self.use_cgroup:

@@ -383,6 +383,18 @@ class Load(ServiceTestCase):
                       'No such file or directory', err)
         self.assertNotIn('cannot execute', err)
 
+    def test_what_a_file_gets_wrong_is_said_by_default(self):
+        """Without --log-level, a supervisor of units warns about what it
+        ignores in a unit file, with FILE:LINE (an entrypoint stays quiet)."""
+        path = self.unit('odd', '''
+            [Service]
+            ExecStart=%s pause
+            NoSuchKey=1
+        ''' % PROBE)
+        self.start_tend(log_level=None)
+        self.wait_running('odd')
+        self.assertIn('%s:3: unknown key "NoSuchKey" in section [Service], ignoring' % path, self.stderr())
+
     def test_a_failure_before_the_fork_is_said_once_with_its_result(self):
         """A start that fails before any process exists says why in one line,
         naming what failed, and gets the result of what failed: a missing
