@@ -248,10 +248,11 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         said = k < 0 && k != -ENOMEM;
         /* The main process's environment is built from tend's own, the file
          * and the notify socket, none of which changes between restarts
-         * unless the file does: kept for the next spawn. EnvironmentFile= is
-         * read at each start and User= is looked up at each start: those are
-         * built anew. */
-        bool keep = k >= 0 && main && f->n_environment_files == 0 && !sb->environment_owned;
+         * unless the file does: kept for the next spawn once the unit has
+         * restarted (a copy of tend's environment per unit, a few KiB: 1,000
+         * units started once keep none). EnvironmentFile= is read at each
+         * start and User= is looked up at each start: those are built anew. */
+        bool keep = k >= 0 && main && u->restarts > 0 && f->n_environment_files == 0 && !sb->environment_owned;
         if (keep && d->main_env && d->main_env_size == f->text_size && d->main_env_hash == f->text_hash)
                 envp = TAKE_PTR(d->main_env);
         else {

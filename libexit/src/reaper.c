@@ -598,7 +598,8 @@ _public_ int exit_reaper_fd(const struct exit_reaper *r) {
 
 static void drain_signalfd(struct exit_reaper *r) {
         struct signalfd_siginfo si[16];
-        while (read(r->sigfd, si, sizeof si) > 0)
+        /* A read returns every signal queued that fits: a short one drained it. */
+        while (read(r->sigfd, si, sizeof si) == (ssize_t) sizeof si)
                 ;
 }
 
