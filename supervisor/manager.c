@@ -59,7 +59,9 @@ struct held_record {
 
 static void record_store(struct manager *m, struct unit *u, const struct record_fields *f) {
         size_t len = 0;
-        const char *text = record_writer_format_fields(m->records, u->name, u->status_text, f, &len);
+        /* A held record had no STATUS= text (record_held): none is added at its write. */
+        const char *text = record_writer_format_fields(m->records, u->name, f->has_status ? u->status_text : NULL,
+                                                       f, &len);
         if (!text) {
                 log_warning("%s: state record not written (%s)", u->name, strerror(ENOMEM));
                 data(u)->record_written = false;
