@@ -719,10 +719,19 @@ void manager_start_unit(struct manager *m, struct unit *u) {
                 unit_start(u, r, false);
 }
 
+/* Whether a request other than tend's own shares u's flight (a client's). */
+static bool flight_has_clients(struct manager *m, struct unit *u) {
+        own_waiter_settle(data(u)); /* a share still held is then in the live flight */
+        int waiters = sf_table_get_waiters(m->flights, u->name);
+        return waiters > (data(u)->own_waiter ? 1 : 0);
+}
+
 void manager_stop_unit(struct manager *m, struct unit *u) {
         /* SPEC §2.3: a start that the shutdown or the unit's removal ends is
-         * abandoned (an error), where a stop cancels it. */
-        if (m->shutting_down || data(u)->removed) {
+         * abandoned (an error), where a stop cancels it. One that only tend's
+         * own requester waits for (a restart in back-off) has nobody to tell:
+         * tend stops its own request, as a stop would (docs/singleflight.md). */
+        if ((m->shutting_down || data(u)->removed) && flight_has_clients(m, u)) {
                 if (unit_abandon_flight(u))
                         log_notice("%s: its start is abandoned: %s", u->name,
                                    m->shutting_down ? "tend shuts down" : "its file is gone");

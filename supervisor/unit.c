@@ -392,7 +392,17 @@ static void enter_running(struct unit *u) {
         }
 }
 
-/* The start job is done for the unit's Type= (SPEC §4 "Start jobs"). */
+/* A oneshot without RemainAfterExit= whose commands all succeeded: done,
+ * nothing to restart. */
+static void oneshot_done(struct unit *u) {
+        u->started = true;
+        u->finished = true;
+        answer_flight(u, true);
+        enter_stop(u);
+}
+
+/* The start job is done for the unit's Type= (SPEC §4 "Start jobs"), after
+ * ExecStartPost= (a oneshot's too, with or without RemainAfterExit=). */
 static void main_started(struct unit *u) {
         if (u->file->exec_start_post.n > 0) {
                 u->cmd_index = 0;
@@ -400,7 +410,10 @@ static void main_started(struct unit *u) {
                 run_next(u);
                 return;
         }
-        enter_running(u);
+        if (u->file->type == UNIT_TYPE_ONESHOT && !u->file->remain_after_exit)
+                oneshot_done(u);
+        else
+                enter_running(u);
 }
 
 /* A stop queued behind a restart (SPEC §2.3) whose new instance now waits
@@ -433,21 +446,17 @@ static void run_next(struct unit *u) {
                 cmd = command(&f->exec_start, u->cmd_index);
                 main = true;
                 if (!cmd) { /* oneshot: every ExecStart= succeeded (or there was none) */
-                        if (f->remain_after_exit)
-                                main_started(u);
-                        else {
-                                u->started = true;
-                                u->finished = true; /* done: nothing to restart */
-                                answer_flight(u, true);
-                                enter_stop(u);
-                        }
+                        main_started(u); /* ExecStartPost=, then oneshot_done() or running */
                         return;
                 }
                 break;
         case PHASE_START_POST:
                 cmd = command(&f->exec_start_post, u->cmd_index);
                 if (!cmd) {
-                        enter_running(u);
+                        if (f->type == UNIT_TYPE_ONESHOT && !f->remain_after_exit)
+                                oneshot_done(u);
+                        else
+                                enter_running(u);
                         return;
                 }
                 break;
@@ -811,9 +820,8 @@ void unit_reset_failed(struct unit *u) {
 /* Says which step before the exec failed: the exec itself, the working
  * directory, or the process setup; the sandbox's steps (the pre-exec hook)
  * are named by the manager (sandbox_log_exec_failure). */
-static void log_exec_failure(struct unit *u, int error, int stage) {
-        /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
-        const struct unit_command *cmd = command(&u->file->exec_start, u->phase == PHASE_START ? u->cmd_index : 0);
+/* cmd: the command that failed (NULL: unknown). */
+static void log_exec_failure(struct unit *u, const struct unit_command *cmd, int error, int stage) {
         switch (stage) {
         case EXIT_STAGE_EXEC:
                 log_error("%s: cannot execute %s: %s", u->name, cmd ? cmd->path : "ExecStart=", strerror(-error));
@@ -838,7 +846,9 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
         int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->main, &stage);
         set_main(u, NULL);
         if (exec < 0 && exec != -EINPROGRESS)
-                log_exec_failure(u, exec, stage);
+                /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
+                log_exec_failure(u, command(&u->file->exec_start, u->phase == PHASE_START ? u->cmd_index : 0),
+                                 exec, stage);
 
         switch (u->phase) {
         case PHASE_START:
@@ -903,15 +913,21 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
         default:
                 break;
         }
+        int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->control, &stage);
+        bool exec_failed = exec < 0 && exec != -EINPROGRESS;
         u->control = exit_process_unref(u->control);
-        bool ok = exit_is_clean(u, r) || (cmd && (cmd->flags & UNIT_COMMAND_IGNORE_FAILURE));
+        bool ignore = cmd && (cmd->flags & UNIT_COMMAND_IGNORE_FAILURE);
+        bool ok = (!exec_failed && exit_is_clean(u, r)) || ignore;
+        if (exec_failed) /* said, as for the main process: the command and why */
+                log_exec_failure(u, cmd, exec, stage);
 
         switch (u->phase) {
         case PHASE_START_PRE:
         case PHASE_START_POST:
                 if (!ok) {
-                        log_warning("%s: %s failed", u->name, cmd ? cmd->path : "a control process");
-                        start_failed(u, result_of_exit(u, r));
+                        if (!exec_failed)
+                                log_warning("%s: %s failed", u->name, cmd ? cmd->path : "a control process");
+                        start_failed(u, exec_failed ? UNIT_RESULT_EXEC_FAILED : result_of_exit(u, r));
                         return;
                 }
                 u->cmd_index++;

@@ -383,6 +383,41 @@ class Load(ServiceTestCase):
                       'No such file or directory', err)
         self.assertNotIn('cannot execute', err)
 
+    def test_oneshot_runs_its_start_post_commands(self):
+        """ExecStartPost= of a Type=oneshot unit runs after its ExecStart=
+        commands, with RemainAfterExit= or without; one that fails fails the
+        start. A missing ExecStartPre= binary is an exec failure, said with
+        its path and errno."""
+        ran = self.path('ran')
+        self.unit('post', '''
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/true
+            ExecStartPost=/bin/sh -c 'echo post >> %s'
+        ''' % ran)
+        self.unit('postfail', '''
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/true
+            ExecStartPost=/bin/false
+        ''')
+        self.unit('nopre', '''
+            [Service]
+            ExecStartPre=/nonexistent/tend-it-pre
+            ExecStart=%s pause
+        ''' % PROBE)
+        self.start_tend()
+        r = self.wait_state('post', lambda r: r['state'] == 'inactive' and r['last_exit'], 5, 'post never ended')
+        self.assertEqual(r['result'], 'success')
+        wait_until(lambda: os.path.exists(ran), 5, 'ExecStartPost= of the oneshot never ran')
+        self.assertEqual(self.lines(ran), ['post'])
+        r = self.wait_state('postfail', lambda r: r['state'] == 'failed', 5, 'a failing ExecStartPost= never failed it')
+        self.assertEqual(r['result'], 'exit-code')
+        r = self.wait_state('nopre', lambda r: r['state'] == 'failed', 5, 'a missing ExecStartPre= never failed')
+        self.assertEqual((r['result'], r['main_pid']), ('exec-failed', None))
+        self.assertIn('nopre.service: cannot execute /nonexistent/tend-it-pre: No such file or directory',
+                      self.stderr())
+
     def test_what_a_file_gets_wrong_is_said_by_default(self):
         """Without --log-level, a supervisor of units warns about what it
         ignores in a unit file, with FILE:LINE (an entrypoint stays quiet)."""

@@ -520,6 +520,20 @@ class Cancellation(CtlTestCase):
         self.assertIn('start of slow.service was abandoned', waiter.stderr_text())
         self.assertIn("flight 'slow.service': the work ended without an answer", self.stderr())
 
+    def test_shutdown_during_backoff_without_clients_is_no_error(self):
+        """A restart in back-off that only tend's own restart policy waits for
+        is stopped by the shutdown quietly (nobody to answer): no error."""
+        self.unit('bo', '''
+            [Service]
+            ExecStart=/bin/false
+            Restart=on-failure
+            RestartSec=5s
+        ''')
+        self.start_tend()
+        self.wait_state('bo', lambda r: r['state'] == 'backoff', 5, 'never in backoff')
+        self.assertEqual(self.stop_tend(), 0, self.stderr())
+        self.assertNotIn('error:', self.stderr())
+
     def test_stop_during_publishing_restart_ends_inactive(self):
         self.fifo_unit('web')
         self.start_tend(log_level='debug')
