@@ -832,7 +832,7 @@ static void log_exec_failure(struct unit *u, const struct unit_command *cmd, int
                 return;
         case EXIT_STAGE_SETUP:
         case EXIT_STAGE_FDS:
-                log_error("%s: cannot set up its main process (%s): %s", u->name,
+                log_error("%s: cannot set up %s (%s): %s", u->name, cmd ? cmd->path : "its process",
                           stage == EXIT_STAGE_FDS ? "fds" : "session, signals, cgroup", strerror(-error));
                 return;
         default:
