@@ -401,6 +401,14 @@ static void oneshot_done(struct unit *u) {
         enter_stop(u);
 }
 
+/* Every command of the start ran, ExecStartPost= included. */
+static void start_commands_done(struct unit *u) {
+        if (u->file->type == UNIT_TYPE_ONESHOT && !u->file->remain_after_exit)
+                oneshot_done(u);
+        else
+                enter_running(u);
+}
+
 /* The start job is done for the unit's Type= (SPEC §4 "Start jobs"), after
  * ExecStartPost= (a oneshot's too, with or without RemainAfterExit=). */
 static void main_started(struct unit *u) {
@@ -410,10 +418,7 @@ static void main_started(struct unit *u) {
                 run_next(u);
                 return;
         }
-        if (u->file->type == UNIT_TYPE_ONESHOT && !u->file->remain_after_exit)
-                oneshot_done(u);
-        else
-                enter_running(u);
+        start_commands_done(u);
 }
 
 /* A stop queued behind a restart (SPEC §2.3) whose new instance now waits
@@ -446,17 +451,14 @@ static void run_next(struct unit *u) {
                 cmd = command(&f->exec_start, u->cmd_index);
                 main = true;
                 if (!cmd) { /* oneshot: every ExecStart= succeeded (or there was none) */
-                        main_started(u); /* ExecStartPost=, then oneshot_done() or running */
+                        main_started(u); /* ExecStartPost=, then done or running */
                         return;
                 }
                 break;
         case PHASE_START_POST:
                 cmd = command(&f->exec_start_post, u->cmd_index);
                 if (!cmd) {
-                        if (f->type == UNIT_TYPE_ONESHOT && !f->remain_after_exit)
-                                oneshot_done(u);
-                        else
-                                enter_running(u);
+                        start_commands_done(u);
                         return;
                 }
                 break;
@@ -817,10 +819,9 @@ void unit_reset_failed(struct unit *u) {
         }
 }
 
-/* Says which step before the exec failed: the exec itself, the working
- * directory, or the process setup; the sandbox's steps (the pre-exec hook)
- * are named by the manager (sandbox_log_exec_failure). */
-/* cmd: the command that failed (NULL: unknown). */
+/* Says which step before the exec of cmd (NULL: unknown) failed: the exec
+ * itself, the working directory, or the process setup; the sandbox's steps
+ * (the pre-exec hook) are named by the manager (sandbox_log_exec_failure). */
 static void log_exec_failure(struct unit *u, const struct unit_command *cmd, int error, int stage) {
         switch (stage) {
         case EXIT_STAGE_EXEC:
