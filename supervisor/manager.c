@@ -349,10 +349,15 @@ static void group_watch(struct unit *u) {
                 (void) sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
 }
 
-static bool group_known_empty(struct manager *m, const struct unit_data *d) {
+static uint64_t loop_iteration(struct manager *m) {
         uint64_t iteration = 0;
         (void) sd_event_get_iteration(m->event, &iteration);
-        return d->empty_iteration == iteration + 1;
+        return iteration;
+}
+
+/* Whether u's cgroup read empty in this loop iteration (op_populated). */
+static bool group_known_empty(struct manager *m, const struct unit_data *d) {
+        return d->empty_iteration == loop_iteration(m) + 1;
 }
 
 static int op_prepare(void *userdata, struct unit *u) {
@@ -388,12 +393,10 @@ static int op_populated(void *userdata, struct unit *u) {
         struct unit_data *d = data(u);
         if (group_known_empty(m, d))
                 return 0;
-        uint64_t iteration = 0;
-        (void) sd_event_get_iteration(m->event, &iteration);
         int k = unit_group_populated(d->group);
         if (k > 0)
                 group_watch(u);
-        d->empty_iteration = k == 0 ? iteration + 1 : 0;
+        d->empty_iteration = k == 0 ? loop_iteration(m) + 1 : 0;
         return k;
 }
 
