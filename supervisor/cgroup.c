@@ -593,9 +593,10 @@ static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
                 return r == -ENOMEM ? r : 0;
         const char *t = streq(g->tree->path, "/") ? "" : g->tree->path;
         size_t nt = strlen(t), nn = strlen(g->name);
+        if (strncmp(path, t, nt) != 0 || path[nt] != '/')
+                return 0;
         const char *rest = path + nt + 1;
-        return strncmp(path, t, nt) == 0 && path[nt] == '/' && strncmp(rest, g->name, nn) == 0 &&
-               (rest[nn] == '\0' || rest[nn] == '/');
+        return strncmp(rest, g->name, nn) == 0 && (rest[nn] == '\0' || rest[nn] == '/');
 }
 
 static int read_populated(struct unit_group *g) {
