@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of the control-message decoder (supervisor/control-proto.h;
+ * Fuzz target of the control-message decoder (supervisor/control/control-proto.h;
  * SPEC §5, §7: "tend keeps serving" whatever a client sends). Each input is
  * one message as it arrives on the socket:
  *  - decoded as a request (control_request_decode(): JSON, envelope, units,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of the notify datagram parser (supervisor/notify.h; SPEC §4
+ * Fuzz target of the notify datagram parser (supervisor/exec/notify.h; SPEC §4
  * "Readiness and notify", §7 "oversized or malformed notify datagrams").
  * Each input is one datagram. Checked with abort(): the size and NUL rules;
  * every flag against an independent line-by-line reading of the input;

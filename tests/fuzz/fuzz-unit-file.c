@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target of the unit-file parser (supervisor/unit-file.h, unit-exec.h;
+ * Fuzz target of the unit-file parser (supervisor/lang/unit-file.h, unit-exec.h;
  * SPEC §3 "tend never crashes on a bad file", §7). Each input is parsed as a
  * unit under one of three names (the first byte picks it, so template
  * specifiers are reached), every command of a unit that loads is expanded

@@ -25,7 +25,7 @@ from tendtest import PROBE, TEND, wait_until  # noqa: E402
 from svctest import RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, pid_alive  # noqa: E402
 
 COMPLETION = os.environ.get('TENDCTL_COMPLETION', os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                               '../../supervisor/tendctl.bash-completion'))
+                                                               '../../supervisor/client/tendctl.bash-completion'))
 WATCH_FIELDS = RECORD_FIELDS | {'key', 'revision', 'keyspace', 'event'}
 MSG_MAX = 1 << 17  # messages from tend are at most 128 KiB
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The cgroup module (supervisor/cgroup.h; SPEC §4 "cgroups", "Signals to
+ * The cgroup module (supervisor/exec/cgroup.h; SPEC §4 "cgroups", "Signals to
  * groups", "Stop"). Two suites from one binary:
  *
  *   test-cgroup parse       suite unit: discovery parsed from sample

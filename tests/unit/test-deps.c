@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The dependency graph (supervisor/deps.h; SPEC §4 "Start jobs", "Cycles"):
+ * The dependency graph (supervisor/lifecycle/deps.h; SPEC §4 "Start jobs", "Cycles"):
  * names resolved, Before= turned around, reverse edges, missing
  * requirements, and ordering cycles found and broken.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sd_notify module (supervisor/notify.h) and the watchdog leases
- * (supervisor/watchdog.h): the datagram parser alone; a unit's socket with
+ * The sd_notify module (supervisor/exec/notify.h) and the watchdog leases
+ * (supervisor/exec/watchdog.h): the datagram parser alone; a unit's socket with
  * real datagrams (credentials, fds, sizes, the per-wake-up bound); the
  * environment; tend's own notifications to a socket the test binds; leases
  * in a store on a test clock, so expiry is deterministic.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state record's JSON (supervisor/record.h; SPEC §5's fields): every
+ * The state record's JSON (supervisor/control/record.h; SPEC §5's fields): every
  * field, in SPEC §5's order, through transitions between null and a value,
  * parsed back by json-c and compared with the record a fresh tree gives.
  */

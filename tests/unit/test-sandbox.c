@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sandboxing (supervisor/sandbox.h; issue 9): the values of the keys as the
+ * Sandboxing (supervisor/exec/sandbox.h; issue 9): the values of the keys as the
  * unit-file parser takes them (limits, capabilities, errno names, system-call
  * filters and their groups), with the exact messages and FILE:LINE; the plan
  * built before a spawn, against a scripted tend (struct sandbox_self: root,

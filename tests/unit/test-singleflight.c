@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit and concurrency tests of the single-flight table (SPEC §2.3,
- * supervisor/singleflight.h). Every test starts and ends with the same number
+ * supervisor/coord/singleflight.h). Every test starts and ends with the same number
  * of open fds and with every outcome freed (copies made == copies freed); every
  * wait is bounded and its failure names the likely cause.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The unit-file parser (supervisor/unit-file.h, unit-exec.h; SPEC §3): good and
+ * The unit-file parser (supervisor/lang/unit-file.h, unit-exec.h; SPEC §3): good and
  * bad inputs with their exact messages and FILE:LINE, systemd.service(5)'s
  * COMMAND LINES examples, specifiers and templates, directory loading, and the
  * environment of a start. Messages are captured through log_set_sink(); every
