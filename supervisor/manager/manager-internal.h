@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The manager's own state, shared by manager.c (the loop, the seam, the
- * control requests, shutdown) and manager-jobs.c (start and stop jobs:
+ * The manager's own state, shared by the files of supervisor/manager/:
+ * manager.c (set-up, signals), loop.c (exits), runtime.c (the state
+ * machine's seam), units.c, records.c, reload.c, cmd.c (combined mode),
+ * control-adapter.c, shutdown.c, and manager-jobs.c (start and stop jobs:
  * dependencies, ordering, propagation, SPEC §4). Nothing else includes it.
  * Single-threaded: everything runs in tend's event loop.
  */
@@ -107,7 +109,63 @@ static inline void manager_defer(struct manager *m, sd_event_source **source, sd
                 (void) sd_event_add_defer(m->event, source, handler, m);
 }
 
-/* ---- manager.c, for manager-jobs.c ---- */
+struct json_object;
+
+/* ---- between the manager's files ---- */
+
+/* records.c: u's record (service/NAME) written if it changed; while held
+ * (records_hold, an exit being handled) kept in order and written at the
+ * last records_release; records_flush writes the held ones now. */
+void record_write(struct manager *m, struct unit *u);
+void records_hold(struct manager *m);
+void records_release(struct manager *m);
+void records_flush(struct manager *m);
+
+/* runtime.c: the seam's table (unit.h struct unit_ops). */
+extern const struct unit_ops manager_unit_ops;
+/* Runs u's deadline at once if it was already due when armed (RestartSec=0). */
+void manager_run_due(struct unit *u);
+/* tend's own requester lets go of its share once the flight is answered. */
+void own_waiter_settle(struct unit_data *d);
+/* watchdog.h's expiry callback (name NULL: every lease is checked). */
+void manager_on_lease_expired(void *userdata, const char *name, uint64_t revision);
+/* tend's own manager hears the counts and READY=1 once settled (SPEC §1). */
+void manager_upstream_update(struct manager *m);
+
+/* units.c */
+struct logs_target manager_output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out);
+/* A new log stream for u when its output settings changed (before each start). */
+int manager_logs_renew(struct manager *m, struct unit *u);
+/* Frees u and its manager data; NULL. */
+struct unit *manager_unit_free(struct unit *u);
+/* Loads DIR at start-up: every unit file that loads becomes a unit. */
+int manager_load_units(struct manager *m);
+
+/* reload.c: DIR read again and the difference applied (report: NULL for
+ * SIGHUP, else the daemon-reload answer's arrays). 0 or the error of reading
+ * DIR (logged). */
+int manager_reload(struct manager *m, struct json_object *report);
+/* Removed units that are dead are freed after the current event. */
+void manager_sweep_schedule(struct manager *m);
+
+/* loop.c: the loop's handlers of the reaper's fd, the hub subscription's
+ * and the store's timerfd. */
+int manager_on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+int manager_on_sub(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+int manager_on_store(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* cmd.c: combined mode's CMD starts once every initial start job has settled. */
+void manager_maybe_start_cmd(struct manager *m);
+
+/* control-adapter.c: the control socket, answered from the units. */
+int manager_setup_control(struct manager *m);
+
+/* shutdown.c (SPEC §4 "Shutdown") */
+void manager_begin_shutdown(struct manager *m, int status);
+void manager_check_shutdown_done(struct manager *m);
+void manager_kill_everything(struct manager *m);
+
+/* ---- units.c, for manager-jobs.c ---- */
 
 /* The loaded unit named name ("foo.service"), or NULL. */
 struct unit *manager_find_unit(struct manager *m, const char *name);

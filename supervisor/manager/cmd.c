@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Combined mode (SPEC §1): CMD starts once the initial start jobs have
+ * settled.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "notify.h"
+#include "sandbox.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+#include "watchdog.h"
+
+/* ---- combined mode ---- */
+
+void manager_maybe_start_cmd(struct manager *m) {
+        /* Not while the initial start jobs are being queued: a unit not
+         * started yet is dead, which would count as settled. */
+        if (!m->opts->cmd || m->cmd_started || m->shutting_down || !m->initial_jobs_queued)
+                return;
+        for (size_t i = 0; i < m->n_units; i++)
+                if (!unit_is_settled(m->units[i]))
+                        return;
+        m->cmd_started = true;
+        for (size_t i = 0; i < m->n_units; i++)
+                if (m->units[i]->state == UNIT_FAILED)
+                        fprintf(stderr, "tend: %s failed (%s) before CMD started\n", m->units[i]->name,
+                                unit_result_to_string(m->units[i]->result));
+        struct exit_spawn_attr a = { .size = sizeof a, .flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS,
+                                     .argv = m->opts->cmd, .nofile_soft = m->nofile_soft_inherited };
+        int k = exit_reaper_spawn(m->reaper, &a, &m->cmd);
+        for (size_t i = 0; i < m->n_inherited; i++)
+                close(m->inherited[i]); /* CMD has them; tend keeps no copy */
+        m->n_inherited = 0;
+        if (k < 0) {
+                log_error("cannot start %s: %s", m->opts->cmd[0], strerror(-k));
+                manager_begin_shutdown(m, 1);
+                return;
+        }
+        k = exit_process_wait_exec(m->cmd, -1, NULL);
+        if (k < 0)
+                log_error("%s: %s", m->opts->cmd[0], strerror(-k));
+}

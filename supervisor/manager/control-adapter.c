@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket's requests (SPEC §5), answered from the units: the
+ * manager's side of struct control_ops (control.h).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "notify.h"
+#include "sandbox.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+#include "watchdog.h"
+
+/* ---- the control socket's requests (SPEC §5) ---- */
+
+static struct unit *find_loaded(struct manager *m, const char *name) {
+        char full[256];
+        size_t n = strlen(name);
+        if (n >= 8 && streq(name + n - 8, ".service"))
+                snprintf(full, sizeof full, "%s", name);
+        else
+                snprintf(full, sizeof full, "%s.service", name);
+        return manager_find_unit(m, full);
+}
+
+static int ctl_resolve(void *userdata, const char *name, char ret[static 256]) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u) {
+                /* NAME@INST.service exists when tendctl start names it (SPEC §3). */
+                char full[256];
+                size_t n = strlen(name);
+                snprintf(full, sizeof full, n >= 8 && streq(name + n - 8, ".service") ? "%s" : "%s.service", name);
+                struct unit_file *f = NULL;
+                if (!strchr(full, '@') || !unit_name_is_valid(full, UNIT_NAME_INSTANCE) ||
+                    unit_load(m->opts->config_dir, full, &f, NULL) < 0)
+                        return -ENOENT;
+                if (manager_add_unit(m, f) < 0) {
+                        unit_file_free(f);
+                        return -ENOENT;
+                }
+                u = m->units[m->n_units - 1];
+        }
+        snprintf(ret, 256, "%s", u->name);
+        return 0;
+}
+
+static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter **ret_waiter) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u || data(u)->removed) /* gone from DIR: only its stop is left */
+                return -ENOENT;
+        if (m->shutting_down)
+                return -ESHUTDOWN;
+        sf_resolution *r = NULL;
+        int k = sf_table_join(m->flights, u->name, ret_waiter, &r);
+        if (k < 0)
+                return k;
+        if (r) {
+                if (restart) {
+                        unit_explicit_restart(u, r);
+                        jobs_propagate_restart(m, u, "on request");
+                } else
+                        unit_start(u, r, true);
+        }
+        record_write(m, u); /* waiters changed */
+        return 0;
+}
+
+static int ctl_stop(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        jobs_stop(m, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
+        return 0;
+}
+
+static int ctl_reset_failed(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        if (!name) {
+                for (size_t i = 0; i < m->n_units; i++)
+                        unit_reset_failed(m->units[i]);
+                return 0;
+        }
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        unit_reset_failed(u);
+        return 0;
+}
+
+static int ctl_kill(void *userdata, const char *name, int sig, bool main_only) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        if (main_only)
+                return u->main ? exit_process_signal(u->main, sig) : -ESRCH;
+        if (!u->main && !u->control && unit_group_populated(data(u)->group) <= 0)
+                return -ESRCH;
+        int k = unit_group_signal(data(u)->group, sig, u->main != NULL);
+        return k < 0 ? k : 0;
+}
+
+static int ctl_reload(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return -ENOENT;
+        return unit_reload(u);
+}
+
+static logs_stream *ctl_logs(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        if (!u)
+                return NULL;
+        enum logs_target_type t = manager_output_target(&u->file->standard_output, false, &u->file->standard_output).type;
+        if (t == LOGS_TARGET_JOURNAL || t == LOGS_TARGET_INHERIT || t == LOGS_TARGET_NULL)
+                return NULL;
+        return data(u)->logs;
+}
+
+static int ctl_daemon_reload(void *userdata, struct json_object *report) {
+        struct manager *m = userdata;
+        log_info("daemon-reload: re-reading %s", m->opts->config_dir);
+        notify_upstream_reloading(m->upstream, true);
+        int k = manager_reload(m, report);
+        notify_upstream_reloading(m->upstream, false);
+        return k;
+}
+
+static int ctl_shutdown(void *userdata) {
+        struct manager *m = userdata;
+        log_info("shutdown requested through the control socket");
+        manager_begin_shutdown(m, m->cmd_done ? m->cmd_status : 0);
+        return 0;
+}
+
+static int ctl_waiters(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        int k = sf_table_get_waiters(m->flights, name);
+        return k < 0 ? 0 : k;
+}
+
+static const struct control_ops control_ops = {
+        .resolve = ctl_resolve,
+        .start = ctl_start,
+        .stop = ctl_stop,
+        .reset_failed = ctl_reset_failed,
+        .kill = ctl_kill,
+        .reload = ctl_reload,
+        .logs = ctl_logs,
+        .daemon_reload = ctl_daemon_reload,
+        .shutdown = ctl_shutdown,
+        .waiters = ctl_waiters,
+};
+
+int manager_setup_control(struct manager *m) {
+        _cleanup_free_ char *path = NULL;
+        int k = control_socket_path(m->opts->control_socket, &path);
+        if (k < 0)
+                return log_error_errno(k, "no control socket path: set --control-socket or $TEND_SOCKET");
+        struct control_options o = { .path = path, .control_group = m->opts->control_group };
+        k = control_server_new(m->event, m->store, &control_ops, m, &o, &m->control);
+        if (k == -EADDRINUSE)
+                return log_error_errno(k, "already running: %s answers", path);
+        if (k < 0)
+                return log_error_errno(k, "control socket %s: %s", path, strerror(-k));
+        log_info("control socket: %s", path);
+        return 0;
+}

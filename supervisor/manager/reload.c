@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon-reload (SPEC §5): DIR read again and the difference applied;
+ * removed units freed once dead (the sweep).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "notify.h"
+#include "sandbox.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+#include "watchdog.h"
+
+/* ---- daemon-reload (SPEC §5): apply the difference ---- */
+
+/* report (a JSON object, or NULL for SIGHUP) gets name appended to its array key. */
+static void report_add(struct json_object *report, const char *key, const char *name, const char *message) {
+        struct json_object *a = NULL;
+        if (!report)
+                return;
+        if (!json_object_object_get_ex(report, key, &a)) {
+                a = json_object_new_array();
+                if (!a || json_object_object_add(report, key, a) < 0) {
+                        json_object_put(a);
+                        return;
+                }
+        }
+        struct json_object *v = json_object_new_string(name);
+        if (v && message) { /* "failed": {"name": …, "message": …} */
+                struct json_object *o = json_object_new_object();
+                if (o) {
+                        json_object_object_add(o, "name", v);
+                        json_object_object_add(o, "message", json_object_new_string(message));
+                }
+                v = o;
+        }
+        if (v && json_object_array_add(a, v) < 0)
+                json_object_put(v);
+}
+
+/*
+ * What DIR holds now for a loaded unit: 1 with *ret (taken out of set, or
+ * loaded from its template for an instance), 0 when it holds nothing (no file,
+ * or masked), or the negative errno of a file that does not load, *ret_message
+ * saying why (already logged with FILE:LINE).
+ */
+static int dir_lookup(struct manager *m, struct unit_set *set, const char *name, struct unit_file **ret,
+                      char **ret_message) {
+        for (size_t j = 0; j < set->n_units; j++)
+                if (set->units[j] && streq(set->units[j]->name, name)) {
+                        *ret = TAKE_PTR(set->units[j]);
+                        return 1;
+                }
+        for (size_t j = 0; j < set->n_errors; j++)
+                if (streq(set->errors[j].name, name)) {
+                        if (set->errors[j].error == -ERFKILL)
+                                return 0;
+                        *ret_message = set->errors[j].message ? strdup(set->errors[j].message) : NULL;
+                        return set->errors[j].error;
+                }
+        if (!unit_name_is_valid(name, UNIT_NAME_INSTANCE))
+                return 0;
+        /* An instance of a template (tendctl start NAME@INST): its template's
+         * text. A template gone is a removal, not a load error to log. */
+        char template[PATH_MAX];
+        snprintf(template, sizeof template, "%s/%.*s@.service", m->opts->config_dir, (int) strcspn(name, "@"), name);
+        if (faccessat(AT_FDCWD, template, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+                return 0;
+        int k = unit_load(m->opts->config_dir, name, ret, ret_message);
+        if (k == -ENOENT || k == -ERFKILL)
+                return 0;
+        return k < 0 ? k : 1;
+}
+
+/* A changed unit that runs restarts to run the new file; daemon-reload is
+ * one of tend's own requesters of its flight (SPEC §2.3). */
+static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) {
+        if (!unit_set_next_file(u, f)) {
+                log_info("%s: changed in %s: the new file applies at its next start", u->name, m->opts->config_dir);
+                return;
+        }
+        log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
+        /* Not leading: a start is in flight, and the restart answers it. */
+        unit_explicit_restart(u, manager_join_own(m, u));
+        jobs_propagate_restart(m, u, "with its new file");
+}
+
+static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
+        struct unit_data *d = data(u);
+        struct unit_file *f = NULL;
+        _cleanup_free_ char *message = NULL;
+        int k = dir_lookup(m, set, u->name, &f, &message);
+        if (k < 0) {
+                log_error("%s: not reloaded: its file does not load (see above); the unit is left as it is", u->name);
+                report_add(report, "failed", u->name, message ? message : strerror(-k));
+                return;
+        }
+        if (k == 0) {
+                if (!d->removed) {
+                        log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
+                        d->removed = true;
+                        report_add(report, "removed", u->name, NULL);
+                        jobs_stop(m, u, true); /* as tendctl stop: its dependents too */
+                }
+                return;
+        }
+        if (d->removed) {
+                /* Removed at an earlier reload and back before it was freed: it
+                 * starts again, as a new unit would, with the file it has now. */
+                d->removed = false;
+                (void) unit_set_next_file(u, f);
+                log_info("%s: back in %s: starting it", u->name, m->opts->config_dir);
+                report_add(report, "added", u->name, NULL);
+                manager_start_unit(m, u);
+                return;
+        }
+        if (unit_file_same_text(u->next_file ? u->next_file : u->file, f)) {
+                unit_file_free(f); /* unchanged: not touched */
+                return;
+        }
+        report_add(report, "changed", u->name, NULL);
+        change_unit(m, u, f);
+}
+
+/* SIGHUP and tendctl daemon-reload: re-read DIR. New units start, removed ones
+ * stop (and go once dead: sweep), changed ones restart with their new file,
+ * unchanged ones are not touched; a file that does not load leaves its unit as
+ * it is. report (NULL for SIGHUP) receives the arrays "added", "changed",
+ * "removed" (unit names) and "failed" ({"name", "message"}). 0, or the error
+ * of reading DIR itself (logged). */
+int manager_reload(struct manager *m, struct json_object *report) {
+        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        int k = unit_load_dir(m->opts->config_dir, &set);
+        if (k < 0)
+                return k;
+        jobs_invalidate(m); /* files changed: their dependencies may have */
+        m->jobs_batch = true;
+        for (size_t i = 0; i < m->n_units; i++)
+                reload_unit(m, m->units[i], set, report);
+        /* Every new unit is added before any starts, so that the graph (and
+         * its cycles) is built once, with all of them. */
+        size_t first_new = m->n_units;
+        for (size_t j = 0; j < set->n_units; j++) {
+                struct unit_file *f = TAKE_PTR(set->units[j]);
+                if (!f)
+                        continue; /* a loaded unit's */
+                if (manager_add_unit(m, f) < 0) {
+                        unit_file_free(f);
+                        continue;
+                }
+                log_info("%s: new in %s: starting it", f->name, m->opts->config_dir);
+                report_add(report, "added", f->name, NULL);
+        }
+        for (size_t i = first_new, n = m->n_units; i < n; i++)
+                manager_start_unit(m, m->units[i]);
+        /* Files that do not load and belong to no loaded unit (those that do
+         * were reported above). */
+        for (size_t j = 0; j < set->n_errors; j++) {
+                const struct unit_load_error *e = &set->errors[j];
+                if (e->error != -ERFKILL && !manager_find_unit(m, e->name))
+                        report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
+        }
+        m->jobs_batch = false;
+        manager_sweep_schedule(m);
+        return 0;
+}
+
+/* Frees a removed unit that is dead: its record, its cgroup, its data. */
+static void unit_forget(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        char key[STORE_KEY_MAX];
+        snprintf(key, sizeof key, "service/%s", u->name);
+        (void) store_delete(m->store, STORE_DURABLE, key, STORE_REV_ANY, NULL);
+        int k = unit_group_populated(d->group);
+        if (k == 0)
+                (void) unit_group_remove(d->group);
+        else if (k > 0)
+                log_warning("%s: processes are left in its cgroup (KillMode=process?): the cgroup stays", u->name);
+        log_info("%s: removed", u->name);
+        manager_unit_free(u);
+}
+
+static int on_sweep(sd_event_source *s, void *userdata) {
+        struct manager *m = userdata;
+        size_t kept = 0, n = m->n_units;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                if (data(u)->removed && unit_is_dead(u) && (u->state == UNIT_INACTIVE || u->state == UNIT_FAILED))
+                        unit_forget(m, u);
+                else
+                        m->units[kept++] = u;
+        }
+        m->n_units = kept;
+        if (kept != n)
+                jobs_invalidate(m);
+        manager_check_shutdown_done(m);
+        return 0;
+}
+
+/* Removed units are freed from a callback of their own, never from inside
+ * the state machine that just reported them dead. */
+void manager_sweep_schedule(struct manager *m) {
+        manager_defer(m, &m->sweep, on_sweep);
+}

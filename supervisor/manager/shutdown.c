@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shutdown (SPEC §4 "Shutdown"): units stop in reverse order under one
+ * deadline; what is left gets the final kill signal.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "notify.h"
+#include "sandbox.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+#include "watchdog.h"
+
+/* ---- shutdown (SPEC §4 "Shutdown") ---- */
+
+static bool all_units_dead(struct manager *m) {
+        for (size_t i = 0; i < m->n_units; i++)
+                if (!unit_is_dead(m->units[i]))
+                        return false;
+        return true;
+}
+
+void manager_check_shutdown_done(struct manager *m) {
+        if (!m->shutting_down || m->cmd || !all_units_dead(m))
+                return;
+        if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
+                /* As PID 1 the remaining processes get SIGTERM, then, at the
+                 * deadline, SIGKILL; tend exits when none is left. */
+                static bool termed;
+                if (!termed) {
+                        termed = true;
+                        (void) kill(-1, SIGTERM);
+                        (void) kill(-1, SIGCONT);
+                }
+                return;
+        }
+        sd_event_exit(m->event, m->exit_status);
+}
+
+void manager_kill_everything(struct manager *m) {
+        m->force_killed = true;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                (void) unit_group_signal(data(u)->group, u->file->final_kill_signal, u->main != NULL);
+        }
+        if (m->cmd)
+                (void) exit_process_signal(m->cmd, SIGKILL);
+        if (getpid() == 1)
+                (void) kill(-1, SIGKILL);
+}
+
+static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        log_warning("shutdown deadline reached: sending the final kill signal to everything left");
+        manager_kill_everything(m);
+        /* What survives SIGKILL (uninterruptible sleep) is not waited for. */
+        sd_event_exit(m->event, m->exit_status);
+        return 0;
+}
+
+static void stop_all_units(struct manager *m) {
+        /* Reverse order of After=/Before=; independent units in parallel. */
+        jobs_stop_all(m);
+        manager_check_shutdown_done(m);
+}
+
+static int on_cmd_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        if (m->cmd) {
+                log_warning("%s did not exit within --stop-timeout: SIGKILL", m->opts->cmd[0]);
+                (void) exit_process_signal(m->cmd, SIGKILL);
+        }
+        return 0;
+}
+
+void manager_begin_shutdown(struct manager *m, int status) {
+        if (m->shutting_down)
+                return;
+        m->shutting_down = true;
+        m->exit_status = status;
+        notify_upstream_stopping(m->upstream);
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + m->opts->shutdown_timeout;
+        (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, deadline, 1, on_shutdown_deadline, m);
+        if (m->cmd) {
+                /* Combined mode: CMD first, within the same deadline. */
+                (void) exit_process_signal(m->cmd, SIGTERM);
+                usec_t t = now_usec(CLOCK_MONOTONIC) + m->opts->stop_timeout;
+                (void) sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC, t < deadline ? t : deadline, 1,
+                                         on_cmd_stop_timeout, m);
+        }
+        stop_all_units(m);
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The manager's units: their per-unit data (log stream, cgroup, timer),
+ * adding, finding, starting and stopping one, loading DIR at start-up.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "libexit.h"
+#include "log.h"
+#include "logs.h"
+#include "macro.h"
+#include "manager.h"
+#include "manager-internal.h"
+#include "record.h"
+#include "notify.h"
+#include "sandbox.h"
+#include "signal-util.h"
+#include "singleflight.h"
+#include "store.h"
+#include "unit-file.h"
+#include "unit.h"
+#include "watchdog.h"
+
+/* ---- units ---- */
+
+struct logs_target manager_output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out) {
+        if (is_stderr && o->kind == UNIT_OUTPUT_DEFAULT)
+                return manager_output_target(out, false, out);
+        switch (o->kind) {
+        case UNIT_OUTPUT_INHERIT:
+                return (struct logs_target) { LOGS_TARGET_INHERIT, NULL };
+        case UNIT_OUTPUT_NULL:
+                return (struct logs_target) { LOGS_TARGET_NULL, NULL };
+        case UNIT_OUTPUT_JOURNAL:
+                return (struct logs_target) { LOGS_TARGET_JOURNAL, NULL };
+        case UNIT_OUTPUT_FILE:
+                return (struct logs_target) { LOGS_TARGET_FILE, o->path };
+        case UNIT_OUTPUT_APPEND:
+                return (struct logs_target) { LOGS_TARGET_APPEND, o->path };
+        default:
+                return (struct logs_target) { logs_target_default(), NULL };
+        }
+}
+
+static struct unit_data *unit_data_free(struct unit_data *d) {
+        if (!d)
+                return NULL;
+        sd_event_source_disable_unref(d->timer);
+        sd_event_source_disable_unref(d->group_source);
+        sd_event_source_disable_unref(d->cancel_source);
+        sf_waiter_free(d->own_waiter);
+        unit_strv_free(d->main_env);
+        notify_socket_free(d->notify);
+        logs_stream_free(d->logs);
+        free(d->logs_key);
+        unit_group_free(d->group);
+        free(d);
+        return NULL;
+}
+
+/* The output settings a unit's log stream is made from, as one string. */
+static char *output_key(const struct unit_file *f) {
+        const struct unit_output *o = &f->standard_output, *e = &f->standard_error;
+        char *s = NULL;
+        if (asprintf(&s, "%d %s\n%d %s\n%s", (int) o->kind, o->path ? o->path : "", (int) e->kind,
+                     e->path ? e->path : "", f->syslog_identifier ? f->syslog_identifier : "") < 0)
+                return NULL;
+        return s;
+}
+
+/* A log stream for u's file into *ret, and its output key. */
+static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char **ret_key) {
+        const struct unit_file *f = u->file;
+        struct logs_stream_config c = {
+                .name = u->name,
+                .syslog_identifier = f->syslog_identifier,
+                .stdout_target = manager_output_target(&f->standard_output, false, &f->standard_output),
+                .stderr_target = manager_output_target(&f->standard_error, true, &f->standard_output),
+        };
+        _cleanup_free_ char *key = output_key(f);
+        if (!key)
+                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %s", u->name, strerror(ENOMEM));
+        int k = logs_stream_new(m->logs, &c, ret);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+        *ret_key = TAKE_PTR(key);
+        return 0;
+}
+
+/* Before each start: a daemon-reload may have changed StandardOutput=,
+ * StandardError= or SyslogIdentifier=; the new file gets a stream of its own
+ * (the old one's ring and followers end). Unchanged settings keep the stream. */
+int manager_logs_renew(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        _cleanup_free_ char *key = output_key(u->file);
+        if (key && d->logs_key && streq(key, d->logs_key))
+                return 0;
+        logs_stream *s = NULL;
+        char *new_key = NULL;
+        int k = logs_open(m, u, &s, &new_key);
+        if (k < 0)
+                return k;
+        logs_stream_free(d->logs);
+        d->logs = s;
+        free(d->logs_key);
+        d->logs_key = new_key;
+        return 0;
+}
+
+static int unit_data_new(struct manager *m, struct unit *u) {
+        struct unit_data *d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        d->m = m;
+        u->manager_data = d;
+        int k = logs_open(m, u, &d->logs, &d->logs_key);
+        if (k < 0)
+                return k;
+        k = unit_group_new(m->cgroups, u->name, &d->group);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
+        return 0;
+}
+
+struct unit *manager_unit_free(struct unit *u) {
+        if (!u)
+                return NULL;
+        struct unit_data *d = u->manager_data;
+        if (d)
+                records_flush(d->m); /* none of them may outlive it */
+        if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
+                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
+        unit_data_free(u->manager_data);
+        u->manager_data = NULL;
+        return unit_free(u);
+}
+
+int manager_add_unit(struct manager *m, struct unit_file *f) {
+        struct unit **v = realloc(m->units, (m->n_units + 1) * sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        m->units = v;
+        struct unit *u = NULL;
+        int k = unit_new(f, &manager_unit_ops, m, &u);
+        if (k < 0)
+                return k;
+        k = unit_data_new(m, u);
+        if (k < 0) {
+                u->file = NULL; /* the caller still owns f */
+                manager_unit_free(u);
+                return k;
+        }
+        m->units[m->n_units++] = u;
+        jobs_invalidate(m);
+        record_write(m, u);
+        return 0;
+}
+
+struct unit *manager_find_unit(struct manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_units; i++)
+                if (streq(m->units[i]->name, name))
+                        return m->units[i];
+        return NULL;
+}
+
+void manager_start_unit(struct manager *m, struct unit *u) {
+        sf_resolution *r = manager_join_own(m, u);
+        if (r)
+                unit_start(u, r, false);
+}
+
+/* Whether a request other than tend's own shares u's flight (a client's). */
+static bool flight_has_clients(struct manager *m, struct unit *u) {
+        own_waiter_settle(data(u)); /* a share still held is then in the live flight */
+        int waiters = sf_table_get_waiters(m->flights, u->name);
+        return waiters > (data(u)->own_waiter ? 1 : 0);
+}
+
+void manager_stop_unit(struct manager *m, struct unit *u) {
+        /* SPEC §2.3: a start that the shutdown or the unit's removal ends is
+         * abandoned (an error), where a stop cancels it. One that only tend's
+         * own requester waits for (a restart in back-off) has nobody to tell:
+         * tend stops its own request, as a stop would (docs/singleflight.md). */
+        if ((m->shutting_down || data(u)->removed) && flight_has_clients(m, u)) {
+                if (unit_abandon_flight(u))
+                        log_notice("%s: its start is abandoned: %s", u->name,
+                                   m->shutting_down ? "tend shuts down" : "its file is gone");
+                unit_stop(u, false);
+                return;
+        }
+        int k = sf_table_cancel(m->flights, u->name);
+        unit_stop(u, k == -EBUSY);
+}
+
+int manager_load_units(struct manager *m) {
+        _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        int k = unit_load_dir(m->opts->config_dir, &set);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < set->n_units; i++) {
+                if (manager_find_unit(m, set->units[i]->name))
+                        continue;
+                struct unit_file *f = set->units[i];
+                if (manager_add_unit(m, f) >= 0)
+                        set->units[i] = NULL; /* taken */
+        }
+        for (size_t i = 0; i < set->n_units; i++)
+                unit_file_free(set->units[i]);
+        set->n_units = 0;
+        return 0;
+}
