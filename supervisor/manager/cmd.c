@@ -69,3 +69,24 @@ void manager_maybe_start_cmd(struct manager *m) {
         if (k < 0)
                 log_error("%s: %s", m->opts->cmd[0], strerror(-k));
 }
+
+/* An exit of CMD (id is its process's): its status becomes tend's, and the
+ * shutdown begins. Returns whether id was CMD's. */
+bool manager_cmd_exited(struct manager *m, exit_id_t id) {
+        if (!m->cmd || exit_process_id(m->cmd) != id)
+                return false;
+        struct exit_reason reason;
+        if (exit_hub_take(m->hub, id, &reason) == 0) {
+                int exec = exit_process_exec_result(m->cmd, NULL);
+                m->cmd_status = exec < 0 && exec != -EINPROGRESS ? (exec == -ENOENT ? 127 : 126)
+                                                                  : exit_reason_to_shell_status(&reason);
+                m->cmd_done = true;
+                m->cmd = exit_process_unref(m->cmd);
+                log_info("CMD exited: tend stops its units and exits with status %d", m->cmd_status);
+                /* Combined mode exits with CMD's status, also when a
+                 * signal to tend began the shutdown (SPEC §1). */
+                m->exit_status = m->cmd_status;
+                manager_begin_shutdown(m, m->cmd_status);
+        }
+        return true;
+}

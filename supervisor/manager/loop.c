@@ -61,21 +61,8 @@ static struct unit *unit_of_id(struct manager *m, exit_id_t id, struct exit_proc
 
 static void process_exit(struct manager *m, exit_id_t id) {
         struct exit_reason reason;
-        if (m->cmd && exit_process_id(m->cmd) == id) {
-                if (exit_hub_take(m->hub, id, &reason) == 0) {
-                        int exec = exit_process_exec_result(m->cmd, NULL);
-                        m->cmd_status = exec < 0 && exec != -EINPROGRESS ? (exec == -ENOENT ? 127 : 126)
-                                                                          : exit_reason_to_shell_status(&reason);
-                        m->cmd_done = true;
-                        m->cmd = exit_process_unref(m->cmd);
-                        log_info("CMD exited: tend stops its units and exits with status %d", m->cmd_status);
-                        /* Combined mode exits with CMD's status, also when a
-                         * signal to tend began the shutdown (SPEC §1). */
-                        m->exit_status = m->cmd_status;
-                        manager_begin_shutdown(m, m->cmd_status);
-                }
+        if (manager_cmd_exited(m, id))
                 return;
-        }
         struct exit_process *p;
         struct unit *u = unit_of_id(m, id, &p);
         if (!u || exit_hub_take(m->hub, id, &reason) < 0)

@@ -156,6 +156,9 @@ int manager_on_store(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 /* cmd.c: combined mode's CMD starts once every initial start job has settled. */
 void manager_maybe_start_cmd(struct manager *m);
+/* An exit of CMD: tend's exit status is CMD's and the shutdown begins.
+ * Returns whether id was CMD's (false: not CMD, nothing done). */
+bool manager_cmd_exited(struct manager *m, exit_id_t id);
 
 /* control-adapter.c: the control socket, answered from the units. */
 int manager_setup_control(struct manager *m);
