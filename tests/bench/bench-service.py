@@ -41,6 +41,10 @@ outlives it either way. Timing is done by tests/bench/bench-restart.c.
 --rows keeps only the named rows (and the floor, 'loop'), e.g. --rows tend,tend-pg while
 working on tend; a run for docs/benchmarks.md uses every row.
 
+TEND_B=PATH (optional) adds the rows tend-b and tend-pg-b: a second tend binary (e.g. the
+release build of an earlier commit) measured in the same rounds as the first, beside the
+same floor — a before/after comparison of one run (issue 15; docs/benchmarks.md).
+
 --quick (CI): a few iterations of everything, every peer exercised, nothing judged.
 Exit status 1 when a row fails functionally (no restart, a missing peer, a lost
 stamp), never because a target is missed (that is printed as "NOT met").
@@ -64,7 +68,13 @@ ROWS = ['loop', 'tend', 'tend-pg', 'runsv', 's6-supervise', 'supervisord']
 START_ROWS = ['loop', 'tend', 'tend-pg', 'runsvdir', 's6-svscan', 'supervisord']
 FOOT_ROWS = ['tend', 'tend-pg', 'runsvdir', 's6-svscan', 'supervisord']
 TENDS = ['tend', 'tend-pg']
-SHOWN = {'loop': 'minimal restart loop (floor)', 'tend': 'tend (cgroup mode)', 'tend-pg': 'tend (process groups)'}
+SHOWN = {'loop': 'minimal restart loop (floor)', 'tend': 'tend (cgroup mode)', 'tend-pg': 'tend (process groups)',
+         'tend-b': 'tend B (cgroup mode)', 'tend-pg-b': 'tend B (process groups)'}
+if os.environ.get('TEND_B'):
+    # B beside A in every table: right after it, so the rounds alternate them.
+    for rows in (ROWS, START_ROWS, FOOT_ROWS, TENDS):
+        for a, b in (('tend', 'tend-b'), ('tend-pg', 'tend-pg-b')):
+            rows.insert(rows.index(a) + 1, b)
 
 
 def shown(row):
@@ -258,6 +268,7 @@ class Bench:
     def __init__(self, args):
         self.quick = '--quick' in args
         self.tend = env_path('TEND')
+        self.tend_b = env_path('TEND_B') if os.environ.get('TEND_B') else None
         self.tendctl = env_path('TENDCTL')
         self.stamp = env_path('BENCH_STAMP')
         self.loop = env_path('BENCH_LOOP')
@@ -314,7 +325,8 @@ class Bench:
             os.mkdir(units)
             for i in range(n):
                 self.unit(units, 'bench' if n == 1 else 'bench-%04d' % i, fifo, mode)
-            return [self.tend, '--config-dir', units, '--control-socket', os.path.join(d, 'control')]
+            tend = self.tend_b if row.endswith('-b') else self.tend
+            return [tend, '--config-dir', units, '--control-socket', os.path.join(d, 'control')]
         if row == 'runsv':
             self.service_dir(os.path.join(d, 'sv'))
             return [self.bin['runsv'], os.path.join(d, 'sv')]
@@ -333,7 +345,7 @@ class Bench:
         raise ValueError(row)
 
     def launch_opts(self, row, cg):
-        return (['--cgroup', cg] if cg else []) + (['--no-cgroup2'] if row == 'tend-pg' else [])
+        return (['--cgroup', cg] if cg else []) + (['--no-cgroup2'] if row.startswith('tend-pg') else [])
 
     def start_row(self, row, mode):
         d, fifo = self.fresh(row)
@@ -417,6 +429,9 @@ class Bench:
     # the peers on a 2-CPU machine and flatter its own ratios. So it runs in a
     # group of its own with a floor of its own; ratios name the floor beside.
     RESTART_GROUPS = [['loop', 'tend'], ['loop', 'tend-pg', 'runsv', 's6-supervise', 'supervisord']]
+    if os.environ.get('TEND_B'):
+        RESTART_GROUPS = [['loop', 'tend', 'tend-b'],
+                          ['loop', 'tend-pg', 'tend-pg-b', 'runsv', 's6-supervise', 'supervisord']]
 
     def bench_restart(self, kills, hold):
         print('\n## restart latency: long-running unit killed (SIGKILL → next stamp)')
