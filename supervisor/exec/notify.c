@@ -292,7 +292,7 @@ static int on_readable(sd_event_source *src, int fd, uint32_t revents, void *use
          * first, so a flood takes turns with everything else. */
         int k = notify_socket_dispatch(s);
         if (k < 0)
-                log_warning_errno(k, "%s: reading its notify socket: %s", s->name, strerror(-k));
+                log_warning_errno(k, "%s: reading its notify socket: %m", s->name);
         return 0;
 }
 
@@ -439,7 +439,7 @@ int notify_upstream_send(struct notify_upstream *u, const char *text) {
         if (sendto(u->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *) &u->address,
                    u->address_len) < 0) {
                 int k = negative_errno();
-                log_debug("notification to the service manager (%s) not sent: %s", text, strerror(-k));
+                log_debug_errno(k, "notification to the service manager (%s) not sent: %m", text);
                 return k;
         }
         return 0;

@@ -63,7 +63,7 @@ int watchdog_leases_dispatch(struct watchdog_leases *w) {
 static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         int k = watchdog_leases_dispatch(userdata);
         if (k < 0)
-                log_error_errno(k, "watchdog leases: %s", strerror(-k));
+                log_error_errno(k, "watchdog leases: %m");
         return 0;
 }
 
