@@ -232,7 +232,7 @@ void strlist_clear(struct strlist *l) {
 
 /* Extracts the next word of an assignment, reporting bad quoting; 1, 0 at the end, or an error. */
 int next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
-                     bool *bad_escape) {
+              bool *bad_escape) {
         int r = unit_extract_word(p, EXTRACT_UNQUOTE | EXTRACT_CUNESCAPE, ret, bad_escape);
         char q[QUOTE_BUF];
         if (r == -EINVAL)
