@@ -167,7 +167,7 @@ void pipe_pump(struct logs_pipe *p, bool do_read) {
                                 /* Bytes in the pipe when the main process exited are its own. */
                                 p->read_pid = p->flush_pending ? p->flush_pid : s->pid;
                         } else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                                log_warning("unit %s: reading its log pipe: %s", s->name, strerror(errno));
+                                (void) log_warning_errno(errno, "unit %s: reading its log pipe: %m", s->name);
                 }
         }
         bool final = p->flush_pending && p->n_read == p->flush_at, blocked;
@@ -260,18 +260,18 @@ int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *
         /* The write end stays blocking: its description is the one the child's
          * fd 1/2 will share. Only tend's read end is O_NONBLOCK. */
         if (pipe2(fds, O_CLOEXEC) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: pipe2: %s", s->name, strerror(errno));
+                r = log_error_errno(negative_errno(), "unit %s: pipe2: %m", s->name);
                 goto fail;
         }
         p->rfd = fds[0];
         p->wfd = fds[1];
         if (fcntl(p->rfd, F_SETFL, O_NONBLOCK) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: fcntl: %s", s->name, strerror(errno));
+                r = log_error_errno(negative_errno(), "unit %s: fcntl: %m", s->name);
                 goto fail;
         }
         r = pipe_reading(p, true);
         if (r < 0) {
-                r = log_error_errno(r, "unit %s: epoll_ctl: %s", s->name, strerror(-r));
+                r = log_error_errno(r, "unit %s: epoll_ctl: %m", s->name);
                 goto fail;
         }
         *ret = p;

@@ -36,10 +36,10 @@ static void sink_lost(struct logs_sink *k, logs_stream *s, uint64_t lines, int e
                 s->st.sink_lost_lines += lines;
         if (!k->failing) {
                 k->failing = true;
-                log_warning("logs: writing to %s failed (%s): lines are lost until it accepts them again",
-                            k->desc, strerror(-err));
+                (void) log_warning_errno(err, "logs: writing to %s failed (%m): lines are lost until it accepts them again",
+                                        k->desc);
         } else
-                log_debug("logs: %s still failing (%s): %" PRIu64 " more lines lost", k->desc, strerror(-err), lines);
+                (void) log_debug_errno(err, "logs: %s still failing (%m): %" PRIu64 " more lines lost", k->desc, lines);
 }
 
 static void sink_ok(struct logs_sink *k) {
@@ -317,8 +317,8 @@ int console_open(logs_manager *m, int fd, struct logs_sink **ret) {
         int nfd = -1;
 
         if (fstat(fd, &st) < 0) {
-                log_warning("logs: tend's stdout (fd %d) is not open (%s): unit lines go to rings and followers only",
-                            fd, strerror(errno));
+                (void) log_warning_errno(errno, "logs: tend's stdout (fd %d) is not open (%m): unit lines go to rings and "
+                                        "followers only", fd);
                 kind = SINK_DISCARD;
         } else if (S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && isatty(fd))) {
                 char path[64];
@@ -329,8 +329,8 @@ int console_open(logs_manager *m, int fd, struct logs_sink **ret) {
                         nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
                         if (nfd < 0)
                                 return negative_errno();
-                        log_warning("logs: cannot reopen tend's stdout through %s (%s): setting O_NONBLOCK on the "
-                                    "description tend was given, which others may share", path, strerror(e));
+                        (void) log_warning_errno(e, "logs: cannot reopen tend's stdout through %s (%m): setting O_NONBLOCK on "
+                                                "the description tend was given, which others may share", path);
                         int fl = fcntl(nfd, F_GETFL);
                         if (fl < 0 || fcntl(nfd, F_SETFL, fl | O_NONBLOCK) < 0) {
                                 int r = negative_errno();
@@ -377,11 +377,11 @@ int file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_targ
                 if (r == -ENXIO)
                         return log_error_errno(r, "unit %s: %s:%s is a FIFO with no reader", s->name,
                                                target_names[t->type], t->path);
-                return log_error_errno(r, "unit %s: cannot open %s:%s: %s", s->name, target_names[t->type],
-                                       t->path, strerror(-r));
+                return log_error_errno(r, "unit %s: cannot open %s:%s: %m", s->name, target_names[t->type],
+                                       t->path);
         }
         if (fstat(fd, &st) < 0)
-                return log_error_errno(negative_errno(), "unit %s: fstat %s: %s", s->name, t->path, strerror(errno));
+                return log_error_errno(negative_errno(), "unit %s: fstat %s: %m", s->name, t->path);
         snprintf(desc, sizeof desc, "%s:%s", target_names[t->type], t->path);
         struct logs_sink *k = sink_new(m, S_ISSOCK(st.st_mode) ? SINK_SEND : SINK_WRITE, fd, desc);
         if (!k)

@@ -280,8 +280,8 @@ static int journal_open(logs_stream *s, unsigned i) {
         }
         int fd = sd_journal_stream_fd(s->ident, LOG_INFO, 0);
         if (fd < 0)
-                return log_error_errno(fd, "unit %s: cannot connect %s to the journal (is systemd-journald running?): %s",
-                                       s->name, i == 0 ? "stdout" : "stderr", strerror(-fd));
+                return log_error_errno(fd, "unit %s: cannot connect %s to the journal (is systemd-journald running?): %m",
+                                       s->name, i == 0 ? "stdout" : "stderr");
         s->journal_fd[i] = fd;
         return fd;
 }
@@ -302,7 +302,7 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
                 case LOGS_TARGET_NULL:
                         fd[i] = devnull_fd(s->m);
                         if (fd[i] < 0)
-                                return log_error_errno(fd[i], "unit %s: open /dev/null: %s", s->name, strerror(-fd[i]));
+                                return log_error_errno(fd[i], "unit %s: open /dev/null: %m", s->name);
                         break;
                 case LOGS_TARGET_INHERIT:
                         fd[i] = s->m->console_orig;
@@ -345,7 +345,7 @@ int logs_stream_main_exited(logs_stream *s) {
         for (unsigned i = 0, n = stream_pipes(s, ps); i < n; i++) {
                 int k = pipe_mark_flush(ps[i]);
                 if (k < 0) {
-                        r = log_warning_errno(k, "unit %s: FIONREAD on its log pipe: %s", s->name, strerror(-k));
+                        r = log_warning_errno(k, "unit %s: FIONREAD on its log pipe: %m", s->name);
                         continue;
                 }
                 pipe_run_to_flush(ps[i]);
@@ -399,7 +399,7 @@ int logs_manager_new(sd_event *event, const struct logs_manager_options *o, logs
         if (!m->scratch || !m->linebuf)
                 return -ENOMEM;
         if ((r = console_open(m, m->console_orig, &m->console)) < 0)
-                return log_error_errno(r, "logs: cannot open tend's stdout: %s", strerror(-r));
+                return log_error_errno(r, "logs: cannot open tend's stdout: %m");
         *ret = TAKE_PTR(m);
         return 0;
 }

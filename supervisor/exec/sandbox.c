@@ -152,7 +152,7 @@ static int resolve_user(const char *unit, const char *user, struct user_info *re
         bool numeric = parse_id(user, &id);
         int r = lookup_passwd(numeric ? NULL : user, numeric ? id : 0, ret);
         if (r < 0)
-                return log_error_errno(r, "%s: User=%s: %s", unit, user, strerror(-r));
+                return log_error_errno(r, "%s: User=%s: %m", unit, user);
         if (r > 0)
                 return 0;
         if (!numeric)
@@ -174,7 +174,7 @@ static int resolve_group(const char *unit, const char *key, const char *group, g
         }
         int r = lookup_group(group, 0, ret);
         if (r < 0)
-                return log_error_errno(r, "%s: %s=%s: %s", unit, key, group, strerror(-r));
+                return log_error_errno(r, "%s: %s=%s: %m", unit, key, group);
         if (r == 0)
                 return log_error_errno(ESRCH, "%s: %s=%s: no such group", unit, key, group);
         return 0;
@@ -482,7 +482,7 @@ static int plan_seccomp(const char *unit, const struct unit_file *f, const struc
                 r = export_bpf(ctx, p);
         seccomp_release(ctx);
         if (r < 0)
-                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %s", unit, strerror(-r));
+                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %m", unit);
         return 0;
 }
 
@@ -525,7 +525,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct s
         if (!self) {
                 int r = sandbox_self_get(&own);
                 if (r < 0)
-                        return log_error_errno(r, "%s: cannot read tend's credentials: %s", unit, strerror(-r));
+                        return log_error_errno(r, "%s: cannot read tend's credentials: %m", unit);
                 self = &own;
         }
         _cleanup_(sandbox_plan_freep) struct sandbox_plan *p = calloc(1, sizeof *p);
@@ -670,5 +670,5 @@ void sandbox_log_exec_failure(const char *unit, int error, int stage) {
         if (error >= 0 || !sandbox_stage_describe(stage, &key, &step))
                 return;
         name = strerrorname_np(-error);
-        log_error("%s: %s %s failed: %s (%s)", unit, key, step, strerror(-error), name ? name : "?");
+        (void) log_error_errno(error, "%s: %s %s failed: %m (%s)", unit, key, step, name ? name : "?");
 }

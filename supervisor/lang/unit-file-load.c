@@ -132,7 +132,7 @@ static int list_units(const char *dir, struct strlist *names) {
         DIR *d = opendir(dir);
         if (!d) {
                 int r = negative_errno();
-                return log_error_errno(r, "%s: cannot read the unit directory: %s", dir, strerror(-r));
+                return log_error_errno(r, "%s: cannot read the unit directory: %m", dir);
         }
         int r = 0;
         for (struct dirent *de; r >= 0 && (errno = 0, de = readdir(d));) {
@@ -143,7 +143,7 @@ static int list_units(const char *dir, struct strlist *names) {
                 r = s ? strlist_push(names, s) : -ENOMEM;
         }
         if (r >= 0 && errno)
-                r = log_error_errno(errno, "%s: cannot read the unit directory: %s", dir, strerror(errno));
+                r = log_error_errno(errno, "%s: cannot read the unit directory: %m", dir);
         closedir(d);
         if (r >= 0 && names->n)
                 qsort(names->v, names->n, sizeof *names->v, cmp_names);

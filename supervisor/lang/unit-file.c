@@ -448,7 +448,7 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
         if (r == -EFBIG)
                 r = log_error_errno(EFBIG, "%s: a line is longer than %d bytes", origin, UNIT_FILE_SIZE_MAX);
         else if (r < 0)
-                r = log_error_errno(r, "%s: %s", origin, strerror(-r));
+                r = log_error_errno(r, "%s: %m", origin);
         else
                 r = c.error;
         if (r < 0) {
