@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/capability.h>
 
-#include "sandbox-internal.h"
+#include "sandbox-values-internal.h"
 #include "sandbox-values.h"
 #include "timespan.h"
 

@@ -22,7 +22,7 @@
 
 #include "libexit.h"
 #include "log.h"
-#include "sandbox-internal.h"
+#include "sandbox-values-internal.h"
 #include "sandbox.h"
 #include "unit-exec.h"
 #include "unit-file.h"

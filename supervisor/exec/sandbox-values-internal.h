@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What sandbox-values.c shares with the plan (sandbox.c) and nothing else
- * uses. Pure and thread-safe.
+ * What sandbox-values.c gives the plan (sandbox.c) besides its public header
+ * (sandbox-values.h): nothing else uses it. Pure and thread-safe.
  */
 #pragma once
 
