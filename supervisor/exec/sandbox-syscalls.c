@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "sandbox.h"
+#include "sandbox-values.h"
 
 static const char *const group_default[] = {
         "arch_prctl", "brk", "cacheflush", "clock_getres", "clock_getres_time64", "clock_gettime", "clock_gettime64",

@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sandboxing a unit's processes (sandbox.h): the values' vocabulary, the plan
- * computed before each spawn, and the pre-exec hook that applies it.
+ * Sandboxing a unit's processes (sandbox.h): the plan computed before each
+ * spawn, and the pre-exec hook that applies it. The values' vocabulary is
+ * sandbox-values.c.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <limits.h>
 #include <pwd.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -24,8 +22,8 @@
 
 #include "libexit.h"
 #include "log.h"
+#include "sandbox-values-internal.h"
 #include "sandbox.h"
-#include "timespan.h"
 #include "unit-exec.h"
 #include "unit-file.h"
 
@@ -39,324 +37,6 @@
 #define SYS_SETRESGID SYS_setresgid
 #define SYS_SETRESUID SYS_setresuid
 #endif
-
-#define CAP_BIT(c) (UINT64_C(1) << (c))
-
-/* ------------------------------------------------------------------------ */
-/* Limit*=                                                                   */
-/* ------------------------------------------------------------------------ */
-
-enum limit_kind { LIMIT_NUMBER, LIMIT_BYTES, LIMIT_SECONDS, LIMIT_USEC, LIMIT_NICE };
-
-#define L(name, kind) { "Limit" name, "Limit" name "=", kind }
-static const struct {
-        const char *key, *key_eq;
-        enum limit_kind kind;
-} limit_keys[SANDBOX_RLIMIT_MAX] = {
-        [RLIMIT_CPU] = L("CPU", LIMIT_SECONDS),
-        [RLIMIT_FSIZE] = L("FSIZE", LIMIT_BYTES),
-        [RLIMIT_DATA] = L("DATA", LIMIT_BYTES),
-        [RLIMIT_STACK] = L("STACK", LIMIT_BYTES),
-        [RLIMIT_CORE] = L("CORE", LIMIT_BYTES),
-        [RLIMIT_RSS] = L("RSS", LIMIT_BYTES),
-        [RLIMIT_NPROC] = L("NPROC", LIMIT_NUMBER),
-        [RLIMIT_NOFILE] = L("NOFILE", LIMIT_NUMBER),
-        [RLIMIT_MEMLOCK] = L("MEMLOCK", LIMIT_BYTES),
-        [RLIMIT_AS] = L("AS", LIMIT_BYTES),
-        [RLIMIT_LOCKS] = L("LOCKS", LIMIT_NUMBER),
-        [RLIMIT_SIGPENDING] = L("SIGPENDING", LIMIT_NUMBER),
-        [RLIMIT_MSGQUEUE] = L("MSGQUEUE", LIMIT_BYTES),
-        [RLIMIT_NICE] = L("NICE", LIMIT_NICE),
-        [RLIMIT_RTPRIO] = L("RTPRIO", LIMIT_NUMBER),
-        [RLIMIT_RTTIME] = L("RTTIME", LIMIT_USEC),
-};
-#undef L
-
-int sandbox_rlimit_from_key(const char *key) {
-        for (int i = 0; key && i < SANDBOX_RLIMIT_MAX; i++)
-                if (limit_keys[i].key && streq(limit_keys[i].key, key))
-                        return i;
-        return -EINVAL;
-}
-
-const char *sandbox_rlimit_key(int resource) {
-        return resource >= 0 && resource < SANDBOX_RLIMIT_MAX ? limit_keys[resource].key : NULL;
-}
-
-/* An unsigned decimal integer, all of s[0..n). */
-static int parse_u64(const char *s, size_t n, uint64_t *ret) {
-        uint64_t v = 0;
-        if (n == 0)
-                return -EINVAL;
-        for (size_t i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                if (v > (UINT64_MAX - (uint64_t) (s[i] - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (s[i] - '0');
-        }
-        *ret = v;
-        return 0;
-}
-
-/* "4096", "64K", "16G" (base 1024). */
-static int parse_bytes(const char *s, size_t n, uint64_t *ret) {
-        static const char suffixes[] = "KMGTPE";
-        unsigned shift = 0;
-        const char *p = n ? strchr(suffixes, s[n - 1]) : NULL;
-        if (p && s[n - 1]) {
-                shift = 10 * (unsigned) (p - suffixes + 1);
-                n--;
-        }
-        uint64_t v;
-        int r = parse_u64(s, n, &v);
-        if (r < 0)
-                return r;
-        if (shift && v > (UINT64_MAX >> shift))
-                return -ERANGE;
-        *ret = v << shift;
-        return 0;
-}
-
-static int parse_limit_value(enum limit_kind kind, const char *s, size_t n, rlim_t *ret) {
-        char buf[64];
-        uint64_t v;
-        usec_t u;
-        int r;
-        if (n == strlen("infinity") && strncmp(s, "infinity", n) == 0) {
-                *ret = RLIM_INFINITY;
-                return 0;
-        }
-        switch (kind) {
-        case LIMIT_BYTES:
-                r = parse_bytes(s, n, &v);
-                break;
-        case LIMIT_SECONDS:
-        case LIMIT_USEC:
-                if (n >= sizeof buf)
-                        return -EINVAL;
-                memcpy(buf, s, n);
-                buf[n] = '\0';
-                r = parse_timespan(buf, kind == LIMIT_SECONDS ? USEC_PER_SEC : 1, &u);
-                if (r < 0)
-                        return r;
-                if (u == USEC_INFINITY)
-                        return -EINVAL;
-                v = kind == LIMIT_SECONDS ? (u + USEC_PER_SEC - 1) / USEC_PER_SEC : u; /* CPU: rounded up */
-                break;
-        case LIMIT_NICE:
-                if (n > 0 && (s[0] == '+' || s[0] == '-')) {
-                        r = parse_u64(s + 1, n - 1, &v);
-                        if (r < 0)
-                                return r;
-                        if (s[0] == '-' ? v > 20 : v > 19)
-                                return -ERANGE;
-                        v = s[0] == '-' ? 20 + v : 20 - v; /* the kernel's 40..1 for nice -20..19 */
-                        break;
-                }
-                r = parse_u64(s, n, &v);
-                if (r >= 0 && v > 40)
-                        return -ERANGE;
-                break;
-        default:
-                r = parse_u64(s, n, &v);
-                break;
-        }
-        if (r < 0)
-                return r;
-        if ((rlim_t) v == RLIM_INFINITY)
-                return -ERANGE;
-        *ret = (rlim_t) v;
-        return 0;
-}
-
-int sandbox_parse_limit(int resource, const char *value, struct rlimit *ret) {
-        if (!sandbox_rlimit_key(resource) || !value || !ret)
-                return -EINVAL;
-        enum limit_kind kind = limit_keys[resource].kind;
-        const char *colon = strchr(value, ':');
-        struct rlimit rl;
-        size_t n = colon ? (size_t) (colon - value) : strlen(value);
-        int r = parse_limit_value(kind, value, n, &rl.rlim_cur);
-        if (r < 0)
-                return r;
-        rl.rlim_max = rl.rlim_cur;
-        if (colon) {
-                r = parse_limit_value(kind, colon + 1, strlen(colon + 1), &rl.rlim_max);
-                if (r < 0)
-                        return r;
-                if (rl.rlim_cur > rl.rlim_max) /* RLIM_INFINITY is the largest */
-                        return -EDOM;
-        }
-        *ret = rl;
-        return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Capabilities, errno names                                                 */
-/* ------------------------------------------------------------------------ */
-
-static unsigned cap_count(void) {
-        int n = cap_max_bits();
-        return n <= 0 ? 1 : n > 64 ? 64 : (unsigned) n;
-}
-
-uint64_t sandbox_capability_all(void) {
-        unsigned n = cap_count();
-        return n >= 64 ? UINT64_MAX : CAP_BIT(n) - 1;
-}
-
-int sandbox_capability_from_name(const char *name) {
-        cap_value_t c;
-        if (!name || !*name || cap_from_name(name, &c) < 0 || c < 0 || (unsigned) c >= cap_count())
-                return -EINVAL;
-        return (int) c;
-}
-
-void sandbox_capability_name(int cap, char *buf, size_t size) {
-        char *name = cap_to_name((cap_value_t) cap);
-        snprintf(buf, size, "%s", name ? name : "?");
-        for (char *p = buf; *p; p++)
-                *p = (char) toupper((unsigned char) *p);
-        cap_free(name);
-}
-
-int sandbox_errno_from_name(const char *s) {
-        if (!s || !*s)
-                return -EINVAL;
-        if (streq(s, "kill"))
-                return 0;
-        if (s[0] >= '0' && s[0] <= '9') {
-                uint64_t v;
-                return parse_u64(s, strlen(s), &v) < 0 || v < 1 || v > 4095 ? -EINVAL : (int) v;
-        }
-        for (int e = 1; e <= 4095; e++) {
-                const char *name = strerrorname_np(e);
-                if (name && streq(name, s))
-                        return e;
-        }
-        return -EINVAL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* SystemCallFilter=                                                         */
-/* ------------------------------------------------------------------------ */
-
-void sandbox_syscall_filter_clear(struct sandbox_syscall_filter *f) {
-        free(f->syscalls);
-        *f = (struct sandbox_syscall_filter) {};
-}
-
-/* The index of nr in f, or where it goes (with *found false). */
-static size_t filter_find(const struct sandbox_syscall_filter *f, int nr, bool *found) {
-        size_t lo = 0, hi = f->n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (f->syscalls[mid].nr < nr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *found = lo < f->n && f->syscalls[lo].nr == nr;
-        return lo;
-}
-
-static int filter_put(struct sandbox_syscall_filter *f, int nr, int action, bool add) {
-        bool found;
-        size_t i = filter_find(f, nr, &found);
-        if (!add) {
-                if (found)
-                        memmove(f->syscalls + i, f->syscalls + i + 1, (f->n-- - i - 1) * sizeof *f->syscalls);
-                return 0;
-        }
-        if (found) {
-                f->syscalls[i].action = action;
-                return 0;
-        }
-        if ((f->n & (f->n + 1)) == 0 || f->n == 0) { /* grow at 1, 2, 4, … - 1: amortised inserts */
-                struct sandbox_syscall *v = realloc(f->syscalls, (2 * f->n + 2) * sizeof *v);
-                if (!v)
-                        return -ENOMEM;
-                f->syscalls = v;
-        }
-        memmove(f->syscalls + i + 1, f->syscalls + i, (f->n - i) * sizeof *f->syscalls);
-        f->syscalls[i] = (struct sandbox_syscall) { nr, action };
-        f->n++;
-        return 0;
-}
-
-/* A group's members, nested groups included; unknown names skipped. */
-static int filter_put_group(struct sandbox_syscall_filter *f, const char *const *members, int action, bool add,
-                            unsigned depth) {
-        int r = 0;
-        for (; *members && r >= 0; members++) {
-                if ((*members)[0] == '@') {
-                        const char *const *g = sandbox_syscall_group(*members);
-                        if (g && depth < 4)
-                                r = filter_put_group(f, g, action, add, depth + 1);
-                        continue;
-                }
-                int nr = seccomp_syscall_resolve_name(*members);
-                if (nr != __NR_SCMP_ERROR)
-                        r = filter_put(f, nr, action, add);
-        }
-        return r;
-}
-
-int sandbox_syscall_filter_add(struct sandbox_syscall_filter *f, const char *word, bool invert) {
-        if (!f || !word || !*word)
-                return -EINVAL;
-        char name[128];
-        const char *colon = strchr(word, ':');
-        size_t n = colon ? (size_t) (colon - word) : strlen(word);
-        int action = SANDBOX_ACTION_DEFAULT;
-        if (n == 0 || n >= sizeof name)
-                return -EINVAL;
-        memcpy(name, word, n);
-        name[n] = '\0';
-        if (colon) {
-                if (!invert)
-                        return -EDOM;
-                action = sandbox_errno_from_name(colon + 1);
-                if (action < 0)
-                        return -EBADMSG;
-        }
-        const char *const *group = name[0] == '@' ? sandbox_syscall_group(name) : NULL;
-        int nr = name[0] == '@' ? 0 : seccomp_syscall_resolve_name(name);
-        if (name[0] == '@' && !group)
-                return -ENOENT;
-        if (name[0] != '@' && nr == __NR_SCMP_ERROR)
-                return -EINVAL;
-        if (!f->set) {
-                f->set = true;
-                f->allow_list = !invert;
-        }
-        bool add = invert != f->allow_list; /* the list's own kind adds, the other removes */
-        return group ? filter_put_group(f, group, action, add, 0) : filter_put(f, nr, action, add);
-}
-
-static const char *const exempt_names[] = { "execve", "exit", "exit_group", "rt_sigprocmask" };
-
-static bool is_exempt(int nr) {
-        for (size_t i = 0; i < ELEMENTSOF(exempt_names); i++)
-                if (seccomp_syscall_resolve_name(exempt_names[i]) == nr)
-                        return true;
-        return false;
-}
-
-void sandbox_syscall_filter_exempt(const struct sandbox_syscall_filter *f, char *buf, size_t size) {
-        size_t o = 0;
-        if (size)
-                buf[0] = '\0';
-        if (!f->set || f->allow_list)
-                return;
-        for (size_t i = 0; i < ELEMENTSOF(exempt_names); i++) {
-                bool found;
-                (void) filter_find(f, seccomp_syscall_resolve_name(exempt_names[i]), &found);
-                if (found && o < size)
-                        o += (size_t) snprintf(buf + o, size - o, "%s%s", o ? " " : "", exempt_names[i]);
-        }
-}
 
 /* ------------------------------------------------------------------------ */
 /* tend's own credentials                                                    */
@@ -377,7 +57,7 @@ int sandbox_self_get(struct sandbox_self *ret) {
                 .effective = d[0].effective | (uint64_t) d[1].effective << 32,
                 .permitted = d[0].permitted | (uint64_t) d[1].permitted << 32,
         };
-        for (unsigned c = 0; c < cap_count(); c++)
+        for (unsigned c = 0; c < sandbox_cap_count(); c++)
                 if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0)
                         s.bounding |= CAP_BIT(c);
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
@@ -398,7 +78,7 @@ static int needs_privileges(const char *unit, const char *key) {
 /* A numeric id: all digits, below (id_t) -1 (the "no change" value). */
 static bool parse_id(const char *s, uint32_t *ret) {
         uint64_t v;
-        if (parse_u64(s, strlen(s), &v) < 0 || v >= UINT32_MAX)
+        if (sandbox_parse_u64(s, strlen(s), &v) < 0 || v >= UINT32_MAX)
                 return false;
         *ret = (uint32_t) v;
         return true;
@@ -472,7 +152,7 @@ static int resolve_user(const char *unit, const char *user, struct user_info *re
         bool numeric = parse_id(user, &id);
         int r = lookup_passwd(numeric ? NULL : user, numeric ? id : 0, ret);
         if (r < 0)
-                return log_error_errno(r, "%s: User=%s: %s", unit, user, strerror(-r));
+                return log_error_errno(r, "%s: User=%s: %m", unit, user);
         if (r > 0)
                 return 0;
         if (!numeric)
@@ -494,7 +174,7 @@ static int resolve_group(const char *unit, const char *key, const char *group, g
         }
         int r = lookup_group(group, 0, ret);
         if (r < 0)
-                return log_error_errno(r, "%s: %s=%s: %s", unit, key, group, strerror(-r));
+                return log_error_errno(r, "%s: %s=%s: %m", unit, key, group);
         if (r == 0)
                 return log_error_errno(ESRCH, "%s: %s=%s: no such group", unit, key, group);
         return 0;
@@ -650,7 +330,7 @@ static rlim_t nr_open(void) {
         ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
         safe_close(fd);
         uint64_t v;
-        return n > 0 && parse_u64(buf, strcspn(buf, "\n"), &v) >= 0 ? (rlim_t) v : 1024 * 1024;
+        return n > 0 && sandbox_parse_u64(buf, strcspn(buf, "\n"), &v) >= 0 ? (rlim_t) v : 1024 * 1024;
 }
 
 static int plan_limits(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
@@ -667,7 +347,7 @@ static int plan_limits(const char *unit, const struct unit_file *f, const struct
                         rl.rlim_max = rl.rlim_max == RLIM_INFINITY ? max : rl.rlim_max;
                 }
                 if (rl.rlim_max > self->limits[i].rlim_max && !resource_ok) {
-                        return needs_privileges(unit, limit_keys[i].key_eq);
+                        return needs_privileges(unit, sandbox_rlimit_key_eq(i));
                 }
                 p->limits[p->n_limits].resource = i;
                 p->limits[p->n_limits++].rl = rl;
@@ -691,7 +371,7 @@ static int plan_capabilities(const char *unit, const struct unit_file *f, const 
                              struct sandbox_plan *p) {
         const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         uint64_t all = sandbox_capability_all();
-        p->cap_last = cap_count() - 1;
+        p->cap_last = sandbox_cap_count() - 1;
         p->bounding_drop = self->bounding & ~sb->capability_bounding_set & all;
         if (p->bounding_drop && !has_cap(self->effective, CAP_SETPCAP))
                 return needs_privileges(unit, "CapabilityBoundingSet=");
@@ -760,7 +440,7 @@ static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t
                 const struct sandbox_syscall *s = &sf->syscalls[i];
                 if (sf->allow_list)
                         r = rule_add(ctx, SCMP_ACT_ALLOW, s->nr);
-                else if (!is_exempt(s->nr))
+                else if (!sandbox_syscall_is_exempt(s->nr))
                         r = rule_add(ctx, s->action == SANDBOX_ACTION_DEFAULT ? deny
                                           : s->action == 0                     ? SCMP_ACT_KILL_PROCESS
                                                                                : SCMP_ACT_ERRNO((uint32_t) s->action),
@@ -802,7 +482,7 @@ static int plan_seccomp(const char *unit, const struct unit_file *f, const struc
                 r = export_bpf(ctx, p);
         seccomp_release(ctx);
         if (r < 0)
-                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %s", unit, strerror(-r));
+                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %m", unit);
         return 0;
 }
 
@@ -845,7 +525,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct s
         if (!self) {
                 int r = sandbox_self_get(&own);
                 if (r < 0)
-                        return log_error_errno(r, "%s: cannot read tend's credentials: %s", unit, strerror(-r));
+                        return log_error_errno(r, "%s: cannot read tend's credentials: %m", unit);
                 self = &own;
         }
         _cleanup_(sandbox_plan_freep) struct sandbox_plan *p = calloc(1, sizeof *p);
@@ -973,7 +653,7 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
         int s = stage - EXIT_STAGE_HOOK;
         const char *key = NULL, *step = NULL;
         if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
-                key = limit_keys[s - SANDBOX_STAGE_LIMIT].key_eq, step = "setrlimit";
+                key = sandbox_rlimit_key_eq(s - SANDBOX_STAGE_LIMIT), step = "setrlimit";
         } else if (s > 0 && (size_t) s < ELEMENTSOF(stages) && stages[s].key)
                 key = stages[s].key, step = stages[s].step;
         if (!key)
@@ -990,5 +670,5 @@ void sandbox_log_exec_failure(const char *unit, int error, int stage) {
         if (error >= 0 || !sandbox_stage_describe(stage, &key, &step))
                 return;
         name = strerrorname_np(-error);
-        log_error("%s: %s %s failed: %s (%s)", unit, key, step, strerror(-error), name ? name : "?");
+        (void) log_error_errno(error, "%s: %s %s failed: %m (%s)", unit, key, step, name ? name : "?");
 }

@@ -888,7 +888,7 @@ static int env_file_read_one(const char *unit, const char *path, struct envb *b)
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int r = negative_errno();
-                return log_error_errno(r, "%s: EnvironmentFile=\"%s\": %s", unit, path, strerror(-r));
+                return log_error_errno(r, "%s: EnvironmentFile=\"%s\": %m", unit, path);
         }
         struct stat st;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -900,7 +900,7 @@ static int env_file_read_one(const char *unit, const char *path, struct envb *b)
                 return log_error_errno(r, "%s: EnvironmentFile=\"%s\": larger than %d bytes", unit, path,
                                        UNIT_ENV_FILE_SIZE_MAX);
         if (r < 0)
-                return log_error_errno(r, "%s: EnvironmentFile=\"%s\": %s", unit, path, strerror(-r));
+                return log_error_errno(r, "%s: EnvironmentFile=\"%s\": %m", unit, path);
         r = env_parse_into(data, size, path, b);
         return r < 0 ? r : 0;
 }
@@ -913,8 +913,7 @@ static int env_files_load_into(const char *unit, const struct unit_env_file *fil
                         globfree(&g);
                         if (files[i].optional)
                                 continue;
-                        return log_error_errno(ENOENT, "%s: EnvironmentFile=\"%s\": %s", unit, files[i].path,
-                                               strerror(ENOENT));
+                        return log_error_errno(ENOENT, "%s: EnvironmentFile=\"%s\": %m", unit, files[i].path);
                 }
                 if (k != 0) {
                         globfree(&g);

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "macro.h"
-#include "sandbox.h"
+#include "sandbox-values.h"
 #include "time-util.h"
 #include "unit-exec.h"
 

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A unit's processes (cgroup.h): its cgroup in CGROUP mode, walked and
+ * signalled; its process group in FALLBACK mode; the unit_group functions
+ * that hide which.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "macro.h"
+#include "proc-scan.h"
+#include "time-util.h"
+#include "cgroup-internal.h"
+
+/* cgroup trees nest; tend walks a unit's subtree (a unit may create cgroups
+ * below its own) no deeper than this. */
+#define SUBTREE_MAX_DEPTH 32
+
+struct unit_group {
+        struct cgroup_tree *tree; /* borrowed */
+        char *name;               /* "NAME.service": the cgroup is tree->dir/name, as /proc/PID/cgroup
+                                   * names it tree->path/name (not kept: 130 B a unit) */
+        int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd */
+        int events_fd;            /* CGROUP: cgroup.events */
+        pid_t leader;             /* FALLBACK: the session leader, 0 if none */
+        bool removed;
+        bool killed;              /* CGROUP: cgroup.kill was written, or tend found the cgroup
+                                   * existing (its kill count unknown): see unit_group_renew */
+};
+
+/* ------------------------------------------------------------------------ */
+/* pidfds                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int pidfd_open_(pid_t pid) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static int pidfd_signal(int pidfd, int sig) {
+        return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? negative_errno() : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A unit's cgroup: walking its subtree                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*member_fn)(pid_t pid, void *userdata);
+
+/* Calls fn for every pid in cgroup.procs of dir_fd and of every cgroup below
+ * it (a cgroup removed meanwhile is skipped). Stops at fn's first negative
+ * answer and returns it. */
+static int walk_members(int dir_fd, unsigned depth, member_fn fn, void *userdata) {
+        _cleanup_free_ char *procs = NULL;
+        int r = read_file_at(dir_fd, "cgroup.procs", &procs);
+        if (r < 0)
+                return r == -ENOENT || r == -ENODEV ? 0 : r;
+        for (char *p = procs, *end; *p; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (v > 0 && (r = fn((pid_t) v, userdata)) < 0)
+                        return r;
+        }
+        if (depth >= SUBTREE_MAX_DEPTH)
+                return 0;
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd < 0 ? NULL : fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r == -ENOENT || r == -ENODEV ? 0 : r;
+        }
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int child = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (child >= 0)
+                        r = walk_members(child, depth + 1, fn, userdata);
+        }
+        closedir(d);
+        return r;
+}
+
+/* Removes every cgroup below dir_fd, deepest first. */
+static int remove_below(int dir_fd, unsigned depth) {
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd < 0 ? NULL : fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return negative_errno();
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                _cleanup_close_ int child = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (child >= 0 && depth < SUBTREE_MAX_DEPTH)
+                        r = remove_below(child, depth + 1);
+                if (r >= 0 && unlinkat(dir_fd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                        r = negative_errno();
+        }
+        closedir(d);
+        return r;
+}
+
+static int count_member(pid_t pid, void *userdata) {
+        if (pid != getpid())
+                ++*(int *) userdata;
+        return 0;
+}
+
+static int count_members(struct unit_group *g) {
+        int n = 0;
+        int r = walk_members(g->dir_fd, 0, count_member, &n);
+        return r < 0 ? r : n;
+}
+
+/* Whether /proc/PID/cgroup names the unit's cgroup or one below it. */
+static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/%d/cgroup", (int) pid);
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        int r = read_file_at(AT_FDCWD, proc, &text);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        r = cgroup_parse_self(text, &path);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        const char *t = streq(g->tree->path, "/") ? "" : g->tree->path;
+        size_t nt = strlen(t), nn = strlen(g->name);
+        if (strncmp(path, t, nt) != 0 || path[nt] != '/')
+                return 0;
+        const char *rest = path + nt + 1;
+        return strncmp(rest, g->name, nn) == 0 && (rest[nn] == '\0' || rest[nn] == '/');
+}
+
+static int read_populated(struct unit_group *g) {
+        char buf[256];
+        /* Reading through the fd the loop polls re-arms its EPOLLPRI. */
+        ssize_t n = pread(g->events_fd, buf, sizeof buf - 1, 0);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+                if (strncmp(line, "populated ", 10) == 0 && (line[10] == '0' || line[10] == '1'))
+                        return line[10] == '1';
+        return -EIO;
+}
+
+/* Blocks on the events fd until "populated 0" or the deadline. */
+static int wait_empty(struct unit_group *g, usec_t deadline) {
+        for (;;) {
+                int r = read_populated(g);
+                if (r <= 0)
+                        return r;
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                usec_t ms = (deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC;
+                int timeout = deadline == USEC_INFINITY ? -1 : ms > INT_MAX ? INT_MAX : (int) ms;
+                struct pollfd pfd = { .fd = g->events_fd, .events = POLLPRI };
+                if (poll(&pfd, 1, timeout) < 0 && errno != EINTR)
+                        return negative_errno();
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signalling by scan (CGROUP mode, any signal but SIGKILL)                 */
+/* ------------------------------------------------------------------------ */
+
+struct member {
+        pid_t pid;
+        int pidfd;
+};
+
+/* One call's processes already signalled, as pidfds: a pid that shows up
+ * again is skipped while its process lives, and treated as new once it died
+ * (the pid was recycled). */
+struct scan {
+        struct unit_group *group;
+        struct member *v;
+        size_t n, cap;
+        int sig;
+        int found; /* signalled during the current pass */
+        pid_t self;
+};
+
+static bool scan_seen_live(struct scan *s, pid_t pid) {
+        for (size_t i = 0; i < s->n; i++) {
+                if (s->v[i].pid != pid)
+                        continue;
+                if (pidfd_signal(s->v[i].pidfd, 0) == 0)
+                        return true;
+                safe_close(s->v[i].pidfd);
+                s->v[i] = s->v[--s->n];
+                return false;
+        }
+        return false;
+}
+
+static int scan_add(struct scan *s, pid_t pid, int pidfd) {
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 16;
+                struct member *v = realloc(s->v, cap * sizeof *v);
+                if (!v)
+                        return -ENOMEM;
+                s->v = v;
+                s->cap = cap;
+        }
+        s->v[s->n++] = (struct member) { pid, pidfd };
+        return 0;
+}
+
+static int scan_visit(pid_t pid, void *userdata) {
+        struct scan *s = userdata;
+        if (pid == s->self || scan_seen_live(s, pid))
+                return 0;
+        int pidfd = pidfd_open_(pid);
+        if (pidfd < 0)
+                return 0; /* gone already */
+        /* Re-check after opening: between reading cgroup.procs and
+         * pidfd_open the pid may have been recycled by a process elsewhere.
+         * The pidfd being live after the check proves the check read the
+         * process the pidfd holds. */
+        if (cgroup_has_pid(s->group, pid) != 1 || pidfd_signal(pidfd, 0) < 0) {
+                safe_close(pidfd);
+                return 0;
+        }
+        if (scan_add(s, pid, pidfd) < 0) {
+                safe_close(pidfd);
+                return -ENOMEM;
+        }
+        if (pidfd_signal(pidfd, s->sig) == 0)
+                s->found++;
+        return 0;
+}
+
+static int signal_by_scan(struct unit_group *g, int sig) {
+        struct scan s = { .group = g, .sig = sig, .self = getpid() };
+        int total = 0, r = 0;
+        for (unsigned pass = 0; pass < UNIT_GROUP_MAX_PASSES; pass++) {
+                s.found = 0;
+                r = walk_members(g->dir_fd, 0, scan_visit, &s);
+                total += s.found;
+                if (r < 0 || s.found == 0)
+                        break;
+        }
+        for (size_t i = 0; i < s.n; i++)
+                safe_close(s.v[i].pidfd);
+        free(s.v);
+        return r < 0 ? r : total;
+}
+
+static int signal_by_cgroup_kill(struct unit_group *g) {
+        int n = count_members(g);
+        if (n < 0)
+                return n;
+        int r = write_string_at(g->dir_fd, "cgroup.kill", "1");
+        if (r >= 0)
+                g->killed = true;
+        return r < 0 ? r : n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* FALLBACK mode: the leader's process group                                */
+/* ------------------------------------------------------------------------ */
+
+/* kill(-pgid, 0) answers ESRCH only when no process has that process group:
+ * then the group is provably empty and no /proc scan is needed. Any other
+ * answer (members left, or a recycled group id) leaves it to the scan. */
+static bool group_gone(pid_t pgid) {
+        return kill(-pgid, 0) < 0 && errno == ESRCH;
+}
+
+static int fallback_populated(const struct unit_group *g) {
+        if (g->leader <= 1 || group_gone(g->leader))
+                return 0;
+        DIR *d = opendir("/proc");
+        if (!d)
+                return negative_errno();
+        pid_t self = getpid();
+        int found = 0;
+        struct dirent *de;
+        while (!found && (de = readdir(d))) {
+                char *end;
+                long v = strtol(de->d_name, &end, 10);
+                pid_t pgrp;
+                if (*end || v <= 0 || (pid_t) v == self)
+                        continue;
+                found = proc_stat_field((pid_t) v, PROC_FIELD_PGRP, &pgrp) == 0 && pgrp == g->leader;
+        }
+        closedir(d);
+        return found;
+}
+
+static int fallback_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
+        if (g->leader <= 1)
+                return 0;
+        if (leader_unreaped) {
+                /* The leader is unreaped, so its pid — the group's id — cannot
+                 * have been recycled: kill(-pgid) reaches exactly the group,
+                 * forks included. */
+                pid_t pgid = getpgid(g->leader);
+                if (pgid < 0)
+                        return errno == ESRCH ? 0 : negative_errno();
+                if (pgid != g->leader)
+                        return -EPERM;
+                if (kill(-pgid, sig) < 0)
+                        return errno == ESRCH ? 0 : negative_errno();
+                return 0;
+        }
+        if (group_gone(g->leader))
+                return 0;
+        struct proc_set *set = proc_set_new();
+        if (!set)
+                return -ENOMEM;
+        const struct proc_match m = { PROC_FIELD_PGRP, g->leader };
+        int r = proc_set_signal(set, &m, 1, sig);
+        proc_set_free(set);
+        return r;
+}
+
+static int fallback_contains(const struct unit_group *g, pid_t pid) {
+        pid_t pgrp, sid;
+        int r = proc_stat_field(pid, PROC_FIELD_PGRP, &pgrp);
+        if (r >= 0)
+                r = proc_stat_field(pid, PROC_FIELD_SESSION, &sid);
+        if (r < 0)
+                return r;
+        return g->leader > 1 && (pgrp == g->leader || sid == g->leader);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A unit's processes: the public face                                      */
+/* ------------------------------------------------------------------------ */
+
+static bool is_cgroup(const struct unit_group *g) {
+        return g->tree->mode == CGROUP_MODE_CGROUP;
+}
+
+static bool name_valid(const char *name) {
+        size_t n = strlen(name);
+        return n > 0 && n + strlen(".service") <= NAME_MAX && !streq(name, ".") && !streq(name, "..") &&
+               !strchr(name, '/') && !strchr(name, '\n');
+}
+
+static char *service_name(const char *name) {
+        size_t n = strlen(name), k = strlen(".service");
+        if (n > k && streq(name + n - k, ".service"))
+                return strdup(name);
+        return strdup_printf("%s.service", name);
+}
+
+struct unit_group *unit_group_free(struct unit_group *g) {
+        if (!g)
+                return NULL;
+        safe_close(g->dir_fd);
+        safe_close(g->events_fd);
+        free(g->name);
+        free(g);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_group *, unit_group_free)
+
+/* Opens the unit's cgroup directory and its cgroup.events; on failure
+ * neither stays open. */
+static int group_open_fds(struct unit_group *g) {
+        g->dir_fd = openat(g->tree->dir_fd, g->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (g->dir_fd < 0)
+                return negative_errno();
+        g->events_fd = openat(g->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+        if (g->events_fd >= 0)
+                return 0;
+        int r = negative_errno();
+        g->dir_fd = safe_close(g->dir_fd);
+        return r;
+}
+
+/* The unit's cgroup exists and is open: made now if it is not yet (EEXIST:
+ * made meanwhile by someone else, e.g. an operator; used as it is). */
+static int group_ensure(struct unit_group *g) {
+        if (g->dir_fd >= 0)
+                return 0;
+        if (mkdirat(g->tree->dir_fd, g->name, 0755) < 0 && errno != EEXIST)
+                return negative_errno();
+        return group_open_fds(g);
+}
+
+/* CGROUP mode, at unit_group_new: the names, and the cgroup opened if it
+ * exists already (a previous tend's: a cgroup.kill of tend's cgroup may have
+ * counted in it, unit_group_renew). One that does not exist is made only
+ * before the unit's first spawn (group_ensure): 1,000 mkdirs of cgroups,
+ * ≈ 25–56 µs each, no longer delay the first unit's start. */
+static int group_init_cgroup(struct unit_group *g) {
+        struct cgroup_tree *t = g->tree;
+        int r = group_open_fds(g);
+        if (r == -ENOENT)
+                return 0;
+        if (r == 0)
+                g->killed = t->in_leaf;
+        return r;
+}
+
+int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group **ret_group) {
+        if (!tree || !name || !ret_group || !name_valid(name))
+                return -EINVAL;
+        _cleanup_(unit_group_freep) struct unit_group *g = calloc(1, sizeof *g);
+        if (!g)
+                return -ENOMEM;
+        g->tree = tree;
+        g->dir_fd = g->events_fd = -1;
+        g->name = service_name(name);
+        if (!g->name)
+                return -ENOMEM;
+        if (tree->mode == CGROUP_MODE_CGROUP) {
+                int r = group_init_cgroup(g);
+                if (r < 0)
+                        return r;
+        }
+        *ret_group = TAKE_PTR(g);
+        return 0;
+}
+
+char *unit_group_dir(const struct unit_group *group) {
+        if (!group || group->removed || group->tree->mode != CGROUP_MODE_CGROUP)
+                return NULL;
+        return strdup_printf("%s/%s", group->tree->dir, group->name);
+}
+
+void unit_group_set_leader(struct unit_group *group, pid_t pid) {
+        if (group)
+                group->leader = pid > 0 ? pid : 0;
+}
+
+int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr) {
+        if (!group || !attr)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (is_cgroup(group)) {
+                int r = group_ensure(group);
+                if (r < 0)
+                        return r;
+                attr->flags |= EXIT_SPAWN_CGROUP;
+                attr->cgroup_fd = group->dir_fd;
+        }
+        return 0;
+}
+
+int unit_group_events_fd(const struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed || (is_cgroup(group) && group->events_fd < 0))
+                return -ENOENT;
+        return is_cgroup(group) ? group->events_fd : -EOPNOTSUPP;
+}
+
+int unit_group_populated(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return fallback_populated(group);
+        /* Not made yet: nothing was ever spawned into it. */
+        return group->dir_fd < 0 ? 0 : read_populated(group);
+}
+
+int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return 0;
+        usec_t deadline = deadline_after_ms(timeout_ms);
+        int r = group_ensure(group);
+        if (r < 0)
+                return r;
+        r = read_populated(group);
+        if (r <= 0)
+                return r;
+        int n = signal_by_cgroup_kill(group);
+        if (n < 0)
+                return n;
+        r = wait_empty(group, deadline);
+        return r < 0 ? r : n;
+}
+
+bool unit_group_opened(const struct unit_group *group) {
+        return group && !group->removed && is_cgroup(group) && group->dir_fd >= 0;
+}
+
+bool unit_group_needs_renewal(const struct unit_group *group) {
+        return group && !group->removed && is_cgroup(group) && group->killed;
+}
+
+/* Removes the unit's cgroup, which must be empty (-EBUSY if populated), and
+ * closes its fds. One never opened holds nothing of tend's, if it exists at
+ * all: only the rmdir. */
+static int group_rmdir(struct unit_group *g) {
+        if (g->dir_fd >= 0) {
+                int r = read_populated(g);
+                if (r != 0)
+                        return r > 0 ? -EBUSY : r;
+                r = remove_below(g->dir_fd, 0);
+                if (r < 0)
+                        return r;
+        }
+        if (unlinkat(g->tree->dir_fd, g->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return negative_errno();
+        g->dir_fd = safe_close(g->dir_fd);
+        g->events_fd = safe_close(g->events_fd);
+        return 0;
+}
+
+int unit_group_renew(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!unit_group_needs_renewal(group))
+                return 0;
+        /* dir_fd < 0: an earlier renewal failed after the rmdir (or the
+         * cgroup was never opened); only the mkdir is left to do. */
+        if (group->dir_fd >= 0) {
+                int r = group_rmdir(group);
+                if (r < 0)
+                        return r;
+        }
+        int r = group_ensure(group);
+        if (r < 0)
+                return r;
+        group->killed = false;
+        return 1;
+}
+
+int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped) {
+        if (!group || sig <= 0 || sig >= _NSIG)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return fallback_signal(group, sig, leader_unreaped);
+        if (group->dir_fd < 0)
+                return 0; /* not made yet: nothing was spawned into it */
+        /* An empty cgroup (cgroup.events, authoritative) has nobody to
+         * signal: no scan, and no cgroup.kill that would force a renewal. */
+        int r = read_populated(group);
+        if (r <= 0)
+                return r;
+        return sig == SIGKILL ? signal_by_cgroup_kill(group) : signal_by_scan(group, sig);
+}
+
+int unit_group_contains(struct unit_group *group, pid_t pid) {
+        if (!group || pid <= 0)
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group))
+                return fallback_contains(group, pid);
+        return group->dir_fd < 0 ? 0 : cgroup_has_pid(group, pid);
+}
+
+int unit_group_remove(struct unit_group *group) {
+        if (!group)
+                return -EINVAL;
+        if (group->removed || !is_cgroup(group))
+                return 0;
+        int r = group_rmdir(group);
+        if (r < 0)
+                return r;
+        group->removed = true;
+        return 0;
+}

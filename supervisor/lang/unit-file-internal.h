@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the unit-file parser's files share (unit-file.c lists them); not for
+ * other modules, which use unit-file.h. The parse of one unit is single-
+ * threaded: a struct parse_ctx belongs to one unit_file_parse() call.
+ * Conventions as in unit-file.h: 0 or a negative errno; a parser reports its
+ * own errors (report()), and the first error becomes the unit's result.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "unit-exec.h"
+#include "unit-file.h"
+
+#define WHITESPACE " \t\n\r"
+#define QUOTE_MAX 160      /* bytes of a user string shown in a message */
+#define MESSAGES_MAX 50    /* logged per file: a garbage file cannot flood the log */
+
+enum section {
+        SECTION_NONE,    /* before the first header */
+        SECTION_UNIT,
+        SECTION_SERVICE,
+        SECTION_IGNORED, /* [Install], [X-…]: silently ignored */
+        SECTION_UNKNOWN, /* warned once at its header, its keys ignored */
+};
+
+/* Lists that accumulate while parsing; moved into the unit at the end. */
+enum {
+        LIST_ENVIRONMENT,
+        LIST_REQUIRES,
+        LIST_WANTS,
+        LIST_BINDS_TO,
+        LIST_AFTER,
+        LIST_BEFORE,
+        LIST_SUPPLEMENTARY_GROUPS,
+        _LIST_MAX,
+};
+
+struct strlist {
+        char **v;
+        size_t n, cap;
+};
+
+struct parse_ctx {
+        const char *origin; /* the file, for messages */
+        unsigned line;      /* line of the assignment being parsed; 0: the whole file */
+        struct unit_file *u;
+        const char *name;   /* specifiers: "foo@bar.service" */
+        char *prefix;       /* "foo" */
+        const char *instance; /* "bar", or NULL */
+        int error;          /* the first error, a negative errno */
+        char *message;      /* its message */
+        unsigned n_messages;
+        bool type_set, timeout_start_set;
+        unsigned exec_start_extra_line, restart_line, type_line;
+        unsigned ambient_line, syscall_filter_line;
+        struct strlist lists[_LIST_MAX];
+        struct unit_sandbox_keys sb; /* the sandboxing keys while parsing; moved out of line at the end */
+        bool sb_set;                 /* a sandboxing key was assigned */
+        struct unit_exit_statuses xs; /* the same for the exit status sets */
+        bool xs_set;
+};
+
+struct key_def {
+        enum section section;
+        const char *key;
+        int (*parse)(struct parse_ctx *c, const struct key_def *k, const char *value);
+        size_t offset, size; /* the field in struct unit_file (KEY_SB: unit_sandbox_keys, KEY_XS: unit_exit_statuses) */
+        const void *data;    /* the parser's own: an enum table, a list index */
+};
+
+
+/* The defaults of struct unit_file's keys (unit-file-keys.c). */
+extern const struct unit_file unit_defaults;
+
+/* key_def.offset of a field in struct unit_sandbox_keys, in struct unit_exit_statuses. */
+#define KEY_SB ((size_t) 1 << 30)
+#define KEY_XS ((size_t) 1 << 29)
+#define KEY_OFFSET(k) ((k)->offset & ~(KEY_SB | KEY_XS))
+
+/* ------------------------------------------------------------------------ */
+/* unit-file.c: messages, specifiers, words                                  */
+/* ------------------------------------------------------------------------ */
+
+#define QUOTE_BUF (QUOTE_MAX * 4 + 8)
+
+/* s in double quotes for a message: control bytes as \xHH, cut after QUOTE_MAX
+ * bytes. Returns buf. */
+const char *quote(char buf[static QUOTE_BUF], const char *s);
+
+/*
+ * Logs "FILE:LINE: text" at level (the first MESSAGES_MAX of a file); an error
+ * (level ≤ LOG_ERR) also becomes the unit's result if it is the first.
+ * Returns -abs(error).
+ */
+_printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char *fmt, ...);
+
+#define syntax_error(c, ...) report((c), LOG_ERR, EINVAL, __VA_ARGS__)
+#define invalid_value(c, k, v) ({                                               \
+        char _q[QUOTE_BUF];                                                     \
+        report((c), LOG_ERR, EINVAL, "%s=: invalid value %s", (k)->key, quote(_q, (v))); \
+})
+
+/* Whether s[0..n) are all unit-name characters ('@' too if at_ok). */
+bool unit_name_chars(const char *s, size_t n, bool at_ok);
+
+/* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret (owned
+ * by the caller). An unknown or unsupported specifier is reported. */
+int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
+
+/* Appends s (taken, freed on failure) to l, keeping it NULL-terminated; 0 or -ENOMEM. */
+int strlist_push(struct strlist *l, char *s);
+void strlist_clear(struct strlist *l);
+
+/* Extracts the next word of an assignment into *ret (owned by the caller),
+ * reporting bad quoting; 1, 0 at the end, or an error. */
+int next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
+              bool *bad_escape);
+/* Warns once that value had an unknown escape sequence, if bad. */
+void warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad);
+
+/* ------------------------------------------------------------------------ */
+/* unit-file-keys.c: the key table, the fields a key sets                    */
+/* ------------------------------------------------------------------------ */
+
+/* The sandboxing keys being parsed, marked as assigned. */
+struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c);
+/* The field key k sets (in c->u, c's sandboxing keys or exit statuses), and its default. */
+void *key_field(struct parse_ctx *c, const struct key_def *k);
+const void *key_default(const struct key_def *k);
+#define FIELD(c, k, type) ((type *) key_field((c), (k)))
+/* An empty assignment resets a scalar to its default. */
+void reset_default(struct parse_ctx *c, const struct key_def *k);
+
+/* The key of section named key, or NULL. */
+const struct key_def *key_lookup(enum section section, const char *key);
+
+/* Restart='s names, by unit_restart. */
+extern const char *const restart_names[];
+
+/* ------------------------------------------------------------------------ */
+/* The parsers of the key table: (c, k, value), value stripped, empty: reset */
+/* ------------------------------------------------------------------------ */
+
+/* unit-file-values.c */
+int parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_environment_file(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_output(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value);
+
+/* unit-file-commands.c */
+int parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value);
+
+/* unit-file-sandbox.c */
+int parse_user(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
+int parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
+
+/* ------------------------------------------------------------------------ */
+/* unit-file-lines.c                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Parses data[0..size) line by line into c (systemd.syntax(7)); each
+ * assignment goes to its key's parser, which reports its own errors.
+ * Returns 0 (c->error holds the first error of the text), -EFBIG (a logical
+ * line over UNIT_FILE_SIZE_MAX) or -ENOMEM.
+ */
+int parse_text(struct parse_ctx *c, const char *data, size_t size);

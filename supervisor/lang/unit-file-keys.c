@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The unit-file parser's keys (unit-file.c): their defaults, the parsers of
+ * scalar values (strings, time spans, numbers, booleans, signals, enums) and
+ * the table of every key with its parser.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "signal-util.h"
+#include "timespan.h"
+
+#include "unit-file-internal.h"
+
+const struct unit_file unit_defaults = {
+        .start_limit_interval = 10 * USEC_PER_SEC,
+        .start_limit_burst = 5,
+        .type = UNIT_TYPE_SIMPLE,
+        .restart = UNIT_RESTART_NO,
+        .restart_sec = 100 * USEC_PER_MSEC,
+        .restart_max_delay = USEC_INFINITY,
+        .timeout_start = 90 * USEC_PER_SEC,
+        .timeout_stop = 10 * USEC_PER_SEC, /* SPEC §3; systemd's is 90s */
+        .watchdog_signal = SIGABRT,
+        .kill_mode = UNIT_KILL_CONTROL_GROUP,
+        .kill_signal = SIGTERM,
+        .final_kill_signal = SIGKILL,
+        .send_sigkill = true,
+        .ignore_sigpipe = true,
+};
+
+const struct unit_sandbox_keys unit_sandbox_defaults = {
+        .umask = 0022,
+        .capability_bounding_set = UINT64_MAX, /* unchanged */
+};
+
+const struct unit_exit_statuses unit_exit_statuses_none = {};
+
+/* ------------------------------------------------------------------------ */
+/* Value parsers                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The sandboxing keys being parsed, marked as assigned. */
+struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c) {
+        c->sb_set = true;
+        return &c->sb;
+}
+
+void *key_field(struct parse_ctx *c, const struct key_def *k) {
+        if (k->offset & KEY_SB)
+                return (char *) sandbox_keys(c) + KEY_OFFSET(k);
+        if (k->offset & KEY_XS) {
+                c->xs_set = true;
+                return (char *) &c->xs + KEY_OFFSET(k);
+        }
+        return (char *) c->u + k->offset;
+}
+
+const void *key_default(const struct key_def *k) {
+        if (k->offset & KEY_SB)
+                return (const char *) &unit_sandbox_defaults + KEY_OFFSET(k);
+        if (k->offset & KEY_XS)
+                return (const char *) &unit_exit_statuses_none + KEY_OFFSET(k);
+        return (const char *) &unit_defaults + k->offset;
+}
+
+/* An empty assignment resets a scalar to its default. */
+void reset_default(struct parse_ctx *c, const struct key_def *k) {
+        memcpy(key_field(c, k), key_default(k), k->size);
+}
+
+static int parse_string(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        char **field = FIELD(c, k, char *);
+        char *s = NULL;
+        if (*value) {
+                int r = resolve_specifiers(c, k, value, &s);
+                if (r < 0)
+                        return r;
+        }
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int parse_sec(struct parse_ctx *c, const struct key_def *k, const char *value, usec_t *ret) {
+        char q[QUOTE_BUF];
+        if (parse_timespan(value, USEC_PER_SEC, ret) < 0)
+                return syntax_error(c, "%s=: invalid time span %s", k->key, quote(q, value));
+        return 0;
+}
+
+static int parse_timespan_key(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        return parse_sec(c, k, value, FIELD(c, k, usec_t));
+}
+
+/* TimeoutStartSec=, TimeoutStopSec=, TimeoutSec= (both): 0 means no timeout, as in systemd. */
+enum { TIMEOUT_START = 1, TIMEOUT_STOP = 2 };
+static int parse_timeout(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        uintptr_t which = (uintptr_t) k->data;
+        usec_t v = 0;
+        if (*value) {
+                int r = parse_sec(c, k, value, &v);
+                if (r < 0)
+                        return r;
+                if (v == 0)
+                        v = USEC_INFINITY;
+        }
+        if (which & TIMEOUT_START) {
+                c->u->timeout_start = *value ? v : unit_defaults.timeout_start;
+                c->timeout_start_set = *value;
+        }
+        if (which & TIMEOUT_STOP)
+                c->u->timeout_stop = *value ? v : unit_defaults.timeout_stop;
+        return 0;
+}
+
+static int parse_unsigned(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (value[0] < '0' || value[0] > '9' || *end || errno || v > UINT_MAX)
+                return invalid_value(c, k, value);
+        *FIELD(c, k, unsigned) = (unsigned) v;
+        return 0;
+}
+
+static int parse_bool(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+        static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (strcasecmp(value, yes[i]) == 0 || strcasecmp(value, no[i]) == 0) {
+                        *FIELD(c, k, bool) = strcasecmp(value, yes[i]) == 0;
+                        return 0;
+                }
+        char q[QUOTE_BUF];
+        return syntax_error(c, "%s=: invalid boolean %s", k->key, quote(q, value));
+}
+
+static int parse_signal(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value) {
+                reset_default(c, k);
+                return 0;
+        }
+        int sig = signal_from_string(value);
+        char q[QUOTE_BUF];
+        if (sig < 0)
+                return syntax_error(c, "%s=: invalid signal %s", k->key, quote(q, value));
+        *FIELD(c, k, int) = sig;
+        return 0;
+}
+
+/* An enum's names in value order; systemd values tend refuses ("KEY=VALUE is not supported"). */
+struct enum_table {
+        const char *const *names;
+        size_t n;
+        const char *const *unsupported; /* NULL-terminated */
+};
+
+static int parse_enum(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        const struct enum_table *t = k->data;
+        if (!*value) {
+                reset_default(c, k);
+                if (streq(k->key, "Type"))
+                        c->type_set = false;
+                return 0;
+        }
+        for (size_t i = 0; i < t->n; i++)
+                if (t->names[i] && streq(value, t->names[i])) {
+                        *FIELD(c, k, int) = (int) i;
+                        if (streq(k->key, "Type"))
+                                c->type_set = true, c->type_line = c->line;
+                        if (streq(k->key, "Restart"))
+                                c->restart_line = c->line;
+                        return 0;
+                }
+        for (const char *const *s = t->unsupported; s && *s; s++)
+                if (streq(value, *s))
+                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s is not supported", k->key, value);
+        return invalid_value(c, k, value);
+}
+
+static const char *const type_names[] = { "simple", "exec", "notify", "oneshot" };
+static const char *const type_unsupported[] = { "forking", "dbus", "idle", "notify-reload", NULL };
+static const struct enum_table type_table = { type_names, ELEMENTSOF(type_names), type_unsupported };
+
+const char *const restart_names[] = { "no", "always", "on-success", "on-failure",
+                                             "on-abnormal", "on-abort", "on-watchdog" };
+static const struct enum_table restart_table = { restart_names, ELEMENTSOF(restart_names), NULL };
+
+static const char *const action_names[] = { "none", "exit", "exit-force" };
+static const char *const action_unsupported[] = {
+        "reboot", "reboot-force", "reboot-immediate", "poweroff", "poweroff-force", "poweroff-immediate",
+        "halt", "halt-force", "halt-immediate", "kexec", "kexec-force", "soft-reboot", "soft-reboot-force", NULL,
+};
+static const struct enum_table action_table = { action_names, ELEMENTSOF(action_names), action_unsupported };
+
+static const char *const kill_mode_names[] = { "control-group", "mixed", "process" };
+static const char *const kill_mode_unsupported[] = { "none", NULL };
+static const struct enum_table kill_mode_table = { kill_mode_names, ELEMENTSOF(kill_mode_names), kill_mode_unsupported };
+
+static const char *const notify_access_names[] = { NULL, "none", "main", "exec", "all" };
+static const struct enum_table notify_access_table = { notify_access_names, ELEMENTSOF(notify_access_names), NULL };
+
+/* ------------------------------------------------------------------------ */
+/* The keys                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define F(field) offsetof(struct unit_file, field), sizeof(((struct unit_file *) 0)->field)
+#define SB(field) (KEY_SB | offsetof(struct unit_sandbox_keys, field)), sizeof(((struct unit_sandbox_keys *) 0)->field)
+#define XS(field) (KEY_XS | offsetof(struct unit_exit_statuses, field)), sizeof(((struct unit_exit_statuses *) 0)->field)
+#define U SECTION_UNIT
+#define S SECTION_SERVICE
+#define LIST(i) ((const void *) (uintptr_t) (i))
+#define RESOURCE(r) ((const void *) (uintptr_t) (r))
+
+static const struct key_def unit_keys[] = {
+        { U, "Description", parse_string, F(description), NULL },
+        { U, "Requires", parse_unit_names, 0, 0, LIST(LIST_REQUIRES) },
+        { U, "Wants", parse_unit_names, 0, 0, LIST(LIST_WANTS) },
+        { U, "BindsTo", parse_unit_names, 0, 0, LIST(LIST_BINDS_TO) },
+        { U, "After", parse_unit_names, 0, 0, LIST(LIST_AFTER) },
+        { U, "Before", parse_unit_names, 0, 0, LIST(LIST_BEFORE) },
+        { U, "StartLimitIntervalSec", parse_timespan_key, F(start_limit_interval), NULL },
+        { U, "StartLimitInterval", parse_timespan_key, F(start_limit_interval), NULL },
+        { U, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
+        { U, "SuccessAction", parse_enum, F(success_action), &action_table },
+        { U, "FailureAction", parse_enum, F(failure_action), &action_table },
+
+        { S, "Type", parse_enum, F(type), &type_table },
+        { S, "ExecStartPre", parse_exec, F(exec_start_pre), NULL },
+        { S, "ExecStart", parse_exec, F(exec_start), NULL },
+        { S, "ExecStartPost", parse_exec, F(exec_start_post), NULL },
+        { S, "ExecStop", parse_exec, F(exec_stop), NULL },
+        { S, "ExecReload", parse_exec, F(exec_reload), NULL },
+        { S, "Restart", parse_enum, F(restart), &restart_table },
+        { S, "RestartSec", parse_timespan_key, F(restart_sec), NULL },
+        { S, "RestartSteps", parse_unsigned, F(restart_steps), NULL },
+        { S, "RestartMaxDelaySec", parse_timespan_key, F(restart_max_delay), NULL },
+        { S, "RemainAfterExit", parse_bool, F(remain_after_exit), NULL },
+        { S, "SuccessExitStatus", parse_exit_status, XS(success), NULL },
+        { S, "RestartPreventExitStatus", parse_exit_status, XS(restart_prevent), NULL },
+        { S, "TimeoutStartSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_START },
+        { S, "TimeoutStopSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_STOP },
+        { S, "TimeoutSec", parse_timeout, 0, 0, (const void *) (uintptr_t) (TIMEOUT_START | TIMEOUT_STOP) },
+        { S, "WatchdogSec", parse_timespan_key, F(watchdog), NULL },
+        { S, "WatchdogSignal", parse_signal, F(watchdog_signal), NULL },
+        { S, "NotifyAccess", parse_enum, F(notify_access), &notify_access_table },
+        { S, "KillMode", parse_enum, F(kill_mode), &kill_mode_table },
+        { S, "KillSignal", parse_signal, F(kill_signal), NULL },
+        { S, "FinalKillSignal", parse_signal, F(final_kill_signal), NULL },
+        { S, "SendSIGKILL", parse_bool, F(send_sigkill), NULL },
+        { S, "IgnoreSIGPIPE", parse_bool, F(ignore_sigpipe), NULL },
+        { S, "Environment", parse_environment, 0, 0, LIST(LIST_ENVIRONMENT) },
+        { S, "EnvironmentFile", parse_environment_file, 0, 0, NULL },
+        { S, "WorkingDirectory", parse_working_directory, 0, 0, NULL },
+        { S, "StandardOutput", parse_output, F(standard_output), NULL },
+        { S, "StandardError", parse_output, F(standard_error), NULL },
+        { S, "SyslogIdentifier", parse_string, F(syslog_identifier), NULL },
+        /* systemd's names in [Service] for [Unit] keys */
+        { S, "StartLimitInterval", parse_timespan_key, F(start_limit_interval), NULL },
+        { S, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
+        { S, "FailureAction", parse_enum, F(failure_action), &action_table },
+        /* sandboxing (sandbox.h) */
+        { S, "User", parse_user, SB(user), NULL },
+        { S, "Group", parse_user, SB(group), NULL },
+        { S, "SupplementaryGroups", parse_supplementary_groups, 0, 0, LIST(LIST_SUPPLEMENTARY_GROUPS) },
+        { S, "UMask", parse_umask, SB(umask), NULL },
+        { S, "NoNewPrivileges", parse_bool, SB(no_new_privileges), NULL },
+        { S, "CapabilityBoundingSet", parse_capabilities, SB(capability_bounding_set), NULL },
+        { S, "AmbientCapabilities", parse_capabilities, SB(ambient_capabilities), NULL },
+        { S, "SystemCallFilter", parse_syscall_filter, 0, 0, NULL },
+        { S, "SystemCallErrorNumber", parse_errno, SB(syscall_error_number), NULL },
+        { S, "LimitCPU", parse_limit, 0, 0, RESOURCE(RLIMIT_CPU) },
+        { S, "LimitFSIZE", parse_limit, 0, 0, RESOURCE(RLIMIT_FSIZE) },
+        { S, "LimitDATA", parse_limit, 0, 0, RESOURCE(RLIMIT_DATA) },
+        { S, "LimitSTACK", parse_limit, 0, 0, RESOURCE(RLIMIT_STACK) },
+        { S, "LimitCORE", parse_limit, 0, 0, RESOURCE(RLIMIT_CORE) },
+        { S, "LimitRSS", parse_limit, 0, 0, RESOURCE(RLIMIT_RSS) },
+        { S, "LimitNOFILE", parse_limit, 0, 0, RESOURCE(RLIMIT_NOFILE) },
+        { S, "LimitAS", parse_limit, 0, 0, RESOURCE(RLIMIT_AS) },
+        { S, "LimitNPROC", parse_limit, 0, 0, RESOURCE(RLIMIT_NPROC) },
+        { S, "LimitMEMLOCK", parse_limit, 0, 0, RESOURCE(RLIMIT_MEMLOCK) },
+        { S, "LimitLOCKS", parse_limit, 0, 0, RESOURCE(RLIMIT_LOCKS) },
+        { S, "LimitSIGPENDING", parse_limit, 0, 0, RESOURCE(RLIMIT_SIGPENDING) },
+        { S, "LimitMSGQUEUE", parse_limit, 0, 0, RESOURCE(RLIMIT_MSGQUEUE) },
+        { S, "LimitNICE", parse_limit, 0, 0, RESOURCE(RLIMIT_NICE) },
+        { S, "LimitRTPRIO", parse_limit, 0, 0, RESOURCE(RLIMIT_RTPRIO) },
+        { S, "LimitRTTIME", parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },
+};
+
+const struct key_def *key_lookup(enum section section, const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(unit_keys); i++)
+                if (unit_keys[i].section == section && streq(unit_keys[i].key, key))
+                        return &unit_keys[i];
+        return NULL;
+}
