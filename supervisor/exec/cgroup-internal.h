@@ -22,11 +22,11 @@ struct cgroup_tree {
 
 /* Reads a whole (small, pseudo-) file relative to dir_fd into *ret, a
  * malloc'ed, NUL-terminated string owned by the caller. 0 or a negative errno. */
-int read_file_at(int dir_fd, const char *path, char **ret);
+int cgroup_read_file_at(int dir_fd, const char *path, char **ret);
 
 /* Writes s to the file path relative to dir_fd in one write(). 0, -EIO (a
  * short write), or the open/write error. */
-int write_string_at(int dir_fd, const char *path, const char *s);
+int cgroup_write_string_at(int dir_fd, const char *path, const char *s);
 
 /* A new string formatted as printf does, owned by the caller; NULL on ENOMEM. */
-char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
+char *cgroup_strdup_printf(const char *fmt, ...) _printf_(1, 2);

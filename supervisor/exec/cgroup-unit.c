@@ -63,7 +63,7 @@ typedef int (*member_fn)(pid_t pid, void *userdata);
  * answer and returns it. */
 static int walk_members(int dir_fd, unsigned depth, member_fn fn, void *userdata) {
         _cleanup_free_ char *procs = NULL;
-        int r = read_file_at(dir_fd, "cgroup.procs", &procs);
+        int r = cgroup_read_file_at(dir_fd, "cgroup.procs", &procs);
         if (r < 0)
                 return r == -ENOENT || r == -ENODEV ? 0 : r;
         for (char *p = procs, *end; *p; p = end) {
@@ -134,7 +134,7 @@ static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/%d/cgroup", (int) pid);
         _cleanup_free_ char *text = NULL, *path = NULL;
-        int r = read_file_at(AT_FDCWD, proc, &text);
+        int r = cgroup_read_file_at(AT_FDCWD, proc, &text);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
         r = cgroup_parse_self(text, &path);
@@ -269,7 +269,7 @@ static int signal_by_cgroup_kill(struct unit_group *g) {
         int n = count_members(g);
         if (n < 0)
                 return n;
-        int r = write_string_at(g->dir_fd, "cgroup.kill", "1");
+        int r = cgroup_write_string_at(g->dir_fd, "cgroup.kill", "1");
         if (r >= 0)
                 g->killed = true;
         return r < 0 ? r : n;
@@ -362,7 +362,7 @@ static char *service_name(const char *name) {
         size_t n = strlen(name), k = strlen(".service");
         if (n > k && streq(name + n - k, ".service"))
                 return strdup(name);
-        return strdup_printf("%s.service", name);
+        return cgroup_strdup_printf("%s.service", name);
 }
 
 struct unit_group *unit_group_free(struct unit_group *g) {
@@ -438,7 +438,7 @@ int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group
 char *unit_group_dir(const struct unit_group *group) {
         if (!group || group->removed || group->tree->mode != CGROUP_MODE_CGROUP)
                 return NULL;
-        return strdup_printf("%s/%s", group->tree->dir, group->name);
+        return cgroup_strdup_printf("%s/%s", group->tree->dir, group->name);
 }
 
 void unit_group_set_leader(struct unit_group *group, pid_t pid) {

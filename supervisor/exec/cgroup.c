@@ -23,7 +23,7 @@
 
 /* Reads a whole (small, pseudo-) file relative to dir_fd into a malloc'ed,
  * NUL-terminated string. */
-int read_file_at(int dir_fd, const char *path, char **ret) {
+int cgroup_read_file_at(int dir_fd, const char *path, char **ret) {
         _cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
@@ -53,7 +53,7 @@ int read_file_at(int dir_fd, const char *path, char **ret) {
         return 0;
 }
 
-int write_string_at(int dir_fd, const char *path, const char *s) {
+int cgroup_write_string_at(int dir_fd, const char *path, const char *s) {
         _cleanup_close_ int fd = openat(dir_fd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
@@ -64,7 +64,7 @@ int write_string_at(int dir_fd, const char *path, const char *s) {
         return (size_t) k == n ? 0 : -EIO;
 }
 
-char *strdup_printf(const char *fmt, ...) {
+char *cgroup_strdup_printf(const char *fmt, ...) {
         va_list ap;
         char *s = NULL;
         va_start(ap, fmt);
@@ -184,7 +184,7 @@ static char *path_join(const char *dir, const char *rel) {
                 return strdup(dir);
         if (streq(dir, "/"))
                 return strdup(rel);
-        return strdup_printf("%s%s", dir, rel);
+        return cgroup_strdup_printf("%s%s", dir, rel);
 }
 
 int cgroup_locate(const char *mountinfo, const char *self_cgroup, struct cgroup_location *ret) {
@@ -266,7 +266,7 @@ static int tree_set_fallback(struct cgroup_tree *t, char *cause) {
         if (!cause)
                 return -ENOMEM;
         free(t->describe);
-        t->describe = strdup_printf("%s: using process groups", cause);
+        t->describe = cgroup_strdup_printf("%s: using process groups", cause);
         free(cause);
         t->mode = CGROUP_MODE_FALLBACK;
         t->dir_fd = safe_close(t->dir_fd);
@@ -302,7 +302,7 @@ static int tree_probe(struct cgroup_tree *t, const char **ret_step) {
         *ret_step = "writing its cgroup.procs";
         /* A no-op move of tend into its own cgroup: checks the delegation
          * (write access to the cgroup.procs of the common ancestor). */
-        int r = write_string_at(t->dir_fd, "cgroup.procs", pid);
+        int r = cgroup_write_string_at(t->dir_fd, "cgroup.procs", pid);
         if (r < 0)
                 return r;
         *ret_step = "mkdir";
@@ -343,14 +343,14 @@ static int tree_try(struct cgroup_tree *t, struct cgroup_location *loc) {
         if (r == -ENOMEM)
                 return r;
         if (r == -ENOENT && streq(step, "cgroup.kill"))
-                return tree_set_fallback(t, strdup_printf("no cgroup.kill in the cgroup v2 subtree at %s (Linux < 5.14)", loc->dir));
+                return tree_set_fallback(t, cgroup_strdup_printf("no cgroup.kill in the cgroup v2 subtree at %s (Linux < 5.14)", loc->dir));
         if (r < 0)
-                return tree_set_fallback(t, strdup_printf("no writable cgroup v2 subtree at %s (%s: %s)",
+                return tree_set_fallback(t, cgroup_strdup_printf("no writable cgroup v2 subtree at %s (%s: %s)",
                                                           loc->dir, step, strerror(-r)));
         t->mode = CGROUP_MODE_CGROUP;
         t->dir = TAKE_PTR(loc->dir);
         t->path = TAKE_PTR(loc->path);
-        t->describe = strdup_printf("using the cgroup v2 subtree at %s", t->dir);
+        t->describe = cgroup_strdup_printf("using the cgroup v2 subtree at %s", t->dir);
         return t->describe ? 0 : -ENOMEM;
 }
 
@@ -363,10 +363,10 @@ static char *locate_failure(int r, const char *self) {
                 return strdup("no cgroup2 mount in /proc/self/mountinfo");
         case -EXDEV:
                 (void) cgroup_parse_self(self, &p);
-                return strdup_printf("tend's cgroup \"%s\" is outside the root of every cgroup2 mount",
+                return cgroup_strdup_printf("tend's cgroup \"%s\" is outside the root of every cgroup2 mount",
                                      p ? p : "?");
         default:
-                return strdup_printf("cannot resolve tend's cgroup: %s", strerror(-r));
+                return cgroup_strdup_printf("cannot resolve tend's cgroup: %s", strerror(-r));
         }
 }
 
@@ -377,13 +377,13 @@ int cgroup_tree_open(struct cgroup_tree **ret_tree) {
         if (!t)
                 return -ENOMEM;
         _cleanup_free_ char *mountinfo = NULL, *self = NULL;
-        int r = read_file_at(AT_FDCWD, "/proc/self/mountinfo", &mountinfo);
+        int r = cgroup_read_file_at(AT_FDCWD, "/proc/self/mountinfo", &mountinfo);
         if (r >= 0)
-                r = read_file_at(AT_FDCWD, "/proc/self/cgroup", &self);
+                r = cgroup_read_file_at(AT_FDCWD, "/proc/self/cgroup", &self);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                r = tree_set_fallback(t, strdup_printf("cannot read /proc/self: %s", strerror(-r)));
+                r = tree_set_fallback(t, cgroup_strdup_printf("cannot read /proc/self: %s", strerror(-r)));
         else {
                 struct cgroup_location loc = { 0 };
                 r = cgroup_locate(mountinfo, self, &loc);
@@ -442,7 +442,7 @@ int cgroup_tree_enter_leaf(struct cgroup_tree *tree) {
         char pid[32];
         snprintf(pid, sizeof pid, "%d", (int) getpid());
         _cleanup_close_ int fd = openat(tree->dir_fd, CGROUP_TEND_LEAF, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int r = fd < 0 ? negative_errno() : write_string_at(fd, "cgroup.procs", pid);
+        int r = fd < 0 ? negative_errno() : cgroup_write_string_at(fd, "cgroup.procs", pid);
         if (r < 0) {
                 if (made == 0)
                         (void) unlinkat(tree->dir_fd, CGROUP_TEND_LEAF, AT_REMOVEDIR);
@@ -461,7 +461,7 @@ void cgroup_tree_leave_leaf(struct cgroup_tree *tree) {
                 return;
         char pid[32];
         snprintf(pid, sizeof pid, "%d", (int) getpid());
-        if (write_string_at(tree->dir_fd, "cgroup.procs", pid) < 0)
+        if (cgroup_write_string_at(tree->dir_fd, "cgroup.procs", pid) < 0)
                 return;
         tree->in_leaf = false;
         (void) unlinkat(tree->dir_fd, CGROUP_TEND_LEAF, AT_REMOVEDIR); /* EBUSY: CMD's orphans are in it */

@@ -162,11 +162,11 @@ extern const char *const target_names[_LOGS_TARGET_MAX];
 /* ------------------------------------------------------------------------ */
 
 /* Unlinks f from its stream (if still linked) and marks it ended. */
-void follower_detach(logs_follower *f);
+void logs_follower_detach(logs_follower *f);
 
 /* Line b of pipe p, which its sink accepted or committed at now: into the
  * stream's ring and to its followers. */
-void deliver(struct logs_pipe *p, const struct bline *b, usec_t now);
+void logs_deliver(struct logs_pipe *p, const struct bline *b, usec_t now);
 
 /* ------------------------------------------------------------------------ */
 /* logs-sink.c: sinks                                                        */
@@ -174,27 +174,27 @@ void deliver(struct logs_pipe *p, const struct bline *b, usec_t now);
 
 /* Offers the batch to the sink. Returns how many lines it took (written,
  * committed, or lost to a failure); fewer than offered means it is blocked. */
-unsigned sink_take(struct logs_sink *k, const struct batch *b, logs_stream *s);
+unsigned logs_sink_take(struct logs_sink *k, const struct batch *b, logs_stream *s);
 
 /* EPOLLOUT: finish the committed line, then let the paused pipes go on, in the
  * order they stopped, until one of them blocks the sink again. */
-void sink_unblock(struct logs_sink *k);
+void logs_sink_unblock(struct logs_sink *k);
 
 /* Takes p off k's queue of paused pipes, if it is on it. */
-void sink_unwait(struct logs_sink *k, struct logs_pipe *p);
+void logs_sink_unwait(struct logs_sink *k, struct logs_pipe *p);
 
 /* A reference more; returns k. */
-struct logs_sink *sink_ref(struct logs_sink *k);
+struct logs_sink *logs_sink_ref(struct logs_sink *k);
 /* A reference less (the last frees k, its pending rest dropped); returns NULL. NULL is accepted. */
-struct logs_sink *sink_unref(struct logs_sink *k);
+struct logs_sink *logs_sink_unref(struct logs_sink *k);
 
 /* tend's stdout (SPEC §4): our own description of it, non-blocking. 0 with
  * *ret (one reference, the caller's), or a negative errno. */
-int console_open(logs_manager *m, int fd, struct logs_sink **ret);
+int logs_console_open(logs_manager *m, int fd, struct logs_sink **ret);
 
 /* file:PATH, append:PATH of stream s: 0 with *ret (one reference, the
  * caller's), or a negative errno, logged. */
-int file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t, struct logs_sink **ret);
+int logs_file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t, struct logs_sink **ret);
 
 /* ------------------------------------------------------------------------ */
 /* logs-pipe.c: pipes, draining                                              */
@@ -203,30 +203,30 @@ int file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_targ
 /* Reads one chunk (if do_read) after the leftover, emits the lines. A
  * pending flush caps the read at its offset and flushes the partial line
  * there. Returns nothing: errors are logged, the loop goes on. */
-void pipe_pump(struct logs_pipe *p, bool do_read);
+void logs_pipe_pump(struct logs_pipe *p, bool do_read);
 
 /* Adds the pipe's read end to the manager's set, or takes it out. 0 or a
  * negative errno (epoll_ctl's). */
-int pipe_reading(struct logs_pipe *p, bool on);
+int logs_pipe_reading(struct logs_pipe *p, bool on);
 
 /* The sd-event handler of the manager's pipe epoll set (userdata: the manager). */
-int pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+int logs_pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
 /* Sets the flush point to what the pipe holds now. 0 or a negative errno. */
-int pipe_mark_flush(struct logs_pipe *p);
+int logs_pipe_mark_flush(struct logs_pipe *p);
 /* Reads and emits up to the flush point unless the sink blocks. */
-void pipe_run_to_flush(struct logs_pipe *p);
+void logs_pipe_run_to_flush(struct logs_pipe *p);
 
 /* A pipe of stream s for origin, writing to target t: 0 with *ret (owned by
  * the stream), or a negative errno, logged. */
-int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret);
+int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret);
 /* Frees p (its leftover dropped); returns NULL. NULL is accepted. */
-struct logs_pipe *pipe_free(struct logs_pipe *p);
+struct logs_pipe *logs_pipe_free(struct logs_pipe *p);
 
 /* s's distinct pipes (a shared one once) into out; returns how many. */
-unsigned stream_pipes(const logs_stream *s, struct logs_pipe *out[2]);
+unsigned logs_stream_pipes(const logs_stream *s, struct logs_pipe *out[2]);
 
 /* Runs every pipe of the streams (one stream, or all of m's) to its flush
  * point — what it holds now — waiting with poll() for blocked sinks until
  * deadline. 0; -ETIMEDOUT (the deadline passed first), -ENOMEM, or poll()'s error. */
-int drain(logs_manager *m, logs_stream *only, usec_t deadline);
+int logs_drain(logs_manager *m, logs_stream *only, usec_t deadline);

@@ -51,10 +51,10 @@ static void batch_add(struct batch *b, const char *text, size_t len, unsigned fl
 /* Offers the batch to the sink, delivers what it took. Returns the buffer
  * offset after the last line taken; *ret_all says whether all were. */
 static size_t batch_flush(struct logs_pipe *p, struct batch *b, usec_t now, size_t consumed, bool *ret_all) {
-        unsigned took = sink_take(p->sink, b, p->s);
+        unsigned took = logs_sink_take(p->sink, b, p->s);
 
         for (unsigned i = 0; i < took; i++)
-                deliver(p, &b->l[i], now);
+                logs_deliver(p, &b->l[i], now);
         *ret_all = took == b->n;
         if (took > 0)
                 consumed = b->l[took - 1].end;
@@ -129,7 +129,7 @@ static void pipe_pause(struct logs_pipe *p) {
         struct logs_sink *k = p->sink;
 
         p->paused = true;
-        (void) pipe_reading(p, false);
+        (void) logs_pipe_reading(p, false);
         p->s->st.sink_pauses++;
         if (!p->waiting) {
                 p->waiting = true;
@@ -145,7 +145,7 @@ static void pipe_pause(struct logs_pipe *p) {
 /* Reads one chunk (if do_read) after the leftover, emits the lines. A
  * pending flush caps the read at its offset and flushes the partial line
  * there. Returns nothing: errors are logged, the loop goes on. */
-void pipe_pump(struct logs_pipe *p, bool do_read) {
+void logs_pipe_pump(struct logs_pipe *p, bool do_read) {
         logs_stream *s = p->s;
         char *buf = s->m->scratch;
         size_t len = p->in_len;
@@ -182,7 +182,7 @@ void pipe_pump(struct logs_pipe *p, bool do_read) {
 /* Adds the pipe's read end to the manager's set, or takes it out (not
  * merely masked: a pipe whose writers are gone would report EPOLLHUP all
  * the while it is paused). */
-int pipe_reading(struct logs_pipe *p, bool on) {
+int logs_pipe_reading(struct logs_pipe *p, bool on) {
         if (p->reading == on)
                 return 0;
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
@@ -196,15 +196,15 @@ int pipe_reading(struct logs_pipe *p, bool on) {
  * be: the set stays readable while others are ready (level-triggered, and
  * epoll rotates its ready list, so every pipe gets its turn), and nothing
  * freed by a callback can be left in a batch of events. */
-int pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+int logs_pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         struct epoll_event ev;
         if (epoll_wait(fd, &ev, 1, 0) == 1)
-                pipe_pump(ev.data.ptr, true);
+                logs_pipe_pump(ev.data.ptr, true);
         return 0;
 }
 
 /* Sets the flush point to what the pipe holds now. */
-int pipe_mark_flush(struct logs_pipe *p) {
+int logs_pipe_mark_flush(struct logs_pipe *p) {
         int n = 0;
         if (ioctl(p->rfd, FIONREAD, &n) < 0)
                 return negative_errno();
@@ -215,27 +215,27 @@ int pipe_mark_flush(struct logs_pipe *p) {
 }
 
 /* Reads and emits up to the flush point unless the sink blocks. */
-void pipe_run_to_flush(struct logs_pipe *p) {
+void logs_pipe_run_to_flush(struct logs_pipe *p) {
         while (p->flush_pending && !p->paused) {
                 uint64_t before = p->n_read;
                 bool at_point = p->n_read == p->flush_at;
-                pipe_pump(p, true);
+                logs_pipe_pump(p, true);
                 if (!at_point && p->n_read == before && p->flush_pending && !p->paused)
                         p->flush_at = p->n_read; /* the bytes FIONREAD saw are gone: flush here */
         }
 }
 
-struct logs_pipe *pipe_free(struct logs_pipe *p) {
+struct logs_pipe *logs_pipe_free(struct logs_pipe *p) {
         if (!p)
                 return NULL;
         if (p->sink) {
-                sink_unwait(p->sink, p);
+                logs_sink_unwait(p->sink, p);
                 if (p->sink->pending_owner == p->s)
                         p->sink->pending_owner = NULL;
-                sink_unref(p->sink);
+                logs_sink_unref(p->sink);
         }
         if (p->rfd >= 0)
-                (void) pipe_reading(p, false);
+                (void) logs_pipe_reading(p, false);
         safe_close(p->rfd);
         safe_close(p->wfd);
         free(p->in);
@@ -243,7 +243,7 @@ struct logs_pipe *pipe_free(struct logs_pipe *p) {
         return NULL;
 }
 
-int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret) {
+int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret) {
         logs_manager *m = s->m;
         int fds[2], r;
 
@@ -253,8 +253,8 @@ int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *
         *p = (struct logs_pipe) { .s = s, .origin = origin, .rfd = -1, .wfd = -1 };
 
         if (t->type == LOGS_TARGET_CONSOLE)
-                p->sink = sink_ref(m->console);
-        else if ((r = file_sink_open(m, s, t, &p->sink)) < 0)
+                p->sink = logs_sink_ref(m->console);
+        else if ((r = logs_file_sink_open(m, s, t, &p->sink)) < 0)
                 goto fail;
 
         /* The write end stays blocking: its description is the one the child's
@@ -269,7 +269,7 @@ int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *
                 r = log_error_errno(negative_errno(), "unit %s: fcntl: %m", s->name);
                 goto fail;
         }
-        r = pipe_reading(p, true);
+        r = logs_pipe_reading(p, true);
         if (r < 0) {
                 r = log_error_errno(r, "unit %s: epoll_ctl: %m", s->name);
                 goto fail;
@@ -277,7 +277,7 @@ int pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *
         *ret = p;
         return 0;
 fail:
-        pipe_free(p);
+        logs_pipe_free(p);
         return r;
 }
 
@@ -285,7 +285,7 @@ fail:
 /* Draining (main exit, shutdown, free)                                      */
 /* ------------------------------------------------------------------------ */
 
-unsigned stream_pipes(const logs_stream *s, struct logs_pipe *out[2]) {
+unsigned logs_stream_pipes(const logs_stream *s, struct logs_pipe *out[2]) {
         unsigned n = 0;
         if (s->pipe[0])
                 out[n++] = s->pipe[0];
@@ -325,8 +325,8 @@ static bool drain_pass(logs_manager *m, logs_stream *only, struct drain_wait *w)
         w->n = 0;
         FOREACH_DRAIN_STREAM(s, m, only) {
                 struct logs_pipe *ps[2];
-                for (unsigned i = 0, n = stream_pipes(s, ps); i < n; i++) {
-                        pipe_run_to_flush(ps[i]);
+                for (unsigned i = 0, n = logs_stream_pipes(s, ps); i < n; i++) {
+                        logs_pipe_run_to_flush(ps[i]);
                         if (pipe_done(ps[i]))
                                 continue;
                         done = false;
@@ -340,15 +340,15 @@ static bool drain_pass(logs_manager *m, logs_stream *only, struct drain_wait *w)
 /* Runs every pipe of the streams (one stream, or all of m's) to its flush
  * point — what it holds now — waiting with poll() for blocked sinks until
  * deadline. */
-int drain(logs_manager *m, logs_stream *only, usec_t deadline) {
+int logs_drain(logs_manager *m, logs_stream *only, usec_t deadline) {
         size_t n_pipes = 0;
         int r = 0;
 
         FOREACH_DRAIN_STREAM(s, m, only) {
                 struct logs_pipe *ps[2];
-                for (unsigned i = 0, n = stream_pipes(s, ps); i < n; i++, n_pipes++)
+                for (unsigned i = 0, n = logs_stream_pipes(s, ps); i < n; i++, n_pipes++)
                         if (!ps[i]->flush_pending)
-                                (void) pipe_mark_flush(ps[i]);
+                                (void) logs_pipe_mark_flush(ps[i]);
         }
         struct drain_wait w = {
                 .pfd = calloc(n_pipes + 1, sizeof *w.pfd),
@@ -371,7 +371,7 @@ int drain(logs_manager *m, logs_stream *only, usec_t deadline) {
                 }
                 for (size_t i = 0; i < w.n; i++)
                         if (w.pfd[i].revents && w.sink[i]->blocked)
-                                sink_unblock(w.sink[i]);
+                                logs_sink_unblock(w.sink[i]);
         }
 out:
         free(w.pfd);
@@ -382,11 +382,11 @@ out:
 int logs_stream_drain(logs_stream *s, usec_t deadline) {
         if (!s)
                 return -EINVAL;
-        return drain(s->m, s, deadline);
+        return logs_drain(s->m, s, deadline);
 }
 
 int logs_manager_drain(logs_manager *m, usec_t deadline) {
         if (!m)
                 return -EINVAL;
-        return drain(m, NULL, deadline);
+        return logs_drain(m, NULL, deadline);
 }

@@ -146,7 +146,7 @@ static void follower_append(logs_follower *f, struct frec *r) {
                 f->notify(f, f->userdata);
 }
 
-void follower_detach(logs_follower *f) {
+void logs_follower_detach(logs_follower *f) {
         logs_stream *s = f->s;
         if (!s)
                 return;
@@ -176,7 +176,7 @@ static void follower_drop(logs_follower *f, const struct logs_line *l) {
         s->st.followers_dropped++;
         log_debug("unit %s: a log follower fell behind (%zu lines, %zu bytes queued, limit %zu): dropped",
                   s->name, lines + 1, f->queued + LOGS_RING_RECORD_OVERHEAD + l->len, f->max);
-        follower_detach(f);
+        logs_follower_detach(f);
         struct logs_line nl = {
                 .realtime_usec = l->realtime_usec, .pid = 0, .origin = LOGS_ORIGIN_TEND,
                 .flags = LOGS_LINE_NOTE, .text = note, .len = (size_t) MIN(n, (int) sizeof note - 1),
@@ -242,7 +242,7 @@ int logs_follower_next(logs_follower *f, struct logs_line *ret_line) {
 logs_follower *logs_follower_free(logs_follower *f) {
         if (!f)
                 return NULL;
-        follower_detach(f);
+        logs_follower_detach(f);
         follower_clear(f);
         free(f->cur);
         free(f);
@@ -253,7 +253,7 @@ logs_follower *logs_follower_free(logs_follower *f) {
 /* Delivery: a line the sink accepted goes to the ring and the followers     */
 /* ------------------------------------------------------------------------ */
 
-void deliver(struct logs_pipe *p, const struct bline *b, usec_t now) {
+void logs_deliver(struct logs_pipe *p, const struct bline *b, usec_t now) {
         logs_stream *s = p->s;
         struct logs_line l = {
                 .realtime_usec = now, .pid = p->read_pid, .origin = p->origin,

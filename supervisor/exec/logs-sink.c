@@ -25,7 +25,7 @@
 /* ------------------------------------------------------------------------ */
 
 static int sink_on_writable(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        sink_unblock(userdata);
+        logs_sink_unblock(userdata);
         return 0;
 }
 
@@ -221,7 +221,7 @@ static unsigned sink_take_each(struct logs_sink *k, const struct batch *b, logs_
 
 /* Offers the batch to the sink. Returns how many lines it took (written,
  * committed, or lost to a failure); fewer than offered means it is blocked. */
-unsigned sink_take(struct logs_sink *k, const struct batch *b, logs_stream *s) {
+unsigned logs_sink_take(struct logs_sink *k, const struct batch *b, logs_stream *s) {
         int err;
 
         if (k->kind == SINK_DISCARD)
@@ -240,7 +240,7 @@ unsigned sink_take(struct logs_sink *k, const struct batch *b, logs_stream *s) {
 
 /* EPOLLOUT: finish the committed line, then let the paused pipes go on, in the
  * order they stopped, until one of them blocks the sink again. */
-void sink_unblock(struct logs_sink *k) {
+void logs_sink_unblock(struct logs_sink *k) {
         k->blocked = false;
         if (!sink_flush_pending(k))
                 return;
@@ -254,13 +254,13 @@ void sink_unblock(struct logs_sink *k) {
                 p->wait_next = NULL;
                 p->waiting = false;
                 p->paused = false;
-                pipe_pump(p, false);
+                logs_pipe_pump(p, false);
                 if (!p->paused)
-                        (void) pipe_reading(p, true);
+                        (void) logs_pipe_reading(p, true);
         }
 }
 
-void sink_unwait(struct logs_sink *k, struct logs_pipe *p) {
+void logs_sink_unwait(struct logs_sink *k, struct logs_pipe *p) {
         if (!p->waiting)
                 return;
         struct logs_pipe **pp = &k->wait_head, *prev = NULL;
@@ -288,12 +288,12 @@ static struct logs_sink *sink_new(logs_manager *m, enum sink_kind kind, int fd, 
         return k;
 }
 
-struct logs_sink *sink_ref(struct logs_sink *k) {
+struct logs_sink *logs_sink_ref(struct logs_sink *k) {
         k->n_ref++;
         return k;
 }
 
-struct logs_sink *sink_unref(struct logs_sink *k) {
+struct logs_sink *logs_sink_unref(struct logs_sink *k) {
         if (!k || --k->n_ref > 0)
                 return NULL;
         if (k->pending_len > 0 && k->kind != SINK_DISCARD) {
@@ -311,7 +311,7 @@ struct logs_sink *sink_unref(struct logs_sink *k) {
 }
 
 /* tend's stdout (SPEC §4): our own description of it, non-blocking. */
-int console_open(logs_manager *m, int fd, struct logs_sink **ret) {
+int logs_console_open(logs_manager *m, int fd, struct logs_sink **ret) {
         struct stat st;
         enum sink_kind kind = SINK_WRITE;
         int nfd = -1;
@@ -364,7 +364,7 @@ int console_open(logs_manager *m, int fd, struct logs_sink **ret) {
         return 0;
 }
 
-int file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t,
+int logs_file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t,
                    struct logs_sink **ret) {
         int flags = O_WRONLY | O_CREAT | O_NOCTTY | O_CLOEXEC | O_NONBLOCK |
                     (t->type == LOGS_TARGET_APPEND ? O_APPEND : O_TRUNC);

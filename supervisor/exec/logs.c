@@ -178,7 +178,7 @@ static int stream_open_pipes(logs_stream *s) {
                         s->pipe[1] = s->pipe[0]; /* one pipe for both (SPEC §4) */
                         continue;
                 }
-                int r = pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i], &s->pipe[i]);
+                int r = logs_pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i], &s->pipe[i]);
                 if (r < 0)
                         return r;
         }
@@ -216,7 +216,7 @@ static void stream_note_loss(logs_stream *s) {
         struct logs_pipe *ps[2];
         size_t lost = 0;
 
-        for (unsigned i = 0, n = stream_pipes(s, ps); i < n; i++) {
+        for (unsigned i = 0, n = logs_stream_pipes(s, ps); i < n; i++) {
                 int left = 0;
                 lost += ps[i]->in_len;
                 if (ioctl(ps[i]->rfd, FIONREAD, &left) >= 0 && left > 0)
@@ -236,20 +236,20 @@ logs_stream *logs_stream_free(logs_stream *s) {
                 return NULL;
         logs_manager *m = s->m;
         struct logs_pipe *ps[2];
-        unsigned n = stream_pipes(s, ps);
+        unsigned n = logs_stream_pipes(s, ps);
 
         if (n > 0) {
-                (void) drain(m, s, 0);
+                (void) logs_drain(m, s, 0);
                 stream_note_loss(s);
         }
         while (s->followers) {
                 logs_follower *f = s->followers;
-                follower_detach(f);
+                logs_follower_detach(f);
                 if (f->notify)
                         f->notify(f, f->userdata);
         }
         for (unsigned i = 0; i < n; i++)
-                pipe_free(ps[i]);
+                logs_pipe_free(ps[i]);
         logs_stream_spawn_done(s);
         if (s->prev)
                 s->prev->next = s->next;
@@ -342,13 +342,13 @@ int logs_stream_main_exited(logs_stream *s) {
 
         if (!s)
                 return -EINVAL;
-        for (unsigned i = 0, n = stream_pipes(s, ps); i < n; i++) {
-                int k = pipe_mark_flush(ps[i]);
+        for (unsigned i = 0, n = logs_stream_pipes(s, ps); i < n; i++) {
+                int k = logs_pipe_mark_flush(ps[i]);
                 if (k < 0) {
                         r = log_warning_errno(k, "unit %s: FIONREAD on its log pipe: %m", s->name);
                         continue;
                 }
-                pipe_run_to_flush(ps[i]);
+                logs_pipe_run_to_flush(ps[i]);
         }
         return r;
 }
@@ -360,7 +360,7 @@ void logs_stream_get_stats(const logs_stream *s, struct logs_stream_stats *ret) 
 
 unsigned logs_stream_n_pipes(const logs_stream *s) {
         struct logs_pipe *ps[2];
-        return s ? stream_pipes(s, ps) : 0;
+        return s ? logs_stream_pipes(s, ps) : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -388,7 +388,7 @@ int logs_manager_new(sd_event *event, const struct logs_manager_options *o, logs
         m->pipes_ep = epoll_create1(EPOLL_CLOEXEC);
         if (m->pipes_ep < 0)
                 return negative_errno();
-        if ((r = sd_event_add_io(event, &m->pipes_src, m->pipes_ep, EPOLLIN, pipes_on_readable, m)) < 0)
+        if ((r = sd_event_add_io(event, &m->pipes_src, m->pipes_ep, EPOLLIN, logs_pipes_on_readable, m)) < 0)
                 return r;
         (void) sd_event_source_set_description(m->pipes_src, "logs-pipes");
         m->console_orig = o->console_fd >= 0 ? o->console_fd : STDOUT_FILENO;
@@ -398,7 +398,7 @@ int logs_manager_new(sd_event *event, const struct logs_manager_options *o, logs
         m->linebuf = malloc(LOGS_LINE_MAX + 1);
         if (!m->scratch || !m->linebuf)
                 return -ENOMEM;
-        if ((r = console_open(m, m->console_orig, &m->console)) < 0)
+        if ((r = logs_console_open(m, m->console_orig, &m->console)) < 0)
                 return log_error_errno(r, "logs: cannot open tend's stdout: %m");
         *ret = TAKE_PTR(m);
         return 0;
@@ -411,7 +411,7 @@ logs_manager *logs_manager_free(logs_manager *m) {
                 logs_stream_free(m->streams);
         sd_event_source_disable_unref(m->pipes_src);
         safe_close(m->pipes_ep);
-        sink_unref(m->console);
+        logs_sink_unref(m->console);
         safe_close(m->devnull);
         free(m->scratch);
         free(m->linebuf);

@@ -58,17 +58,17 @@ static int check_executable(struct parse_ctx *c, const struct key_def *k, const 
         if (!*path)
                 return syntax_error(c, "%s=: empty executable path", k->key);
         if (path[0] == '$')
-                return syntax_error(c, "%s=: the executable may not be a variable: %s", k->key, quote(q, path));
+                return syntax_error(c, "%s=: the executable may not be a variable: %s", k->key, uf_quote(q, path));
         for (const char *s = path; *s; s++)
                 if ((unsigned char) *s < 0x20 || *s == 0x7f || strchr("\"'\\", *s))
                         return syntax_error(c, "%s=: executable path contains special characters: %s", k->key,
-                                            quote(q, path));
+                                            uf_quote(q, path));
         size_t n = strlen(path);
         if (path[n - 1] == '/')
-                return syntax_error(c, "%s=: executable path is a directory: %s", k->key, quote(q, path));
+                return syntax_error(c, "%s=: executable path is a directory: %s", k->key, uf_quote(q, path));
         bool ok = path[0] == '/' ? n < PATH_MAX : n <= NAME_MAX && !strchr(path, '/') && !streq(path, ".") && !streq(path, "..");
         if (!ok)
-                return syntax_error(c, "%s=: neither an absolute path nor a file name: %s", k->key, quote(q, path));
+                return syntax_error(c, "%s=: neither an absolute path nor a file name: %s", k->key, uf_quote(q, path));
         return 0;
 }
 
@@ -82,18 +82,18 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
         _cleanup_free_ char *first = NULL;
         struct strlist argv = {};
         bool at = false, bad = false;
-        int r = next_word(c, k, p, value, &first, &bad);
+        int r = uf_next_word(c, k, p, value, &first, &bad);
         if (r <= 0)
                 return r < 0 ? r : -EINVAL;
         const char *f = first;
         r = command_prefixes(c, k, &f, &cmd->flags, &at);
         if (r >= 0)
-                r = resolve_specifiers(c, k, f, &cmd->path);
+                r = uf_resolve_specifiers(c, k, f, &cmd->path);
         if (r >= 0)
                 r = check_executable(c, k, cmd->path);
         if (r >= 0 && !at) {
                 char *s = strdup(cmd->path);
-                r = s ? strlist_push(&argv, s) : -ENOMEM;
+                r = s ? uf_strlist_push(&argv, s) : -ENOMEM;
         }
         while (r >= 0) {
                 *p += strspn(*p, WHITESPACE);
@@ -110,31 +110,31 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
                         w = strdup(";");
                         r = w ? 1 : -ENOMEM;
                 } else
-                        r = next_word(c, k, p, value, &w, &bad);
+                        r = uf_next_word(c, k, p, value, &w, &bad);
                 if (r == 0)
                         break;
                 if (r > 0)
-                        r = resolve_specifiers(c, k, w, &a);
+                        r = uf_resolve_specifiers(c, k, w, &a);
                 free(w);
                 if (r >= 0)
-                        r = strlist_push(&argv, a);
+                        r = uf_strlist_push(&argv, a);
         }
-        warn_bad_escape(c, k, value, bad);
+        uf_warn_bad_escape(c, k, value, bad);
         char q[QUOTE_BUF];
         if (r >= 0 && argv.n == 0)
-                r = syntax_error(c, "%s=: \"@\" without an argv[0] in %s", k->key, quote(q, value));
+                r = syntax_error(c, "%s=: \"@\" without an argv[0] in %s", k->key, uf_quote(q, value));
         for (size_t i = 0; r >= 0 && i < argv.n && !(cmd->flags & UNIT_COMMAND_NO_ENV_EXPAND); i++)
                 if (!unit_word_variables_valid(argv.v[i]))
                         r = syntax_error(c, "%s=: invalid variable reference in %s (write $$ for a literal $)", k->key,
-                                         quote(q, argv.v[i]));
+                                         uf_quote(q, argv.v[i]));
         if (r < 0) {
-                strlist_clear(&argv);
+                uf_strlist_clear(&argv);
                 return r;
         }
         return unit_strv_pack(argv.v, &cmd->argv);
 }
 
-int parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct unit_command_list *l = FIELD(c, k, struct unit_command_list);
         bool is_start = l == &c->u->exec_start, separated = false;
         if (!*value) {

@@ -91,7 +91,7 @@ extern const struct unit_file unit_defaults;
 
 /* s in double quotes for a message: control bytes as \xHH, cut after QUOTE_MAX
  * bytes. Returns buf. */
-const char *quote(char buf[static QUOTE_BUF], const char *s);
+const char *uf_quote(char buf[static QUOTE_BUF], const char *s);
 
 /*
  * Logs "FILE:LINE: text" at level (the first MESSAGES_MAX of a file); an error
@@ -103,42 +103,42 @@ _printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char 
 #define syntax_error(c, ...) report((c), LOG_ERR, EINVAL, __VA_ARGS__)
 #define invalid_value(c, k, v) ({                                               \
         char _q[QUOTE_BUF];                                                     \
-        report((c), LOG_ERR, EINVAL, "%s=: invalid value %s", (k)->key, quote(_q, (v))); \
+        report((c), LOG_ERR, EINVAL, "%s=: invalid value %s", (k)->key, uf_quote(_q, (v))); \
 })
 
 /* Whether s[0..n) are all unit-name characters ('@' too if at_ok). */
-bool unit_name_chars(const char *s, size_t n, bool at_ok);
+bool uf_unit_name_chars(const char *s, size_t n, bool at_ok);
 
 /* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret (owned
  * by the caller). An unknown or unsupported specifier is reported. */
-int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
+int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
 
 /* Appends s (taken, freed on failure) to l, keeping it NULL-terminated; 0 or -ENOMEM. */
-int strlist_push(struct strlist *l, char *s);
-void strlist_clear(struct strlist *l);
+int uf_strlist_push(struct strlist *l, char *s);
+void uf_strlist_clear(struct strlist *l);
 
 /* Extracts the next word of an assignment into *ret (owned by the caller),
  * reporting bad quoting; 1, 0 at the end, or an error. */
-int next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
+int uf_next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
               bool *bad_escape);
 /* Warns once that value had an unknown escape sequence, if bad. */
-void warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad);
+void uf_warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-keys.c: the key table, the fields a key sets                    */
 /* ------------------------------------------------------------------------ */
 
 /* The sandboxing keys being parsed, marked as assigned. */
-struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c);
+struct unit_sandbox_keys *uf_sandbox_keys(struct parse_ctx *c);
 /* The field key k sets (in c->u, c's sandboxing keys or exit statuses), and its default. */
-void *key_field(struct parse_ctx *c, const struct key_def *k);
-const void *key_default(const struct key_def *k);
-#define FIELD(c, k, type) ((type *) key_field((c), (k)))
+void *uf_key_field(struct parse_ctx *c, const struct key_def *k);
+const void *uf_key_default(const struct key_def *k);
+#define FIELD(c, k, type) ((type *) uf_key_field((c), (k)))
 /* An empty assignment resets a scalar to its default. */
-void reset_default(struct parse_ctx *c, const struct key_def *k);
+void uf_reset_default(struct parse_ctx *c, const struct key_def *k);
 
 /* The key of section named key, or NULL. */
-const struct key_def *key_lookup(enum section section, const char *key);
+const struct key_def *uf_key_lookup(enum section section, const char *key);
 
 /* Restart='s names, by unit_restart. */
 extern const char *const restart_names[];
@@ -148,24 +148,24 @@ extern const char *const restart_names[];
 /* ------------------------------------------------------------------------ */
 
 /* unit-file-values.c */
-int parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_environment_file(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_output(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_environment_file(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* unit-file-commands.c */
-int parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* unit-file-sandbox.c */
-int parse_user(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
-int parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_user(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
@@ -177,4 +177,4 @@ int parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value)
  * Returns 0 (c->error holds the first error of the text), -EFBIG (a logical
  * line over UNIT_FILE_SIZE_MAX) or -ENOMEM.
  */
-int parse_text(struct parse_ctx *c, const char *data, size_t size);
+int uf_parse_text(struct parse_ctx *c, const char *data, size_t size);

@@ -45,14 +45,14 @@ const struct unit_exit_statuses unit_exit_statuses_none = {};
 /* ------------------------------------------------------------------------ */
 
 /* The sandboxing keys being parsed, marked as assigned. */
-struct unit_sandbox_keys *sandbox_keys(struct parse_ctx *c) {
+struct unit_sandbox_keys *uf_sandbox_keys(struct parse_ctx *c) {
         c->sb_set = true;
         return &c->sb;
 }
 
-void *key_field(struct parse_ctx *c, const struct key_def *k) {
+void *uf_key_field(struct parse_ctx *c, const struct key_def *k) {
         if (k->offset & KEY_SB)
-                return (char *) sandbox_keys(c) + KEY_OFFSET(k);
+                return (char *) uf_sandbox_keys(c) + KEY_OFFSET(k);
         if (k->offset & KEY_XS) {
                 c->xs_set = true;
                 return (char *) &c->xs + KEY_OFFSET(k);
@@ -60,7 +60,7 @@ void *key_field(struct parse_ctx *c, const struct key_def *k) {
         return (char *) c->u + k->offset;
 }
 
-const void *key_default(const struct key_def *k) {
+const void *uf_key_default(const struct key_def *k) {
         if (k->offset & KEY_SB)
                 return (const char *) &unit_sandbox_defaults + KEY_OFFSET(k);
         if (k->offset & KEY_XS)
@@ -69,15 +69,15 @@ const void *key_default(const struct key_def *k) {
 }
 
 /* An empty assignment resets a scalar to its default. */
-void reset_default(struct parse_ctx *c, const struct key_def *k) {
-        memcpy(key_field(c, k), key_default(k), k->size);
+void uf_reset_default(struct parse_ctx *c, const struct key_def *k) {
+        memcpy(uf_key_field(c, k), uf_key_default(k), k->size);
 }
 
 static int parse_string(struct parse_ctx *c, const struct key_def *k, const char *value) {
         char **field = FIELD(c, k, char *);
         char *s = NULL;
         if (*value) {
-                int r = resolve_specifiers(c, k, value, &s);
+                int r = uf_resolve_specifiers(c, k, value, &s);
                 if (r < 0)
                         return r;
         }
@@ -89,13 +89,13 @@ static int parse_string(struct parse_ctx *c, const struct key_def *k, const char
 static int parse_sec(struct parse_ctx *c, const struct key_def *k, const char *value, usec_t *ret) {
         char q[QUOTE_BUF];
         if (parse_timespan(value, USEC_PER_SEC, ret) < 0)
-                return syntax_error(c, "%s=: invalid time span %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: invalid time span %s", k->key, uf_quote(q, value));
         return 0;
 }
 
 static int parse_timespan_key(struct parse_ctx *c, const struct key_def *k, const char *value) {
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         return parse_sec(c, k, value, FIELD(c, k, usec_t));
@@ -124,7 +124,7 @@ static int parse_timeout(struct parse_ctx *c, const struct key_def *k, const cha
 
 static int parse_unsigned(struct parse_ctx *c, const struct key_def *k, const char *value) {
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         char *end;
@@ -140,7 +140,7 @@ static int parse_bool(struct parse_ctx *c, const struct key_def *k, const char *
         static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
         static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
@@ -149,18 +149,18 @@ static int parse_bool(struct parse_ctx *c, const struct key_def *k, const char *
                         return 0;
                 }
         char q[QUOTE_BUF];
-        return syntax_error(c, "%s=: invalid boolean %s", k->key, quote(q, value));
+        return syntax_error(c, "%s=: invalid boolean %s", k->key, uf_quote(q, value));
 }
 
 static int parse_signal(struct parse_ctx *c, const struct key_def *k, const char *value) {
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         int sig = signal_from_string(value);
         char q[QUOTE_BUF];
         if (sig < 0)
-                return syntax_error(c, "%s=: invalid signal %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: invalid signal %s", k->key, uf_quote(q, value));
         *FIELD(c, k, int) = sig;
         return 0;
 }
@@ -175,7 +175,7 @@ struct enum_table {
 static int parse_enum(struct parse_ctx *c, const struct key_def *k, const char *value) {
         const struct enum_table *t = k->data;
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 if (streq(k->key, "Type"))
                         c->type_set = false;
                 return 0;
@@ -231,11 +231,11 @@ static const struct enum_table notify_access_table = { notify_access_names, ELEM
 
 static const struct key_def unit_keys[] = {
         { U, "Description", parse_string, F(description), NULL },
-        { U, "Requires", parse_unit_names, 0, 0, LIST(LIST_REQUIRES) },
-        { U, "Wants", parse_unit_names, 0, 0, LIST(LIST_WANTS) },
-        { U, "BindsTo", parse_unit_names, 0, 0, LIST(LIST_BINDS_TO) },
-        { U, "After", parse_unit_names, 0, 0, LIST(LIST_AFTER) },
-        { U, "Before", parse_unit_names, 0, 0, LIST(LIST_BEFORE) },
+        { U, "Requires", uf_parse_unit_names, 0, 0, LIST(LIST_REQUIRES) },
+        { U, "Wants", uf_parse_unit_names, 0, 0, LIST(LIST_WANTS) },
+        { U, "BindsTo", uf_parse_unit_names, 0, 0, LIST(LIST_BINDS_TO) },
+        { U, "After", uf_parse_unit_names, 0, 0, LIST(LIST_AFTER) },
+        { U, "Before", uf_parse_unit_names, 0, 0, LIST(LIST_BEFORE) },
         { U, "StartLimitIntervalSec", parse_timespan_key, F(start_limit_interval), NULL },
         { U, "StartLimitInterval", parse_timespan_key, F(start_limit_interval), NULL },
         { U, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
@@ -243,18 +243,18 @@ static const struct key_def unit_keys[] = {
         { U, "FailureAction", parse_enum, F(failure_action), &action_table },
 
         { S, "Type", parse_enum, F(type), &type_table },
-        { S, "ExecStartPre", parse_exec, F(exec_start_pre), NULL },
-        { S, "ExecStart", parse_exec, F(exec_start), NULL },
-        { S, "ExecStartPost", parse_exec, F(exec_start_post), NULL },
-        { S, "ExecStop", parse_exec, F(exec_stop), NULL },
-        { S, "ExecReload", parse_exec, F(exec_reload), NULL },
+        { S, "ExecStartPre", uf_parse_exec, F(exec_start_pre), NULL },
+        { S, "ExecStart", uf_parse_exec, F(exec_start), NULL },
+        { S, "ExecStartPost", uf_parse_exec, F(exec_start_post), NULL },
+        { S, "ExecStop", uf_parse_exec, F(exec_stop), NULL },
+        { S, "ExecReload", uf_parse_exec, F(exec_reload), NULL },
         { S, "Restart", parse_enum, F(restart), &restart_table },
         { S, "RestartSec", parse_timespan_key, F(restart_sec), NULL },
         { S, "RestartSteps", parse_unsigned, F(restart_steps), NULL },
         { S, "RestartMaxDelaySec", parse_timespan_key, F(restart_max_delay), NULL },
         { S, "RemainAfterExit", parse_bool, F(remain_after_exit), NULL },
-        { S, "SuccessExitStatus", parse_exit_status, XS(success), NULL },
-        { S, "RestartPreventExitStatus", parse_exit_status, XS(restart_prevent), NULL },
+        { S, "SuccessExitStatus", uf_parse_exit_status, XS(success), NULL },
+        { S, "RestartPreventExitStatus", uf_parse_exit_status, XS(restart_prevent), NULL },
         { S, "TimeoutStartSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_START },
         { S, "TimeoutStopSec", parse_timeout, 0, 0, (const void *) (uintptr_t) TIMEOUT_STOP },
         { S, "TimeoutSec", parse_timeout, 0, 0, (const void *) (uintptr_t) (TIMEOUT_START | TIMEOUT_STOP) },
@@ -266,45 +266,45 @@ static const struct key_def unit_keys[] = {
         { S, "FinalKillSignal", parse_signal, F(final_kill_signal), NULL },
         { S, "SendSIGKILL", parse_bool, F(send_sigkill), NULL },
         { S, "IgnoreSIGPIPE", parse_bool, F(ignore_sigpipe), NULL },
-        { S, "Environment", parse_environment, 0, 0, LIST(LIST_ENVIRONMENT) },
-        { S, "EnvironmentFile", parse_environment_file, 0, 0, NULL },
-        { S, "WorkingDirectory", parse_working_directory, 0, 0, NULL },
-        { S, "StandardOutput", parse_output, F(standard_output), NULL },
-        { S, "StandardError", parse_output, F(standard_error), NULL },
+        { S, "Environment", uf_parse_environment, 0, 0, LIST(LIST_ENVIRONMENT) },
+        { S, "EnvironmentFile", uf_parse_environment_file, 0, 0, NULL },
+        { S, "WorkingDirectory", uf_parse_working_directory, 0, 0, NULL },
+        { S, "StandardOutput", uf_parse_output, F(standard_output), NULL },
+        { S, "StandardError", uf_parse_output, F(standard_error), NULL },
         { S, "SyslogIdentifier", parse_string, F(syslog_identifier), NULL },
         /* systemd's names in [Service] for [Unit] keys */
         { S, "StartLimitInterval", parse_timespan_key, F(start_limit_interval), NULL },
         { S, "StartLimitBurst", parse_unsigned, F(start_limit_burst), NULL },
         { S, "FailureAction", parse_enum, F(failure_action), &action_table },
         /* sandboxing (sandbox.h) */
-        { S, "User", parse_user, SB(user), NULL },
-        { S, "Group", parse_user, SB(group), NULL },
-        { S, "SupplementaryGroups", parse_supplementary_groups, 0, 0, LIST(LIST_SUPPLEMENTARY_GROUPS) },
-        { S, "UMask", parse_umask, SB(umask), NULL },
+        { S, "User", uf_parse_user, SB(user), NULL },
+        { S, "Group", uf_parse_user, SB(group), NULL },
+        { S, "SupplementaryGroups", uf_parse_supplementary_groups, 0, 0, LIST(LIST_SUPPLEMENTARY_GROUPS) },
+        { S, "UMask", uf_parse_umask, SB(umask), NULL },
         { S, "NoNewPrivileges", parse_bool, SB(no_new_privileges), NULL },
-        { S, "CapabilityBoundingSet", parse_capabilities, SB(capability_bounding_set), NULL },
-        { S, "AmbientCapabilities", parse_capabilities, SB(ambient_capabilities), NULL },
-        { S, "SystemCallFilter", parse_syscall_filter, 0, 0, NULL },
-        { S, "SystemCallErrorNumber", parse_errno, SB(syscall_error_number), NULL },
-        { S, "LimitCPU", parse_limit, 0, 0, RESOURCE(RLIMIT_CPU) },
-        { S, "LimitFSIZE", parse_limit, 0, 0, RESOURCE(RLIMIT_FSIZE) },
-        { S, "LimitDATA", parse_limit, 0, 0, RESOURCE(RLIMIT_DATA) },
-        { S, "LimitSTACK", parse_limit, 0, 0, RESOURCE(RLIMIT_STACK) },
-        { S, "LimitCORE", parse_limit, 0, 0, RESOURCE(RLIMIT_CORE) },
-        { S, "LimitRSS", parse_limit, 0, 0, RESOURCE(RLIMIT_RSS) },
-        { S, "LimitNOFILE", parse_limit, 0, 0, RESOURCE(RLIMIT_NOFILE) },
-        { S, "LimitAS", parse_limit, 0, 0, RESOURCE(RLIMIT_AS) },
-        { S, "LimitNPROC", parse_limit, 0, 0, RESOURCE(RLIMIT_NPROC) },
-        { S, "LimitMEMLOCK", parse_limit, 0, 0, RESOURCE(RLIMIT_MEMLOCK) },
-        { S, "LimitLOCKS", parse_limit, 0, 0, RESOURCE(RLIMIT_LOCKS) },
-        { S, "LimitSIGPENDING", parse_limit, 0, 0, RESOURCE(RLIMIT_SIGPENDING) },
-        { S, "LimitMSGQUEUE", parse_limit, 0, 0, RESOURCE(RLIMIT_MSGQUEUE) },
-        { S, "LimitNICE", parse_limit, 0, 0, RESOURCE(RLIMIT_NICE) },
-        { S, "LimitRTPRIO", parse_limit, 0, 0, RESOURCE(RLIMIT_RTPRIO) },
-        { S, "LimitRTTIME", parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },
+        { S, "CapabilityBoundingSet", uf_parse_capabilities, SB(capability_bounding_set), NULL },
+        { S, "AmbientCapabilities", uf_parse_capabilities, SB(ambient_capabilities), NULL },
+        { S, "SystemCallFilter", uf_parse_syscall_filter, 0, 0, NULL },
+        { S, "SystemCallErrorNumber", uf_parse_errno, SB(syscall_error_number), NULL },
+        { S, "LimitCPU", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_CPU) },
+        { S, "LimitFSIZE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_FSIZE) },
+        { S, "LimitDATA", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_DATA) },
+        { S, "LimitSTACK", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_STACK) },
+        { S, "LimitCORE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_CORE) },
+        { S, "LimitRSS", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RSS) },
+        { S, "LimitNOFILE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_NOFILE) },
+        { S, "LimitAS", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_AS) },
+        { S, "LimitNPROC", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_NPROC) },
+        { S, "LimitMEMLOCK", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_MEMLOCK) },
+        { S, "LimitLOCKS", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_LOCKS) },
+        { S, "LimitSIGPENDING", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_SIGPENDING) },
+        { S, "LimitMSGQUEUE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_MSGQUEUE) },
+        { S, "LimitNICE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_NICE) },
+        { S, "LimitRTPRIO", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RTPRIO) },
+        { S, "LimitRTTIME", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },
 };
 
-const struct key_def *key_lookup(enum section section, const char *key) {
+const struct key_def *uf_key_lookup(enum section section, const char *key) {
         for (size_t i = 0; i < ELEMENTSOF(unit_keys); i++)
                 if (unit_keys[i].section == section && streq(unit_keys[i].key, key))
                         return &unit_keys[i];

@@ -23,7 +23,7 @@ static void parse_section_header(struct parse_ctx *c, char *l, enum section *sec
         size_t n = strlen(l);
         char q[QUOTE_BUF];
         if (l[n - 1] != ']' || n < 3 || strpbrk(l + 1, "[]") != l + n - 1) {
-                syntax_error(c, "syntax error: invalid section header %s", quote(q, l));
+                syntax_error(c, "syntax error: invalid section header %s", uf_quote(q, l));
                 *section = SECTION_UNKNOWN;
                 return;
         }
@@ -36,7 +36,7 @@ static void parse_section_header(struct parse_ctx *c, char *l, enum section *sec
         else if (streq(name, "Install") || strncmp(name, "X-", 2) == 0)
                 *section = SECTION_IGNORED;
         else {
-                const char *qn = quote(q, name); /* control bytes escaped; shown without its quotes */
+                const char *qn = uf_quote(q, name); /* control bytes escaped; shown without its quotes */
                 report(c, LOG_WARNING, 0, "unknown section [%.*s], ignoring its keys", (int) strlen(qn) - 2, qn + 1);
                 *section = SECTION_UNKNOWN;
         }
@@ -47,7 +47,7 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
         char q[QUOTE_BUF];
         char *eq = strchr(l, '=');
         if (!eq) {
-                syntax_error(c, "syntax error: missing '=' in %s", quote(q, l));
+                syntax_error(c, "syntax error: missing '=' in %s", uf_quote(q, l));
                 return;
         }
         *eq = '\0';
@@ -64,9 +64,9 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                 return;
         if (strncmp(key, "X-", 2) == 0)
                 return;
-        const struct key_def *k = key_lookup(section, key);
+        const struct key_def *k = uf_key_lookup(section, key);
         if (!k) {
-                report(c, LOG_WARNING, 0, "unknown key %s in section [%s], ignoring", quote(q, key),
+                report(c, LOG_WARNING, 0, "unknown key %s in section [%s], ignoring", uf_quote(q, key),
                        section_names[section]);
                 return;
         }
@@ -98,7 +98,7 @@ static bool continues(const char *p, size_t n) {
  * backslash becomes a space); comment lines inside a continuation are skipped;
  * messages name the first line of the assignment.
  */
-int parse_text(struct parse_ctx *c, const char *data, size_t size) {
+int uf_parse_text(struct parse_ctx *c, const char *data, size_t size) {
         struct unit_buf logical = {};
         enum section section = SECTION_NONE;
         unsigned lineno = 0, first = 0;

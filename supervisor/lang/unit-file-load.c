@@ -71,7 +71,7 @@ int unit_load(const char *dir, const char *name, struct unit_file **ret, char **
                 return load_error(ret_message, LOG_ERR, EINVAL, "%s: a template: only its instances (%.*s<instance>.service) run",
                                   name, (int) (strlen(name) - strlen(".service")), name);
         if (!unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
-                return load_error(ret_message, LOG_ERR, EINVAL, "%s: invalid unit name %s", dir, quote(q, name));
+                return load_error(ret_message, LOG_ERR, EINVAL, "%s: invalid unit name %s", dir, uf_quote(q, name));
         _cleanup_free_ char *path = NULL, *template = NULL, *template_path = NULL;
         _cleanup_close_ int fd = -1;
         const char *at = strchr(name, '@');
@@ -140,7 +140,7 @@ static int list_units(const char *dir, struct strlist *names) {
                 if (n <= 8 || strcmp(de->d_name + n - 8, ".service") != 0 || unit_name_is_valid(de->d_name, UNIT_NAME_TEMPLATE))
                         continue;
                 char *s = strdup(de->d_name);
-                r = s ? strlist_push(names, s) : -ENOMEM;
+                r = s ? uf_strlist_push(names, s) : -ENOMEM;
         }
         if (r >= 0 && errno)
                 r = log_error_errno(errno, "%s: cannot read the unit directory: %m", dir);

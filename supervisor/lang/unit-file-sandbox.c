@@ -25,15 +25,15 @@ static bool user_name_is_valid(const char *s) {
 }
 
 /* User=, Group=: one name, specifiers resolved; looked up at each start. */
-int parse_user(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_user(struct parse_ctx *c, const struct key_def *k, const char *value) {
         char **field = FIELD(c, k, char *), *s = NULL, q[QUOTE_BUF];
         if (*value) {
-                int r = resolve_specifiers(c, k, value, &s);
+                int r = uf_resolve_specifiers(c, k, value, &s);
                 if (r < 0)
                         return r;
                 if (!user_name_is_valid(s)) {
                         r = syntax_error(c, "%s=: invalid %s name %s", k->key, streq(k->key, "User") ? "user" : "group",
-                                         quote(q, s));
+                                         uf_quote(q, s));
                         free(s);
                         return r;
                 }
@@ -43,37 +43,37 @@ int parse_user(struct parse_ctx *c, const struct key_def *k, const char *value) 
         return 0;
 }
 
-int parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct strlist *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                strlist_clear(l);
+                uf_strlist_clear(l);
                 return 0;
         }
         int r;
         for (const char *p = value;;) {
                 _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                r = next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word(c, k, &p, value, &w, NULL);
                 if (r <= 0)
                         break;
-                r = resolve_specifiers(c, k, w, &n);
+                r = uf_resolve_specifiers(c, k, w, &n);
                 if (r < 0)
                         break;
                 if (!user_name_is_valid(n)) {
-                        r = syntax_error(c, "%s=: invalid group name %s", k->key, quote(q, n));
+                        r = syntax_error(c, "%s=: invalid group name %s", k->key, uf_quote(q, n));
                         free(n);
                         break;
                 }
-                r = strlist_push(l, n);
+                r = uf_strlist_push(l, n);
                 if (r < 0)
                         break;
         }
         return r;
 }
 
-int parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value) {
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         char *end;
@@ -86,9 +86,9 @@ int parse_umask(struct parse_ctx *c, const struct key_def *k, const char *value)
 }
 
 /* Limit*=: k->data is the resource. */
-int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value) {
         int resource = (int) (uintptr_t) k->data;
-        struct sandbox_limit *l = &sandbox_keys(c)->limits[resource];
+        struct sandbox_limit *l = &uf_sandbox_keys(c)->limits[resource];
         char q[QUOTE_BUF];
         if (!*value) {
                 *l = (struct sandbox_limit) {};
@@ -96,9 +96,9 @@ int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value)
         }
         int r = sandbox_parse_limit(resource, value, &l->rl);
         if (r == -EDOM)
-                return syntax_error(c, "%s=: the soft limit is above the hard limit in %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: the soft limit is above the hard limit in %s", k->key, uf_quote(q, value));
         if (r == -ERANGE)
-                return syntax_error(c, "%s=: out of range: %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: out of range: %s", k->key, uf_quote(q, value));
         if (r < 0)
                 return invalid_value(c, k, value);
         l->set = true;
@@ -110,22 +110,22 @@ int parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value)
  * inverts; the first assignment (or one naming nothing) replaces the
  * default, later ones merge by OR, or by AND NOT with "~"; empty is the empty set.
  */
-int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value) {
         uint64_t *set = FIELD(c, k, uint64_t), initial, sum = 0;
-        memcpy(&initial, key_default(k), sizeof initial);
+        memcpy(&initial, uf_key_default(k), sizeof initial);
         bool invert = value[0] == '~';
         int r;
         for (const char *p = value + invert;;) {
                 _cleanup_free_ char *w = NULL;
                 char q[QUOTE_BUF];
-                r = next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word(c, k, &p, value, &w, NULL);
                 if (r < 0)
                         return r;
                 if (r == 0)
                         break;
                 int cap = sandbox_capability_from_name(w);
                 if (cap < 0)
-                        return syntax_error(c, "%s=: unknown capability %s", k->key, quote(q, w));
+                        return syntax_error(c, "%s=: unknown capability %s", k->key, uf_quote(q, w));
                 sum |= UINT64_C(1) << cap;
         }
         if (streq(k->key, "AmbientCapabilities"))
@@ -140,8 +140,8 @@ int parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char 
 }
 
 /* SystemCallFilter=: names and @groups (sandbox.h); "~" makes a deny list. */
-int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct sandbox_syscall_filter *f = &sandbox_keys(c)->syscall_filter;
+int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        struct sandbox_syscall_filter *f = &uf_sandbox_keys(c)->syscall_filter;
         if (!*value) {
                 sandbox_syscall_filter_clear(f);
                 return 0;
@@ -155,33 +155,33 @@ int parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const cha
         for (const char *p = value + invert;;) {
                 _cleanup_free_ char *w = NULL;
                 char q[QUOTE_BUF];
-                int r = next_word(c, k, &p, value, &w, NULL);
+                int r = uf_next_word(c, k, &p, value, &w, NULL);
                 if (r <= 0)
                         return r;
                 r = sandbox_syscall_filter_add(f, w, invert);
                 if (r == -EINVAL)
-                        return syntax_error(c, "%s=: unknown system call %s", k->key, quote(q, w));
+                        return syntax_error(c, "%s=: unknown system call %s", k->key, uf_quote(q, w));
                 if (r == -ENOENT)
-                        return syntax_error(c, "%s=: unknown system call group %s", k->key, quote(q, w));
+                        return syntax_error(c, "%s=: unknown system call group %s", k->key, uf_quote(q, w));
                 if (r == -EBADMSG)
-                        return syntax_error(c, "%s=: invalid error number in %s", k->key, quote(q, w));
+                        return syntax_error(c, "%s=: invalid error number in %s", k->key, uf_quote(q, w));
                 if (r == -EDOM)
                         return syntax_error(c, "%s=: an error number (%s) is only allowed in a deny list (\"~\")",
-                                            k->key, quote(q, w));
+                                            k->key, uf_quote(q, w));
                 if (r < 0)
                         return r;
         }
 }
 
-int parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value) {
         if (!*value) {
-                reset_default(c, k);
+                uf_reset_default(c, k);
                 return 0;
         }
         int e = sandbox_errno_from_name(value);
         char q[QUOTE_BUF];
         if (e < 0)
-                return syntax_error(c, "%s=: invalid error number %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: invalid error number %s", k->key, uf_quote(q, value));
         *FIELD(c, k, int) = e;
         return 0;
 }

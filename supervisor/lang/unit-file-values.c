@@ -16,10 +16,10 @@
 /* Lists, paths, outputs, exit statuses                                      */
 /* ------------------------------------------------------------------------ */
 
-int parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct strlist *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                strlist_clear(l);
+                uf_strlist_clear(l);
                 return 0;
         }
         bool bad = false;
@@ -27,22 +27,22 @@ int parse_environment(struct parse_ctx *c, const struct key_def *k, const char *
         for (const char *p = value;;) {
                 _cleanup_free_ char *w = NULL;
                 char *a = NULL, q[QUOTE_BUF];
-                r = next_word(c, k, &p, value, &w, &bad);
+                r = uf_next_word(c, k, &p, value, &w, &bad);
                 if (r <= 0)
                         break;
-                r = resolve_specifiers(c, k, w, &a);
+                r = uf_resolve_specifiers(c, k, w, &a);
                 if (r < 0)
                         break;
                 if (!unit_env_assignment_is_valid(a)) {
-                        r = syntax_error(c, "%s=: invalid environment assignment %s", k->key, quote(q, a));
+                        r = syntax_error(c, "%s=: invalid environment assignment %s", k->key, uf_quote(q, a));
                         free(a);
                         break;
                 }
-                r = strlist_push(l, a);
+                r = uf_strlist_push(l, a);
                 if (r < 0)
                         break;
         }
-        warn_bad_escape(c, k, value, bad);
+        uf_warn_bad_escape(c, k, value, bad);
         return r;
 }
 
@@ -55,26 +55,26 @@ static bool other_unit_type(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(types); i++) {
                 size_t t = strlen(types[i]);
                 if (n > t && n - t <= UNIT_NAME_MAX && streq(name + n - t, types[i]) && name[0] != '@' &&
-                    unit_name_chars(name, n - t, true))
+                    uf_unit_name_chars(name, n - t, true))
                         return true;
         }
         return false;
 }
 
-int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct strlist *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                strlist_clear(l);
+                uf_strlist_clear(l);
                 return 0;
         }
         int r;
         for (const char *p = value;;) {
                 _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                r = next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word(c, k, &p, value, &w, NULL);
                 if (r <= 0)
                         break;
-                r = resolve_specifiers(c, k, w, &n);
+                r = uf_resolve_specifiers(c, k, w, &n);
                 if (r < 0)
                         break;
                 if (other_unit_type(n)) {
@@ -82,30 +82,30 @@ int parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *v
                          * services, so nothing could ever satisfy it. */
                         bool needed = (uintptr_t) k->data == LIST_REQUIRES || (uintptr_t) k->data == LIST_BINDS_TO;
                         report(c, needed ? LOG_WARNING : LOG_INFO, 0, "%s=%s ignored: tend runs services only",
-                               k->key, quote(q, n));
+                               k->key, uf_quote(q, n));
                         free(n);
                         continue;
                 }
                 if (!unit_name_is_valid(n, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE)) {
-                        r = syntax_error(c, "%s=: invalid unit name %s", k->key, quote(q, n));
+                        r = syntax_error(c, "%s=: invalid unit name %s", k->key, uf_quote(q, n));
                         free(n);
                         break;
                 }
                 if (streq(n, c->name)) {
                         /* A unit cannot need or wait for itself (an ordering
                          * cycle of one); systemd drops it too. */
-                        report(c, LOG_WARNING, 0, "%s=%s names the unit itself, ignored", k->key, quote(q, n));
+                        report(c, LOG_WARNING, 0, "%s=%s names the unit itself, ignored", k->key, uf_quote(q, n));
                         free(n);
                         continue;
                 }
-                r = strlist_push(l, n);
+                r = uf_strlist_push(l, n);
                 if (r < 0)
                         break;
         }
         return r;
 }
 
-int parse_environment_file(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_environment_file(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct unit_file *u = c->u;
         if (!*value) {
                 for (size_t i = 0; i < u->n_environment_files; i++)
@@ -117,11 +117,11 @@ int parse_environment_file(struct parse_ctx *c, const struct key_def *k, const c
         }
         bool optional = value[0] == '-';
         char *path = NULL, q[QUOTE_BUF];
-        int r = resolve_specifiers(c, k, value + optional, &path);
+        int r = uf_resolve_specifiers(c, k, value + optional, &path);
         if (r < 0)
                 return r;
         if (path[0] != '/') {
-                r = syntax_error(c, "%s=: not an absolute path: %s", k->key, quote(q, path));
+                r = syntax_error(c, "%s=: not an absolute path: %s", k->key, uf_quote(q, path));
                 free(path);
                 return r;
         }
@@ -138,7 +138,7 @@ int parse_environment_file(struct parse_ctx *c, const struct key_def *k, const c
         return 0;
 }
 
-int parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct unit_file *u = c->u;
         bool missing_ok = value[0] == '-';
         const char *v = value + missing_ok;
@@ -157,11 +157,11 @@ int parse_working_directory(struct parse_ctx *c, const struct key_def *k, const 
                 u->working_directory_home = true;
                 return 0;
         }
-        int r = resolve_specifiers(c, k, v, &path);
+        int r = uf_resolve_specifiers(c, k, v, &path);
         if (r < 0)
                 return r;
         if (path[0] != '/') {
-                r = syntax_error(c, "%s=: not an absolute path: %s", k->key, quote(q, path));
+                r = syntax_error(c, "%s=: not an absolute path: %s", k->key, uf_quote(q, path));
                 free(path);
                 return r;
         }
@@ -172,7 +172,7 @@ int parse_working_directory(struct parse_ctx *c, const struct key_def *k, const 
         return 0;
 }
 
-int parse_output(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *value) {
         static const char *const unsupported[] = { "tty", "kmsg", "journal+console", "kmsg+console", "syslog",
                                                    "syslog+console", "socket", "fd:", "truncate:" };
         struct unit_output *o = FIELD(c, k, struct unit_output);
@@ -203,11 +203,11 @@ int parse_output(struct parse_ctx *c, const struct key_def *k, const char *value
                 return invalid_value(c, k, value);
         }
         if (path) {
-                int r = resolve_specifiers(c, k, path, &n.path);
+                int r = uf_resolve_specifiers(c, k, path, &n.path);
                 if (r < 0)
                         return r;
                 if (n.path[0] != '/') {
-                        r = syntax_error(c, "%s=: not an absolute path: %s", k->key, quote(q, n.path));
+                        r = syntax_error(c, "%s=: not an absolute path: %s", k->key, uf_quote(q, n.path));
                         free(n.path);
                         return r;
                 }
@@ -243,7 +243,7 @@ static int exit_code_from_string(const char *s) {
         return -EINVAL;
 }
 
-int parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value) {
+int uf_parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct unit_exit_status_set *set = FIELD(c, k, struct unit_exit_status_set);
         if (!*value) {
                 *set = (struct unit_exit_status_set) {};
@@ -262,6 +262,6 @@ int parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *
                 else if (sig > 0 && sig <= 64)
                         set->signals |= 1ULL << (sig - 1);
                 else
-                        return syntax_error(c, "%s=: invalid exit status or signal %s", k->key, quote(q, w));
+                        return syntax_error(c, "%s=: invalid exit status or signal %s", k->key, uf_quote(q, w));
         }
 }

@@ -31,7 +31,7 @@
 /* ------------------------------------------------------------------------ */
 
 /* s in double quotes for a message: control bytes as \xHH, cut after QUOTE_MAX bytes. */
-const char *quote(char buf[static QUOTE_BUF], const char *s) {
+const char *uf_quote(char buf[static QUOTE_BUF], const char *s) {
         size_t o = 0;
         buf[o++] = '"';
         size_t end = strnlen(s, QUOTE_MAX + 1), i = 0;
@@ -87,7 +87,7 @@ static bool unit_name_char(char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr(":-_.\\", ch);
 }
 
-bool unit_name_chars(const char *s, size_t n, bool at_ok) {
+bool uf_unit_name_chars(const char *s, size_t n, bool at_ok) {
         for (size_t i = 0; i < n; i++)
                 if (!s[i] || !(unit_name_char(s[i]) || (at_ok && s[i] == '@')))
                         return false;
@@ -102,13 +102,13 @@ bool unit_name_is_valid(const char *name, unsigned flags) {
         size_t body = n - ns;
         const char *at = memchr(name, '@', body);
         if (!at)
-                return (flags & UNIT_NAME_PLAIN) && unit_name_chars(name, body, false);
+                return (flags & UNIT_NAME_PLAIN) && uf_unit_name_chars(name, body, false);
         size_t prefix = (size_t) (at - name), inst = body - prefix - 1;
-        if (prefix == 0 || !unit_name_chars(name, prefix, false))
+        if (prefix == 0 || !uf_unit_name_chars(name, prefix, false))
                 return false;
         if (inst == 0)
                 return flags & UNIT_NAME_TEMPLATE;
-        return (flags & UNIT_NAME_INSTANCE) && unit_name_chars(at + 1, inst, true);
+        return (flags & UNIT_NAME_INSTANCE) && uf_unit_name_chars(at + 1, inst, true);
 }
 
 static int unhex_digit(char ch) {
@@ -177,7 +177,7 @@ static int put_specifier(struct parse_ctx *c, struct unit_buf *b, char spec) {
 }
 
 /* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret. */
-int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret) {
+int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret) {
         struct unit_buf b = {};
         int r = 0;
         for (const char *p = in; *p && r >= 0; p++) {
@@ -191,9 +191,9 @@ int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char 
                         char q[QUOTE_BUF];
                         if (strchr(SYSTEMD_SPECIFIERS, *p))
                                 r = report(c, LOG_ERR, EOPNOTSUPP, "%s=: specifier %%%c is not supported yet in %s",
-                                           k->key, *p, quote(q, in));
+                                           k->key, *p, uf_quote(q, in));
                         else
-                                r = syntax_error(c, "%s=: unknown specifier %%%c in %s", k->key, *p, quote(q, in));
+                                r = syntax_error(c, "%s=: unknown specifier %%%c in %s", k->key, *p, uf_quote(q, in));
                 }
         }
         char *s = r >= 0 ? unit_buf_take(&b) : NULL;
@@ -209,7 +209,7 @@ int resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char 
 /* Words and lists                                                           */
 /* ------------------------------------------------------------------------ */
 
-int strlist_push(struct strlist *l, char *s) {
+int uf_strlist_push(struct strlist *l, char *s) {
         if (l->n + 2 > l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 8;
                 char **v = realloc(l->v, cap * sizeof *v);
@@ -225,25 +225,25 @@ int strlist_push(struct strlist *l, char *s) {
         return 0;
 }
 
-void strlist_clear(struct strlist *l) {
+void uf_strlist_clear(struct strlist *l) {
         unit_strv_free(l->v);
         *l = (struct strlist) {};
 }
 
 /* Extracts the next word of an assignment, reporting bad quoting; 1, 0 at the end, or an error. */
-int next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
+int uf_next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
               bool *bad_escape) {
         int r = unit_extract_word(p, EXTRACT_UNQUOTE | EXTRACT_CUNESCAPE, ret, bad_escape);
         char q[QUOTE_BUF];
         if (r == -EINVAL)
-                return syntax_error(c, "%s=: unbalanced quoting in %s", k->key, quote(q, value));
+                return syntax_error(c, "%s=: unbalanced quoting in %s", k->key, uf_quote(q, value));
         return r;
 }
 
-void warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad) {
+void uf_warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad) {
         char q[QUOTE_BUF];
         if (bad)
-                report(c, LOG_WARNING, 0, "%s=: unknown escape sequence kept as written in %s", k->key, quote(q, value));
+                report(c, LOG_WARNING, 0, "%s=: unknown escape sequence kept as written in %s", k->key, uf_quote(q, value));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -399,7 +399,7 @@ static void ctx_done(struct parse_ctx *c) {
         free(c->prefix);
         free(c->message);
         for (int i = 0; i < _LIST_MAX; i++)
-                strlist_clear(&c->lists[i]);
+                uf_strlist_clear(&c->lists[i]);
 }
 
 /* FNV-1a, 64 bits: a fingerprint of a unit's text, not a defence against
@@ -419,13 +419,13 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                 *ret_message = NULL;
         char q[QUOTE_BUF];
         if (!unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
-                return log_error_errno(EINVAL, "%s: invalid unit name %s", origin, quote(q, name));
+                return log_error_errno(EINVAL, "%s: invalid unit name %s", origin, uf_quote(q, name));
         if (size > UNIT_FILE_SIZE_MAX)
                 return log_error_errno(EFBIG, "%s: larger than %d bytes", origin, UNIT_FILE_SIZE_MAX);
         struct parse_ctx c;
         int r = ctx_init(&c, name, origin);
         if (r >= 0)
-                r = parse_text(&c, data ? data : "", size);
+                r = uf_parse_text(&c, data ? data : "", size);
         if (r >= 0 && !c.error)
                 r = finish_lists(&c);
         if (r >= 0 && !c.error)
