@@ -214,6 +214,40 @@ class KillStorm(ServiceTestCase):
 
 
 # ---------------------------------------------------------------------------
+# Type=exec (SPEC §3): started at a successful exec
+# ---------------------------------------------------------------------------
+
+EXEC_STARTED_WITHIN = 3  # s: an exec takes milliseconds; a bound for a loaded machine
+EXEC_NOT_HEARD = ('still starting although its exec succeeded: its exec result was queued without '
+                  'waking the loop (libexit\'s reaper fd not readable for a queued exec event?)')
+
+
+class TypeExec(ServiceTestCase):
+    def test_lone_exec_unit_running_at_its_exec(self):
+        """A lone Type=exec unit is running as soon as its exec succeeded,
+        with no other child of tend exiting to wake the loop: at tend's start,
+        then on each of 50 starts (after a stop, and through restarts, whose
+        spawn happens while tend handles the old process's exit)."""
+        self.unit('lone', '''
+            [Service]
+            Type=exec
+            ExecStart=/bin/sleep infinity
+        ''')
+        self.start_tend()
+        r = self.wait_state('lone', lambda r: r['state'] == 'running', EXEC_STARTED_WITHIN, EXEC_NOT_HEARD)
+        for i in range(50):
+            pid = r['main_pid']
+            if i % 2:
+                self.ctl('restart', 'lone', '--no-block')
+            else:
+                self.ctl('stop', 'lone')
+                self.assertFalse(pid_alive(pid), 'stop returned before the main process was gone')
+                self.ctl('start', 'lone', '--no-block')
+            r = self.wait_state('lone', lambda r: r['state'] == 'running' and r['main_pid'] not in (pid, None),
+                                EXEC_STARTED_WITHIN, 'start %d: %s' % (i + 1, EXEC_NOT_HEARD))
+
+
+# ---------------------------------------------------------------------------
 # Stop
 # ---------------------------------------------------------------------------
 
