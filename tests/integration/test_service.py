@@ -580,6 +580,23 @@ class Combined(ServiceTestCase):
         os.kill(p.pid, signal.SIGTERM)
         self.assertEqual(p.wait(10, 'tend did not exit after SIGTERM'), 5, 'tend must exit with CMD\'s status')
 
+    def test_cmd_exec_failure_127_126_as_in_entrypoint_mode(self):
+        # SPEC §6: exec failure → 127 not found (ENOENT, ENOTDIR), 126 not
+        # executable (EACCES); the same codes and message as entrypoint mode
+        # (test_entrypoint.py Exec), and the units still stop.
+        not_exec = self.script('not-executable', 'exit 0', mode=0o644)
+        self.unit('side', '''
+            [Service]
+            ExecStart=%s pause
+        ''' % PROBE)
+        for cmd, status, why in (('/nonexistent/tend-it-cmd', 127, 'No such file or directory'),
+                                 ('/etc/passwd/tend-it-cmd', 127, 'Not a directory'),
+                                 (not_exec, 126, 'Permission denied')):
+            with self.subTest(cmd=cmd):
+                p = self.start_tend(cmd=[cmd], wait_ready=False)
+                self.assertEqual(p.wait(10, 'tend did not exit after CMD failed to exec'), status, self.stderr())
+                self.assertIn('%s: %s' % (cmd, why), self.stderr(), 'no message on stderr naming CMD and why')
+
     def test_failure_action_exit_gives_the_units_status(self):
         self.unit('dies', '''
             [Unit]
