@@ -301,8 +301,12 @@ enum exit_reaper_flags {
          * automatically when clone3 answers ENOSYS or EPERM). For tests. */
         EXIT_REAPER_NO_CLONE3 = 1u << 1,
         /* Queue an exec event (exit_reaper_next_exec) for every spawned process
-         * whose exec status dispatch collects. Without it nothing is queued,
-         * so an embedder that never pops events keeps no memory for them. */
+         * whose exec status becomes known other than through
+         * exit_process_wait_exec: collected by dispatch, or known when spawn
+         * returns (the vfork path). The reaper's fd is readable while one is
+         * queued, so the caller must pop them all (until -EAGAIN) each time
+         * it wakes, or its loop spins. Without it nothing is queued, so an
+         * embedder that never pops events keeps no memory for them. */
         EXIT_REAPER_EXEC_EVENTS = 1u << 2,
         /* Never use the vfork path. By default a child with no pre-exec hook
          * and no working directory but "/" is started with
@@ -339,8 +343,11 @@ const char *exit_reaper_missing_syscall(void);
  * reaper may be created. Returns NULL. */
 struct exit_reaper *exit_reaper_free(struct exit_reaper *reaper);
 
-/* An epoll fd (O_CLOEXEC), readable when exit_reaper_dispatch() has work: a
- * child's pidfd, an exec-status pipe, or SIGCHLD. Owned by the reaper. */
+/* An epoll fd (O_CLOEXEC), readable when exit_reaper_dispatch() has work (a
+ * child's pidfd, an exec-status pipe, or SIGCHLD) and, with
+ * EXIT_REAPER_EXEC_EVENTS, exactly while an exec result is queued for
+ * exit_reaper_next_exec (SPEC §2.2: the exec status is an fd the caller
+ * watches). Level-triggered. Owned by the reaper. */
 int exit_reaper_fd(const struct exit_reaper *reaper);
 
 /*
@@ -419,7 +426,9 @@ struct exit_spawn_attr {
  * clone; the child starts with an empty signal mask, every signal at its
  * default, and exactly the fds it was given (close_range). Returns once the
  * child exists — it does not wait for the exec; the exec status arrives
- * through the reaper's fd (exit_reaper_next_exec) or exit_process_wait_exec().
+ * through the reaper's fd (exit_reaper_next_exec, with EXIT_REAPER_EXEC_EVENTS;
+ * on the vfork path it is known, queued and the fd readable on return) or
+ * exit_process_wait_exec().
  * *ret_process is the caller's reference (exit_process_unref).
  * Errors: -EINVAL, -ENOMEM, -EAGAIN/-EMFILE (fork or fds exhausted), -EPIPE
  * (hub closed). A missing binary is not an error here: its exec status is -ENOENT.
@@ -441,8 +450,11 @@ int exit_reaper_track(struct exit_reaper *reaper, pid_t pid, struct exit_process
 
 /*
  * With EXIT_REAPER_EXEC_EVENTS: pops one process whose exec status became
- * known during dispatch (not through exit_process_wait_exec), as a new
- * reference for the caller. Returns 0, or -EAGAIN when none is pending.
+ * known during dispatch or at spawn (not through exit_process_wait_exec), as
+ * a new reference for the caller, in the order they became known. Popping the
+ * last one makes the reaper's fd quiet again (unless dispatch has work).
+ * Needs no dispatch first: a result known at spawn is poppable at once.
+ * Returns 0, or -EAGAIN when none is pending.
  */
 int exit_reaper_next_exec(struct exit_reaper *reaper, struct exit_process **ret_process);
 

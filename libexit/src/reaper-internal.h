@@ -13,12 +13,13 @@ enum source_type {
         SOURCE_SIGNAL,
         SOURCE_PIDFD,
         SOURCE_EXEC,
+        SOURCE_EXEC_READY, /* the eventfd that is readable while exec results are queued */
 };
 
 /* What an epoll_event's data.ptr points at. */
 struct source {
         enum source_type type;
-        struct exit_process *process; /* NULL for SOURCE_SIGNAL */
+        struct exit_process *process; /* NULL for SOURCE_SIGNAL and SOURCE_EXEC_READY */
 };
 
 /*

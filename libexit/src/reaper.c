@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -54,7 +55,14 @@ struct exit_reaper {
         struct exit_process **map;
         size_t map_cap, map_n;
 
+        /* The exec-ready list (EXIT_REAPER_EXEC_EVENTS). exec_ready_fd, an
+         * eventfd in the epoll set, holds a count exactly while the list is
+         * not empty: results queued outside dispatch (the vfork path knows
+         * its child's at spawn, and no fd of the child ever becomes readable
+         * for it) must wake the caller's loop too (SPEC §2.2). */
         struct exit_process *exec_head, *exec_tail;
+        int exec_ready_fd;
+        struct source src_exec_ready;
 };
 
 static atomic_bool reaper_exists;
@@ -189,8 +197,12 @@ static void exec_queue(struct exit_reaper *r, struct exit_process *p) {
         exit_process_ref(p);
         if (r->exec_tail)
                 r->exec_tail->exec_next = p;
-        else
+        else {
                 r->exec_head = p;
+                /* Cannot fail: the counter is 0 (the list was empty) and a
+                 * write of 1 never overflows it. */
+                (void) eventfd_write(r->exec_ready_fd, 1);
+        }
         r->exec_tail = p;
 }
 
@@ -224,8 +236,11 @@ _public_ int exit_reaper_next_exec(struct exit_reaper *r, struct exit_process **
         struct exit_process *p = r->exec_head;
         if (p) {
                 r->exec_head = p->exec_next;
-                if (!r->exec_head)
+                if (!r->exec_head) {
                         r->exec_tail = NULL;
+                        eventfd_t drained;
+                        (void) eventfd_read(r->exec_ready_fd, &drained); /* the fd is quiet again */
+                }
                 p->exec_next = NULL;
                 p->exec_queued = false;
         }
@@ -465,6 +480,15 @@ static int reaper_init_signals(struct exit_reaper *r) {
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &r->src_signal };
         if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev) < 0)
                 return negative_errno();
+        if (r->flags & EXIT_REAPER_EXEC_EVENTS) {
+                r->exec_ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (r->exec_ready_fd < 0)
+                        return negative_errno();
+                r->src_exec_ready = (struct source) { SOURCE_EXEC_READY, NULL };
+                ev.data.ptr = &r->src_exec_ready;
+                if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->exec_ready_fd, &ev) < 0)
+                        return negative_errno();
+        }
         if ((r->flags & EXIT_REAPER_ORPHANS) && getpid() != 1 &&
             prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
                 return negative_errno();
@@ -540,7 +564,7 @@ _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_r
         atomic_init(&r->n_ref, 1);
         r->hub = exit_hub_ref(hub);
         r->flags = flags;
-        r->epfd = r->sigfd = -1;
+        r->epfd = r->sigfd = r->exec_ready_fd = -1;
         r->clone3_refused = flags & EXIT_REAPER_NO_CLONE3;
         reserve_fd_slots(r);
 
@@ -548,6 +572,7 @@ _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_r
         if (k < 0) {
                 safe_close(r->epfd);
                 safe_close(r->sigfd);
+                safe_close(r->exec_ready_fd);
                 release_fd_slots(r);
                 reaper_unref_internal(r);
                 return k;
@@ -580,6 +605,7 @@ _public_ struct exit_reaper *exit_reaper_free(struct exit_reaper *r) {
         r->exec_tail = NULL;
         r->epfd = safe_close(r->epfd);
         r->sigfd = safe_close(r->sigfd);
+        r->exec_ready_fd = safe_close(r->exec_ready_fd);
         release_fd_slots(r);
         /* Closed: nothing is published any more, so the hub's owner reference
          * goes now, not when the last process handle does; and a new reaper
@@ -627,6 +653,9 @@ _public_ int exit_reaper_dispatch(struct exit_reaper *r) {
                                 sigchld = true;
                         } else if (s->type == SOURCE_EXEC) {
                                 (void) exec_collect(r, s->process, true);
+                        } else if (s->type == SOURCE_EXEC_READY) {
+                                /* Stays readable until the caller pops the last
+                                 * result (exit_reaper_next_exec): nothing to do here. */
                         } else if (s->process->pidfd_in_epoll) {
                                 /* An orphan pass earlier in this batch may have reaped it. */
                                 int reaped = process_try_reap(r, s->process);

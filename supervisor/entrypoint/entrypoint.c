@@ -22,6 +22,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "cmd-run.h"
 #include "entrypoint.h"
 #include "libexit.h"
 #include "log.h"
@@ -81,7 +82,7 @@ static int signal_leftovers(struct entrypoint *e, int sig) {
         };
         int k = proc_set_signal(e->signalled, m, e->child_pgid > 0 ? 2 : 1, sig);
         if (k < 0)
-                return log_warning_errno(k, "scanning /proc for leftovers: %s", strerror(-k));
+                return log_warning_errno(k, "scanning /proc for leftovers: %m");
         if (k > 0) {
                 char buf[24];
                 log_info("sent %s to %d leftover process%s of %s", signal_to_string(sig, buf), k, k == 1 ? "" : "es",
@@ -121,22 +122,8 @@ static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* ---- the child's end ---- */
 
-static int exec_failure_status(int error) {
-        return error == -ENOENT || error == -ENOTDIR ? 127 : 126;
-}
-
 static void child_exited(struct entrypoint *e, const struct exit_reason *reason) {
-        int stage;
-        int exec = exit_process_exec_result(e->child, &stage);
-        if (exec < 0 && exec != -EINPROGRESS)
-                e->status = exec_failure_status(exec);
-        else
-                e->status = exit_reason_to_shell_status(reason);
-        if (reason->kind == EXIT_REASON_KILLED)
-                log_info("%s (pid %d) killed by signal %d%s", cmd_name(e), exit_process_pid(e->child), reason->status,
-                         reason->core_dumped ? " (core dumped)" : "");
-        else
-                log_info("%s (pid %d) exited with code %d", cmd_name(e), exit_process_pid(e->child), reason->status);
+        e->status = cmd_run_exited(cmd_name(e), e->child, reason);
 
         /* Give the terminal back to our own group, as a shell would. */
         if (e->gave_foreground && tcgetpgrp(STDIN_FILENO) == e->child_pgid)
@@ -180,11 +167,24 @@ static void drain_events(struct entrypoint *e) {
         finish_if_no_children(e);
 }
 
+/* CMD's exec result, announced by the reaper's fd: the loop never waits for
+ * it. Before its exit: the reaper collects an exec status before it
+ * publishes the exit, and the exits are drained after this. */
+static void drain_exec_events(struct entrypoint *e) {
+        struct exit_process *p;
+        while (exit_reaper_next_exec(e->reaper, &p) == 0) {
+                if (p == e->child)
+                        (void) cmd_run_exec_result(cmd_name(e), p);
+                exit_process_unref(p);
+        }
+}
+
 static int on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct entrypoint *e = userdata;
         int k = exit_reaper_dispatch(e->reaper);
         if (k < 0)
-                log_warning_errno(k, "reaping: %s", strerror(-k));
+                log_warning_errno(k, "reaping: %m");
+        drain_exec_events(e);
         drain_events(e);
         return 0;
 }
@@ -223,7 +223,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         else
                 k = exit_process_signal(e->child, to);
         if (k < 0 && k != -ESRCH)
-                log_warning_errno(k, "forwarding %s to %s: %s", signal_to_string(to, b2), cmd_name(e), strerror(-k));
+                log_warning_errno(k, "forwarding %s to %s: %m", signal_to_string(to, b2), cmd_name(e));
         else
                 log_debug("forwarded %s as %s", signal_to_string(sig, b1), signal_to_string(to, b2));
         return 0;
@@ -286,34 +286,15 @@ int entrypoint_collect_inherited_fds(int **ret_fds, size_t *ret_n) {
         return r;
 }
 
-static bool env_names_us(const char *name) {
-        const char *v = getenv(name);
-        char self[16];
-        snprintf(self, sizeof self, "%d", (int) getpid());
-        return v && streq(v, self);
-}
-
+/* CMD's exec result arrives in the loop (drain_exec_events). CMD inherits
+ * tend's soft RLIMIT_NOFILE, raised only after this (raise_nofile). */
 static int spawn_cmd(struct entrypoint *e) {
-        uint32_t flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS;
-        /* Socket activation and the watchdog name tend's pid: they mean CMD. */
-        if (env_names_us("LISTEN_PID"))
-                flags |= EXIT_SPAWN_LISTEN_PID;
-        if (env_names_us("WATCHDOG_PID"))
-                flags |= EXIT_SPAWN_WATCHDOG_PID;
-        struct exit_spawn_attr a = { .size = sizeof a, .flags = flags, .argv = e->opts->cmd };
         bool fg_before = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-        int k = exit_reaper_spawn(e->reaper, &a, &e->child);
+        int k = cmd_run_spawn(e->reaper, e->opts->cmd, 0, &e->child);
         if (k < 0)
-                return log_error_errno(k, "cannot start %s: %s", cmd_name(e), strerror(-k));
+                return k;
         e->child_pgid = exit_process_pid(e->child); /* its own group: EXIT_SPAWN_FOREGROUND implies SETPGID */
         e->gave_foreground = fg_before;
-
-        int stage;
-        k = exit_process_wait_exec(e->child, -1, &stage);
-        if (k < 0)
-                log_error("%s: %s", cmd_name(e), strerror(-k));
-        else
-                log_debug("started %s as pid %d", cmd_name(e), (int) e->child_pgid);
         return 0;
 }
 
@@ -329,10 +310,10 @@ static void raise_nofile(void) {
 static int entrypoint_setup(struct entrypoint *e) {
         int k = sd_event_new(&e->event);
         if (k < 0)
-                return log_error_errno(k, "sd_event_new: %s", strerror(-k));
+                return log_error_errno(k, "sd_event_new: %m");
         k = exit_hub_new(0, 0, &e->hub);
         if (k >= 0)
-                k = exit_reaper_new(e->hub, EXIT_REAPER_ORPHANS, &e->reaper);
+                k = exit_reaper_new(e->hub, EXIT_REAPER_ORPHANS | EXIT_REAPER_EXEC_EVENTS, &e->reaper);
         if (k == -ENOSYS)
                 return log_error_errno(k, "the kernel lacks %s: tend needs Linux 5.10 or later",
                                        exit_reaper_missing_syscall());
@@ -340,14 +321,14 @@ static int entrypoint_setup(struct entrypoint *e) {
         if (k >= 0)
                 k = exit_hub_subscribe(e->hub, &e->sub);
         if (k < 0)
-                return log_error_errno(k, "setting up the reaper: %s", strerror(-k));
+                return log_error_errno(k, "setting up the reaper: %m");
         e->signalled = proc_set_new();
         if (!e->signalled)
                 return log_error_errno(ENOMEM, "out of memory");
         if ((k = add_signal_sources(e)) < 0 ||
             (k = sd_event_add_io(e->event, NULL, exit_reaper_fd(e->reaper), EPOLLIN, on_reaper, e)) < 0 ||
             (k = sd_event_add_io(e->event, NULL, exit_sub_fd(e->sub), EPOLLIN, on_sub, e)) < 0)
-                return log_error_errno(k, "setting up the event loop: %s", strerror(-k));
+                return log_error_errno(k, "setting up the event loop: %m");
         return 0;
 }
 
@@ -374,7 +355,7 @@ int entrypoint_run(const struct tend_options *opts, const int *inherited, size_t
                  * the first iteration reaps it. */
                 k = sd_event_loop(e.event);
                 if (k < 0)
-                        log_error_errno(k, "event loop: %s", strerror(-k));
+                        log_error_errno(k, "event loop: %m");
         }
         int status = k < 0 ? 1 : e.status;
         entrypoint_done(&e);

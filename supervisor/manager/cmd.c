@@ -22,6 +22,7 @@
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
+#include "cmd-run.h"
 #include "control.h"
 #include "libexit.h"
 #include "log.h"
@@ -54,20 +55,23 @@ void manager_maybe_start_cmd(struct manager *m) {
                 if (m->units[i]->state == UNIT_FAILED)
                         fprintf(stderr, "tend: %s failed (%s) before CMD started\n", m->units[i]->name,
                                 unit_result_to_string(m->units[i]->result));
-        struct exit_spawn_attr a = { .size = sizeof a, .flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS,
-                                     .argv = m->opts->cmd, .nofile_soft = m->nofile_soft_inherited };
-        int k = exit_reaper_spawn(m->reaper, &a, &m->cmd);
+        /* Its exec result comes through the loop (manager_cmd_exec_result):
+         * this callback never waits for it. */
+        int k = cmd_run_spawn(m->reaper, m->opts->cmd, m->nofile_soft_inherited, &m->cmd);
         for (size_t i = 0; i < m->n_inherited; i++)
                 close(m->inherited[i]); /* CMD has them; tend keeps no copy */
         m->n_inherited = 0;
-        if (k < 0) {
-                log_error("cannot start %s: %s", m->opts->cmd[0], strerror(-k));
-                manager_begin_shutdown(m, 1);
-                return;
-        }
-        k = exit_process_wait_exec(m->cmd, -1, NULL);
         if (k < 0)
-                log_error("%s: %s", m->opts->cmd[0], strerror(-k));
+                manager_begin_shutdown(m, 1);
+}
+
+/* CMD's exec result, from the reaper's exec events: a failure is said now;
+ * the status follows at CMD's exit. Returns whether p is CMD. */
+bool manager_cmd_exec_result(struct manager *m, struct exit_process *p) {
+        if (!m->cmd || p != m->cmd)
+                return false;
+        (void) cmd_run_exec_result(m->opts->cmd[0], p);
+        return true;
 }
 
 /* An exit of CMD (id is its process's): its status becomes tend's, and the
@@ -77,9 +81,7 @@ bool manager_cmd_exited(struct manager *m, exit_id_t id) {
                 return false;
         struct exit_reason reason;
         if (exit_hub_take(m->hub, id, &reason) == 0) {
-                int exec = exit_process_exec_result(m->cmd, NULL);
-                m->cmd_status = exec < 0 && exec != -EINPROGRESS ? (exec == -ENOENT ? 127 : 126)
-                                                                  : exit_reason_to_shell_status(&reason);
+                m->cmd_status = cmd_run_exited(m->opts->cmd[0], m->cmd, &reason);
                 m->cmd_done = true;
                 m->cmd = exit_process_unref(m->cmd);
                 log_info("CMD exited: tend stops its units and exits with status %d", m->cmd_status);

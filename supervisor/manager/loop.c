@@ -89,6 +89,10 @@ static void recover_exits(struct manager *m) {
 static void drain_exec_events(struct manager *m) {
         struct exit_process *p;
         while (exit_reaper_next_exec(m->reaper, &p) == 0) {
+                if (manager_cmd_exec_result(m, p)) { /* combined mode's CMD (cmd.c) */
+                        exit_process_unref(p);
+                        continue;
+                }
                 int stage = 0, error = exit_process_exec_result(p, &stage);
                 for (size_t i = 0; i < m->n_units; i++) {
                         if (m->units[i]->main == p || m->units[i]->control == p)

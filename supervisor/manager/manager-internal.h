@@ -159,6 +159,9 @@ void manager_maybe_start_cmd(struct manager *m);
 /* An exit of CMD: tend's exit status is CMD's and the shutdown begins.
  * Returns whether id was CMD's (false: not CMD, nothing done). */
 bool manager_cmd_exited(struct manager *m, exit_id_t id);
+/* cmd.c: CMD's exec result popped from the reaper (p borrowed): reported.
+ * Returns whether p is CMD. */
+bool manager_cmd_exec_result(struct manager *m, struct exit_process *p);
 
 /* control-adapter.c: the control socket, answered from the units. */
 int manager_setup_control(struct manager *m);

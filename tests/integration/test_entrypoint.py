@@ -78,6 +78,16 @@ class Exec(TendTestCase):
                 self.assertIn(cmd, err, 'no message on stderr naming the command')
                 self.assertEqual(out, '')
 
+    def test_not_a_directory_127(self):
+        # ENOTDIR (a path through a file) is "not found", as for ENOENT: 127,
+        # the same as combined mode (test_service.py Combined; one cmd-run.c).
+        cmd = '/etc/passwd/tend-it-cmd'
+        status, out, err = self.run_tend('--', cmd)
+        self.assertEqual(status, 127, err)
+        self.assertIn(cmd, err, 'no message on stderr naming the command')
+        self.assertIn('Not a directory', err, 'the message does not say why')
+        self.assertEqual(out, '')
+
     def test_not_executable_126(self):
         f = self.path('not-executable')
         with open(f, 'w') as fh:

@@ -214,6 +214,40 @@ class KillStorm(ServiceTestCase):
 
 
 # ---------------------------------------------------------------------------
+# Type=exec (SPEC §3): started at a successful exec
+# ---------------------------------------------------------------------------
+
+EXEC_STARTED_WITHIN = 3  # s: an exec takes milliseconds; a bound for a loaded machine
+EXEC_NOT_HEARD = ('still starting although its exec succeeded: its exec result was queued without '
+                  'waking the loop (libexit\'s reaper fd not readable for a queued exec event?)')
+
+
+class TypeExec(ServiceTestCase):
+    def test_lone_exec_unit_running_at_its_exec(self):
+        """A lone Type=exec unit is running as soon as its exec succeeded,
+        with no other child of tend exiting to wake the loop: at tend's start,
+        then on each of 50 starts (after a stop, and through restarts, whose
+        spawn happens while tend handles the old process's exit)."""
+        self.unit('lone', '''
+            [Service]
+            Type=exec
+            ExecStart=/bin/sleep infinity
+        ''')
+        self.start_tend()
+        r = self.wait_state('lone', lambda r: r['state'] == 'running', EXEC_STARTED_WITHIN, EXEC_NOT_HEARD)
+        for i in range(50):
+            pid = r['main_pid']
+            if i % 2:
+                self.ctl('restart', 'lone', '--no-block')
+            else:
+                self.ctl('stop', 'lone')
+                self.assertFalse(pid_alive(pid), 'stop returned before the main process was gone')
+                self.ctl('start', 'lone', '--no-block')
+            r = self.wait_state('lone', lambda r: r['state'] == 'running' and r['main_pid'] not in (pid, None),
+                                EXEC_STARTED_WITHIN, 'start %d: %s' % (i + 1, EXEC_NOT_HEARD))
+
+
+# ---------------------------------------------------------------------------
 # Stop
 # ---------------------------------------------------------------------------
 
@@ -545,6 +579,23 @@ class Combined(ServiceTestCase):
         wait_until(lambda: os.path.exists(ready), 5, 'CMD never started (units not settled?)')
         os.kill(p.pid, signal.SIGTERM)
         self.assertEqual(p.wait(10, 'tend did not exit after SIGTERM'), 5, 'tend must exit with CMD\'s status')
+
+    def test_cmd_exec_failure_127_126_as_in_entrypoint_mode(self):
+        # SPEC §6: exec failure → 127 not found (ENOENT, ENOTDIR), 126 not
+        # executable (EACCES); the same codes and message as entrypoint mode
+        # (test_entrypoint.py Exec), and the units still stop.
+        not_exec = self.script('not-executable', 'exit 0', mode=0o644)
+        self.unit('side', '''
+            [Service]
+            ExecStart=%s pause
+        ''' % PROBE)
+        for cmd, status, why in (('/nonexistent/tend-it-cmd', 127, 'No such file or directory'),
+                                 ('/etc/passwd/tend-it-cmd', 127, 'Not a directory'),
+                                 (not_exec, 126, 'Permission denied')):
+            with self.subTest(cmd=cmd):
+                p = self.start_tend(cmd=[cmd], wait_ready=False)
+                self.assertEqual(p.wait(10, 'tend did not exit after CMD failed to exec'), status, self.stderr())
+                self.assertIn('%s: %s' % (cmd, why), self.stderr(), 'no message on stderr naming CMD and why')
 
     def test_failure_action_exit_gives_the_units_status(self):
         self.unit('dies', '''

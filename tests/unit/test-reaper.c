@@ -276,6 +276,44 @@ static void test_exec_errors(void **state) {
         unlink(file);
 }
 
+/* SPEC §2.2: the exec status is an fd the caller watches. With a lone child
+ * that keeps running (no exit, no SIGCHLD to wake anyone), the reaper's fd
+ * alone must announce its exec result, on every spawn path; and once the
+ * result is popped, the fd is quiet again. */
+static void test_exec_event_wakes_reaper_fd(void **state) {
+        struct ctx *c = *state;
+        char *argv[] = { (char *) "sleep", (char *) "100", NULL };
+        for (int round = 0; round < 3; round++) {
+                struct exit_process *p = spawn_full(c, argv, -1, 0), *q = NULL;
+                struct pollfd pfd = { .fd = exit_reaper_fd(c->reaper), .events = POLLIN };
+                /* An exec takes milliseconds; 5 s is the bound of a loaded machine. */
+                usec_t deadline = now_usec(CLOCK_MONOTONIC) + 5 * USEC_PER_SEC;
+                /* Poll before popping: a pop first would find what the vfork
+                 * path queued at spawn and hide a fd that never wakes. */
+                for (;;) {
+                        int n = poll(&pfd, 1, 100);
+                        assert_true(n >= 0);
+                        if (n > 0) {
+                                assert_true(exit_reaper_dispatch(c->reaper) >= 0);
+                                if (exit_reaper_next_exec(c->reaper, &q) == 0)
+                                        break;
+                        }
+                        if (now_usec(CLOCK_MONOTONIC) > deadline)
+                                fail_msg("round %d: the reaper's fd never became readable for the exec result of a "
+                                         "child that keeps running (queued without waking the fd?)", round);
+                }
+                assert_ptr_equal(q, p);
+                assert_int_equal(exit_process_exec_result(q, NULL), 0);
+                exit_process_unref(q);
+                assert_int_equal(exit_reaper_dispatch(c->reaper), 0);
+                pfd.revents = 0;
+                assert_int_equal(poll(&pfd, 1, 0), 0); /* nothing queued, nothing exited: quiet */
+                assert_int_equal(exit_process_signal(p, SIGKILL), 0);
+                (void) wait_exit(c, p);
+                exit_process_unref(p);
+        }
+}
+
 static void test_clean_signal_state(void **state) {
         struct ctx *c = *state;
         /* The parent blocks signals and ignores SIGINT and SIGPIPE, as a
@@ -635,6 +673,7 @@ int main(int argc, char **argv) {
                 ALL3(test_killed),
                 ALL3(test_core_dump),
                 ALL3(test_exec_errors),
+                ALL3(test_exec_event_wakes_reaper_fd),
                 ALL3(test_clean_signal_state),
                 ALL3(test_fds_given_only),
                 ALL3(test_fds_many_open),
