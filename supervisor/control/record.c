@@ -112,15 +112,17 @@ static void set_or_null(json_object *o, const char *key, json_object *v, bool se
 }
 
 void record_fields_of(const struct unit *u, int waiters, struct record_fields *ret) {
+        struct unit_shown s;
+        unit_get_shown(u, &s); /* the fields at the change being reported */
         *ret = (struct record_fields) {
-                .state = u->state,
-                .result = u->result,
-                .main_pid = u->main_pid,
-                .since_realtime = u->since_realtime,
-                .since_monotonic = u->since_monotonic,
-                .restarts = u->restarts,
-                .has_last_exit = u->has_last_exit,
-                .last_exit = u->has_last_exit ? u->last_exit : (struct exit_reason) {},
+                .state = s.state,
+                .result = s.result,
+                .main_pid = s.main_pid,
+                .since_realtime = s.since_realtime,
+                .since_monotonic = s.since_monotonic,
+                .restarts = s.restarts,
+                .has_last_exit = s.has_last_exit,
+                .last_exit = s.has_last_exit ? s.last_exit : (struct exit_reason) {},
                 .waiters = waiters > 0 ? waiters : 0,
                 .has_status = u->status_text != NULL,
         };

@@ -1,55 +1,96 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The unit state machine (SPEC §4). This file and unit.c own the life cycle;
- * no other module looks at a unit's phase.
+ * The unit state machine (SPEC §4). unit.c (with unit-notify.c and
+ * unit-policy.c) owns the life cycle; no other module reads a unit's
+ * position: they ask unit_get_state(), unit_job_state(), unit_is_waiting(),
+ * unit_is_down(), unit_is_dead(), unit_is_settled().
  *
- * States, as shown everywhere (SPEC §4's words):
- *   inactive → starting → running → stopping → inactive, plus failed and
- *   backoff (waiting before an automatic restart).
+ * ---- Position: the one source of truth (enum unit_pos, u->pos) ----
  *
- * Phases, the machine's own finer positions:
- *   DEAD         inactive or failed: no process
- *   WAIT         a start job waits for the start jobs of the units it is
- *                ordered after, or for its required units' outcome (SPEC §4
- *                "Start jobs"); no process, and the state shown is the one
- *                the unit had (inactive, failed, backoff; inactive for a
- *                restart whose old instance is gone). The flight is still
- *                cancellable here.
- *   START_PRE    ExecStartPre=[i] runs (control process)
- *   START        the main process runs: simple → started at fork; exec → at
- *                a successful exec; notify → at its READY=1; oneshot → at
- *                the successful exit of ExecStart=[i], each in turn
- *   START_POST   ExecStartPost=[i] runs; the main process runs too
- *   RUNNING      the main process runs (or RemainAfterExit= with none)
- *   STOP_NOTIFY  the main process said STOPPING=1: waiting (TimeoutStopSec=)
- *                for it to exit on its own
- *   STOP_CMD     ExecStop=[i] runs
- *   STOP_SIGTERM KillSignal= sent; waiting for the processes KillMode= names
- *   STOP_SIGKILL FinalKillSignal= sent; waiting again
- *   BACKOFF      waiting RestartSec= (grown over RestartSteps=) to restart
+ *   position       shown       meaning
+ *   INACTIVE       inactive    no process; the last run (if any) succeeded
+ *   FAILED         failed      no process; the last run failed (u->result)
+ *   WAIT_INACTIVE  inactive    a start job waits for its dependencies (SPEC §4
+ *   WAIT_FAILED    failed        "Start jobs"): nothing runs yet, the flight is
+ *   WAIT_BACKOFF   backoff       still cancellable, and the shown state is the
+ *                                one the unit had before the start
+ *   WAIT_RESTART   stopping    an explicit restart's old instance is gone: its
+ *                              start job begins (shows inactive if it must wait)
+ *   START_PRE      starting    ExecStartPre=[i] runs (control process)
+ *   START          starting    the main process runs, its start job not done:
+ *                              simple → done at fork; exec → at a successful
+ *                              exec; notify → at READY=1; oneshot → at the
+ *                              successful exit of ExecStart=[i], each in turn
+ *   START_POST     starting    ExecStartPost=[i] runs; the main process too
+ *   RUNNING        running     the main process runs (or RemainAfterExit=)
+ *   RELOAD         running     ExecReload=[i] runs
+ *   STOP_NOTIFY    stopping    STOPPING=1: the main process exits on its own
+ *                              within TimeoutStopSec=
+ *   STOP_CMD       stopping    ExecStop=[i] runs
+ *   STOP_SIGTERM   stopping    KillSignal= (or WatchdogSignal=) sent: waiting
+ *   STOP_SIGKILL   stopping    FinalKillSignal= sent: waiting again
+ *   BACKOFF        backoff     waiting RestartSec= (grown over RestartSteps=)
  *
- * Events: start (with the flight's resolution, SPEC §2.3), stop, restart,
- * the dependencies allow the start or failed it, the waiting flight was
- * cancelled,
- * a process exited, the main process's exec succeeded or failed, the phase's
+ * The shown state (SPEC §4's words) is never stored: unit_get_state() reads
+ * it from the position's row of one table in unit.c (as systemd's
+ * state_translation_table), as do the job state and the settled/dead tests.
+ * Beside the position, the last run's outcome: u->result (SPEC §5), and
+ * u->finished (a oneshot's commands all succeeded: its job is done, no
+ * restart follows).
+ *
+ * ---- Events (the public functions below) ----
+ *
+ * start (with the flight's resolution, SPEC §2.3), stop, restart (explicit,
+ * propagated), the restart policy's flight, the dependencies allow the start
+ * or failed it, the waiting flight was cancelled, reload, reset-failed, a new
+ * file (daemon-reload), a process exited, the main process's exec status, the
  * deadline passed (TimeoutStartSec=, TimeoutStopSec=, the back-off delay),
- * the unit's processes may be gone (cgroup.events, an orphan reaped), a
- * notification from a sender NotifyAccess= allows (READY=1, STATUS=,
+ * the unit's processes may be gone, a notification (READY=1, STATUS=,
  * WATCHDOG=1, WATCHDOG=trigger, STOPPING=1, MAINPID=, EXTEND_TIMEOUT_USEC=,
- * ERRNO=), the watchdog lease expired.
+ * ERRNO=), the watchdog lease expired. tests/unit/test-unit-table.c lists
+ * every (position, event) pair and its outcome.
  *
- * Watchdog (SPEC §4): with WatchdogSec=, the unit holds the lease
- * watchdog/NAME (ops->watchdog) from entering RUNNING until it leaves
- * RUNNING/RELOAD; WATCHDOG=1 renews it. Its expiry or WATCHDOG=trigger sends
- * WatchdogSignal= per KillMode= (no ExecStop=, as systemd), then the stop
- * escalation of STOP_SIGTERM/STOP_SIGKILL, result watchdog, then Restart=.
- * Any other way out of RUNNING deletes the lease first, so a stop is never
- * taken for a watchdog failure.
+ * ---- How an event runs ----
  *
- * Desired versus current: `want` is what was last asked of the unit (up, or
- * down by an explicit stop); `state`/`phase` is where it is. A process dying
- * on its own moves the unit through the stop sequence and then the restart
- * policy decides, as long as `want` is up.
+ *  1. The handler moves the position and does the event's own effects
+ *     through struct unit_ops (spawn, signal, arm, answer the flight).
+ *  2. Queued requests (u->queued) are applied, once each, by one function
+ *     (apply_requests): an explicit restart's start once its old instance
+ *     is gone, a stop queued behind a publishing restart (SPEC §2.3) once the
+ *     new instance runs, the restart policy's flight (ops->request_restart)
+ *     once in backoff.
+ *  3. Only then does the manager hear of the changes: every change (each
+ *     shown state passed through, each answer, a SuccessAction=/
+ *     FailureAction=) was queued with the record's fields at that moment and
+ *     is delivered in order (ops->changed, ops->answered, ops->action); while
+ *     ops->changed or ops->answered runs, unit_get_state() and
+ *     unit_get_shown() give that change's fields, so that each transition
+ *     still gets its own record (SPEC §5). The manager may call any event of
+ *     the unit from there: it runs as an event of its own.
+ *
+ * ---- Invariants ----
+ *
+ *  - u->main is set only in START, START_POST, RUNNING, RELOAD, STOP_NOTIFY
+ *    and the stop phases; u->control only in START_PRE, START_POST, RELOAD,
+ *    STOP_CMD (and, being killed, the stop phases after a start's).
+ *  - A deadline is armed only in the start phases, STOP_*, and BACKOFF.
+ *  - The watchdog lease (ops->watchdog) exists only in RUNNING and RELOAD:
+ *    its expiry or WATCHDOG=trigger sends WatchdogSignal= per KillMode= (no
+ *    ExecStop=, as systemd), then STOP_SIGTERM/STOP_SIGKILL, result
+ *    watchdog, then Restart=; any other way out of RUNNING deletes it first,
+ *    so a stop is never taken for a watchdog failure.
+ *  - u->resolution (the flight being worked for) is answered when the start
+ *    job is done or failed; u->next_resolution exists only with a queued
+ *    restart (UNIT_QUEUED_RESTART), whose start takes it.
+ *  - UNIT_QUEUED_STOP waits only while a restart is queued or the new
+ *    instance has not spawned; it never outlives the event otherwise.
+ *
+ * ---- Desired versus current ----
+ *
+ * u->want_up is what was last asked of the unit: up (start, restart, the
+ * restart policy) or down (an explicit stop). u->pos is where it is. A
+ * process dying on its own moves the unit through the stop sequence and then
+ * the restart policy decides, as long as want_up holds.
  *
  * Every system call the machine needs goes through struct unit_ops, so the
  * manager provides the real ones and a test can script them.
@@ -66,6 +107,7 @@
 #include "time-util.h"
 #include "unit-file.h"
 
+/* The shown state (SPEC §4), derived from the position. */
 enum unit_state {
         UNIT_INACTIVE,
         UNIT_STARTING,
@@ -90,19 +132,32 @@ enum unit_result {
         _UNIT_RESULT_MAX,
 };
 
-enum unit_phase {
-        PHASE_DEAD,
-        PHASE_START_PRE,
-        PHASE_START,
-        PHASE_START_POST,
-        PHASE_RUNNING,
-        PHASE_STOP_CMD,
-        PHASE_STOP_SIGTERM,
-        PHASE_STOP_SIGKILL,
-        PHASE_BACKOFF,
-        PHASE_RELOAD,      /* ExecReload=[i] runs; the unit stays running */
-        PHASE_STOP_NOTIFY, /* STOPPING=1: the main process exits on its own */
-        PHASE_WAIT,        /* the start job waits for its dependencies */
+/* The position (see the table above). */
+enum unit_pos {
+        UNIT_POS_INACTIVE,
+        UNIT_POS_FAILED,
+        UNIT_POS_WAIT_INACTIVE,
+        UNIT_POS_WAIT_FAILED,
+        UNIT_POS_WAIT_BACKOFF,
+        UNIT_POS_WAIT_RESTART,
+        UNIT_POS_START_PRE,
+        UNIT_POS_START,
+        UNIT_POS_START_POST,
+        UNIT_POS_RUNNING,
+        UNIT_POS_RELOAD,
+        UNIT_POS_STOP_NOTIFY,
+        UNIT_POS_STOP_CMD,
+        UNIT_POS_STOP_SIGTERM,
+        UNIT_POS_STOP_SIGKILL,
+        UNIT_POS_BACKOFF,
+        _UNIT_POS_MAX,
+};
+
+/* Requests that wait for a position, applied after the event (u->queued). */
+enum {
+        UNIT_QUEUED_RESTART = 1 << 0, /* an explicit restart: start once stopped */
+        UNIT_QUEUED_STOP = 1 << 1,    /* a stop behind a publishing restart (SPEC §2.3) */
+        UNIT_QUEUED_BACKOFF = 1 << 2, /* the restart policy's flight: ops->request_restart */
 };
 
 /* A flight's outcome (SPEC §2.3): success with the new main pid, or failure
@@ -114,6 +169,25 @@ struct unit_outcome {
         char reason[160];       /* why it is not ok, when more than the result says; else "" */
 };
 extern const sf_outcome_ops unit_outcome_ops;
+
+/* What a record shows of u (SPEC §5), as unit_get_shown() gives it. */
+struct unit_shown {
+        enum unit_state state;
+        enum unit_result result;
+        pid_t main_pid;
+        usec_t since_realtime, since_monotonic;
+        uint64_t restarts;
+        bool has_last_exit;
+        struct exit_reason last_exit;
+};
+
+/* A change queued for the manager (delivered after the event). */
+struct unit_change {
+        enum { UNIT_CHANGE_CHANGED, UNIT_CHANGE_ANSWERED, UNIT_CHANGE_ACTION } kind;
+        struct unit_shown shown;        /* the fields at the change */
+        unit_action action;             /* UNIT_CHANGE_ACTION */
+        int status;
+};
 
 struct unit;
 struct notify_message;
@@ -140,14 +214,17 @@ struct unit_ops {
          * USEC_INFINITY disarms it. */
         int (*arm)(void *userdata, struct unit *u, usec_t deadline);
         usec_t (*now)(void *userdata);
-        /* u's record changed (state, pid, result…): write service/NAME. */
+        /* u's record changed (state, pid, result…): write service/NAME. Called
+         * after the event, once per change in order; unit_get_shown() gives
+         * the fields at that change. */
         void (*changed)(void *userdata, struct unit *u);
         /* u ended in success or failure and its SuccessAction=/FailureAction=
-         * asks tend to exit with status. */
+         * asks tend to exit with status. Called after the event, in order. */
         void (*action)(void *userdata, struct unit *u, unit_action action, int status);
         /* The restart policy wants a restart of u: join u's flight as one of
          * tend's own requesters; the leader hands the resolution back through
-         * unit_backoff_begin(). */
+         * unit_backoff_begin(). Called once u is in BACKOFF, after the event's
+         * transitions (a queued request). */
         void (*request_restart)(void *userdata, struct unit *u);
         /* The main process changed (pid, or 0 when it is gone): logs prefix. */
         void (*main_pid_changed)(void *userdata, struct unit *u, pid_t pid);
@@ -165,7 +242,7 @@ struct unit_ops {
          * lease already expired: its expiry is on its way); ttl 0 deletes it
          * (SPEC §4 "Watchdog"). An expiry comes back as unit_watchdog_expired(). */
         int (*watchdog)(void *userdata, struct unit *u, usec_t ttl);
-        /* A start job of u is about to begin (u is in PHASE_WAIT): 0 lets it
+        /* A start job of u is about to begin (u is in a WAIT position): 0 lets it
          * begin at once; 1 makes it wait until the manager calls
          * unit_dependencies_ready() or unit_dependency_failed() (SPEC §4
          * "Start jobs"). The manager may start u's required units from here. */
@@ -174,7 +251,8 @@ struct unit_ops {
          * "Propagation" restarts its running Requires=/BindsTo= dependents. */
         void (*auto_restart)(void *userdata, struct unit *u);
         /* u's flight was answered and its resolution let go (optional, may be
-         * NULL): the requesters' answers are final. */
+         * NULL): the requesters' answers are final. Called after the event, in
+         * order with the changes. */
         void (*answered)(void *userdata, struct unit *u);
 };
 
@@ -186,13 +264,14 @@ struct unit {
         void *userdata;
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
 
-        enum unit_state state;
-        enum unit_phase phase;
+        /* Current: the position, and the last run's outcome. */
+        enum unit_pos pos;              /* the one position; read through the accessors */
         enum unit_result result;
-        bool want_up;                   /* desired state: up unless explicitly stopped */
-        bool started;                   /* reached running in this start (ExecStop= runs) */
         bool finished;                  /* a oneshot's commands all succeeded: no restart */
-        size_t cmd_index;
+        /* Desired. */
+        bool want_up;                   /* up unless explicitly stopped */
+        unsigned queued;                /* UNIT_QUEUED_*: requests applied after the event */
+        size_t cmd_index;               /* the command of the position's list that runs */
 
         struct exit_process *main;      /* while unreaped */
         struct exit_process *control;
@@ -204,7 +283,7 @@ struct unit {
         bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
         usec_t deadline;                /* the armed timer (absolute), USEC_INFINITY if none */
 
-        usec_t since_realtime;          /* last state change, µs */
+        usec_t since_realtime;          /* last change of the shown state, µs */
         usec_t since_monotonic;
         uint64_t restarts;              /* automatic and requested, since tend started */
         unsigned restart_step;          /* RestartSteps= position */
@@ -212,10 +291,14 @@ struct unit {
         unsigned n_start_times, start_times_head;
 
         sf_resolution *resolution;      /* the current start flight's work, or NULL */
-        bool stop_queued;               /* a stop arrived while the flight was PUBLISHING */
-        bool restart_after_stop;        /* an explicit restart: start once stopped */
-        sf_resolution *pending_resolution; /* that restart's flight */
+        sf_resolution *next_resolution; /* a queued restart's flight */
         uint64_t record_revision;       /* of service/NAME in the store */
+
+        /* The changes for the manager, delivered after the event. */
+        struct unit_change *changes;
+        size_t n_changes, n_changes_max;
+        const struct unit_shown *report; /* the change being delivered, or NULL */
+        unsigned event_depth;           /* > 0: an event runs */
 };
 
 /* Creates a unit from its loaded file (taken on success). */
@@ -223,6 +306,16 @@ int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata,
 struct unit *unit_free(struct unit *u);
 
 const char *unit_state_to_string(enum unit_state s);
+/* The position's name (debugging and tests: "start-pre", "stop-sigterm"…). */
+const char *unit_pos_to_string(enum unit_pos p);
+
+/* u's shown state (SPEC §4), derived from its position; while ops->changed
+ * or ops->answered runs, the state at the change being delivered. */
+enum unit_state unit_get_state(const struct unit *u);
+
+/* The fields of u's record (SPEC §5), as unit_get_state() says: at the
+ * change being delivered, else now. */
+void unit_get_shown(const struct unit *u, struct unit_shown *ret);
 const char *unit_result_to_string(enum unit_result r);
 
 /*
@@ -260,20 +353,20 @@ void unit_backoff_begin(struct unit *u, sf_resolution *resolution);
  */
 void unit_propagated_restart(struct unit *u, sf_resolution *resolution);
 
-/* The start job waiting in PHASE_WAIT may begin (its ordering dependencies
- * are done and its required units are up). No-op in any other phase. */
+/* The start job waiting in a WAIT position may begin (its ordering dependencies
+ * are done and its required units are up). No-op in any other position. */
 void unit_dependencies_ready(struct unit *u);
 
 /*
- * The start job waiting in PHASE_WAIT fails without running anything: u
+ * The start job waiting in a WAIT position fails without running anything: u
  * becomes failed with result dependency; why (borrowed; copied into the
  * log line and the flight's answer) names the unit, e.g. "required unit
  * db.service failed (result exit-code)". No restart follows, and no
- * SuccessAction=/FailureAction=. No-op in any other phase.
+ * SuccessAction=/FailureAction=. No-op in any other position.
  */
 void unit_dependency_failed(struct unit *u, const char *why);
 
-/* The flight of the start job waiting in PHASE_WAIT was cancelled (every
+/* The flight of the start job waiting in a WAIT position was cancelled (every
  * requester left, SPEC §2.3): u goes back to where it was, untouched. */
 void unit_wait_cancelled(struct unit *u);
 
@@ -321,8 +414,12 @@ void unit_check_processes(struct unit *u);
 /* Whether u counts as settled for combined mode (SPEC §4 "Settled"). */
 bool unit_is_settled(const struct unit *u);
 
-/* Whether u waits in PHASE_WAIT. */
+/* Whether u's start job waits for its dependencies (a WAIT position). */
 bool unit_is_waiting(const struct unit *u);
+
+/* Whether u is inactive or failed with no start job (the position alone:
+ * not waiting, not in back-off). */
+bool unit_is_down(const struct unit *u);
 
 /* Whether u has no process and no pending work. */
 bool unit_is_dead(const struct unit *u);
@@ -352,7 +449,7 @@ bool unit_notify_allowed(struct unit *u, pid_t pid, const char **ret_why);
  * STATUS=, ERRNO=, READY=1 (the start job of a Type=notify unit is done),
  * STOPPING=1, EXTEND_TIMEOUT_USEC= (the start or stop deadline moves to at
  * least now + that), WATCHDOG=trigger, WATCHDOG=1. Keys that mean nothing in
- * u's phase are ignored.
+ * u's position are ignored.
  */
 void unit_notify(struct unit *u, const struct notify_message *m);
 

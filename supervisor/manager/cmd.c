@@ -52,7 +52,7 @@ void manager_maybe_start_cmd(struct manager *m) {
                         return;
         m->cmd_started = true;
         for (size_t i = 0; i < m->n_units; i++)
-                if (m->units[i]->state == UNIT_FAILED)
+                if (unit_get_state(m->units[i]) == UNIT_FAILED)
                         fprintf(stderr, "tend: %s failed (%s) before CMD started\n", m->units[i]->name,
                                 unit_result_to_string(m->units[i]->result));
         /* Its exec result comes through the loop (manager_cmd_exec_result):

@@ -3,7 +3,7 @@
  * Start and stop jobs between units (SPEC §4 "Start jobs", "Cycles",
  * "Propagation", "Shutdown"), on the graph of deps.h:
  *
- *  - a start job (unit.c's PHASE_WAIT) first starts the units its unit
+ *  - a start job (unit.c: a WAIT position) first starts the units its unit
  *    requires or wants, then waits while a unit it is ordered after has a
  *    start job in progress; it fails with result `dependency` when a unit it
  *    requires failed, is missing, or its cycle was broken by not starting it;
@@ -161,11 +161,11 @@ static void pull_dependencies(struct manager *m, const struct dep_node *n) {
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t j = 0; j < lists[l]->n; j++) {
                         struct unit *x = unit_at(m, lists[l]->items[j]);
-                        if (x->phase == PHASE_DEAD && !jobs_stop_pending(x))
+                        if (unit_is_down(x) && !jobs_stop_pending(x))
                                 pull[k++] = x;
                 }
         for (size_t j = 0; j < k; j++)
-                if (pull[j]->phase == PHASE_DEAD) /* a second mention, or started meanwhile */
+                if (unit_is_down(pull[j])) /* a second mention, or started meanwhile */
                         manager_start_unit(m, pull[j]);
 }
 
@@ -223,7 +223,7 @@ int jobs_start_job(struct manager *m, struct unit *u) {
 /* Whether u is up: running, or starting past its wait. */
 static bool is_up(const struct unit *u) {
         enum unit_job_state s = unit_job_state(u);
-        return s == UNIT_JOB_DONE ? u->phase != PHASE_DEAD : s == UNIT_JOB_PENDING && !unit_is_waiting(u);
+        return s == UNIT_JOB_DONE ? !unit_is_down(u) : s == UNIT_JOB_PENDING && !unit_is_waiting(u);
 }
 
 void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) {
@@ -256,7 +256,7 @@ void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) 
 static bool bound_to_dead(struct manager *m, const struct dep_node *n, const char **ret_name) {
         for (size_t j = 0; j < n->binds_to.n; j++) {
                 struct unit *x = unit_at(m, n->binds_to.items[j]);
-                if (x->phase == PHASE_DEAD) {
+                if (unit_is_down(x)) {
                         *ret_name = x->name;
                         return true;
                 }
@@ -352,7 +352,7 @@ static void dispatch_unit(struct manager *m, struct unit *u) {
         }
         if (u->want_up && !unit_is_dead(u) && bound_to_dead(m, n, &bound)) {
                 log_info("%s: stopping, as %s (BindsTo=) is %s", u->name, bound,
-                         unit_state_to_string(manager_find_unit(m, bound)->state));
+                         unit_state_to_string(unit_get_state(manager_find_unit(m, bound))));
                 manager_stop_unit(m, u);
         }
 }

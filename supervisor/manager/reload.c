@@ -213,7 +213,7 @@ static int on_sweep(sd_event_source *s, void *userdata) {
         size_t kept = 0, n = m->n_units;
         for (size_t i = 0; i < m->n_units; i++) {
                 struct unit *u = m->units[i];
-                if (data(u)->removed && unit_is_dead(u) && (u->state == UNIT_INACTIVE || u->state == UNIT_FAILED))
+                if (data(u)->removed && unit_is_dead(u) && (unit_get_state(u) == UNIT_INACTIVE || unit_get_state(u) == UNIT_FAILED))
                         unit_forget(m, u);
                 else
                         m->units[kept++] = u;

@@ -135,8 +135,8 @@ void manager_upstream_update(struct manager *m) {
         bool settled = m->initial_jobs_queued; /* a unit not started yet is dead: "settled" */
         for (size_t i = 0; i < m->n_units; i++) {
                 const struct unit *u = m->units[i];
-                running += u->state == UNIT_RUNNING;
-                failed += u->state == UNIT_FAILED;
+                running += unit_get_state(u) == UNIT_RUNNING;
+                failed += unit_get_state(u) == UNIT_FAILED;
                 settled = settled && unit_is_settled(u);
         }
         notify_upstream_update(m->upstream, settled, m->n_units, running, failed);

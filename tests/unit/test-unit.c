@@ -44,7 +44,7 @@ struct fake {
         bool lease;              /* a lease exists */
         int wait_deps;           /* what start_job() answers: 1 makes starts wait */
         int start_jobs, auto_restarts;
-        enum unit_phase phase_at_auto_restart;
+        bool waiting_at_auto_restart;
 };
 
 static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, bool main, struct exit_process **ret) {
@@ -138,14 +138,14 @@ static int f_watchdog(void *ud, struct unit *u, usec_t ttl) {
 static int f_start_job(void *ud, struct unit *u) {
         struct fake *f = ud;
         f->start_jobs++;
-        assert_int_equal(u->phase, PHASE_WAIT);
+        assert_true(unit_is_waiting(u));
         return f->wait_deps;
 }
 
 static void f_auto_restart(void *ud, struct unit *u) {
         struct fake *f = ud;
         f->auto_restarts++;
-        f->phase_at_auto_restart = u->phase;
+        f->waiting_at_auto_restart = unit_is_waiting(u);
 }
 
 static const struct unit_ops fake_ops = {
@@ -223,7 +223,7 @@ static void test_start_answers_with_pid(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "a.service", "[Service]\nExecStart=/bin/true\n");
         sf_waiter *w = start(f, u);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         sf_answer ans;
         assert_int_equal(sf_waiter_peek(w, &ans), 0);
         assert_int_equal(ans.status, SF_ANSWER_OK);
@@ -247,13 +247,13 @@ static void test_backoff_steps(void **state) {
         for (size_t i = 0; i < 5; i++) {
                 f->populated = 0;
                 exit_main(u, EXIT_REASON_EXITED, 1);
-                assert_int_equal(u->state, UNIT_BACKOFF);
+                assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
                 usec_t delay = f->armed - f->now;
                 if (delay / USEC_PER_MSEC != want[i])
                         fail_msg("back-off %zu: %llu ms, want %llu ms", i, (unsigned long long) (delay / USEC_PER_MSEC),
                                  (unsigned long long) want[i]);
                 fire(f, u);
-                assert_int_equal(u->state, UNIT_RUNNING);
+                assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         }
         assert_int_equal(u->restarts, 5);
         assert_int_equal(f->restart_requests, 5);
@@ -267,20 +267,20 @@ static void test_start_limit(void **state) {
         sf_waiter_free(start(f, u));
         for (int i = 0; i < 5; i++) {
                 exit_main(u, EXIT_REASON_KILLED, SIGKILL);
-                assert_int_equal(u->state, UNIT_BACKOFF);
+                assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
                 f->now += 100 * USEC_PER_MSEC;
                 fire(f, u);
                 if (i < 4)
-                        assert_int_equal(u->state, UNIT_RUNNING);
+                        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         }
-        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
         assert_int_equal(u->result, UNIT_RESULT_START_LIMIT);
         assert_int_equal(f->n_spawns, 5);
         /* reset-failed clears it; a start works again. */
         unit_reset_failed(u);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         sf_waiter_free(start(f, u));
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         unit_free(u);
 }
 
@@ -307,11 +307,11 @@ static void test_restart_table(void **state) {
                         struct unit *u = make_unit(f, "d.service", text);
                         sf_waiter_free(start(f, u));
                         exit_main(u, ends[j].kind, ends[j].status);
-                        bool restarted = u->state == UNIT_BACKOFF;
+                        bool restarted = unit_get_state(u) == UNIT_BACKOFF;
                         if (restarted != rows[i].want[j])
-                                fail_msg("Restart=%s, end %zu: %s", rows[i].policy, j, unit_state_to_string(u->state));
+                                fail_msg("Restart=%s, end %zu: %s", rows[i].policy, j, unit_state_to_string(unit_get_state(u)));
                         if (!restarted)
-                                assert_int_equal(u->state, j == 0 || j == 2 ? UNIT_INACTIVE : UNIT_FAILED);
+                                assert_int_equal(unit_get_state(u), j == 0 || j == 2 ? UNIT_INACTIVE : UNIT_FAILED);
                         sf_table_cancel(f->flights, u->name);
                         f->own_waiter = sf_waiter_free(f->own_waiter);
                         unit_free(u);
@@ -325,18 +325,18 @@ static void test_stop_escalation(void **state) {
         sf_waiter_free(start(f, u));
         f->populated = 1;
         unit_stop(u, false);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(f->n_signals, 2);
         assert_int_equal(f->signals[0], SIGTERM);
         assert_int_equal(f->signals[1], SIGCONT);
         assert_int_equal(f->armed - f->now, 3 * USEC_PER_SEC);
         fire(f, u);
-        assert_int_equal(u->phase, PHASE_STOP_SIGKILL);
+        assert_int_equal(u->pos, UNIT_POS_STOP_SIGKILL);
         assert_int_equal(f->signals[2], SIGKILL);
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGKILL);
         /* As systemd: a stop that needed the final kill signal timed out. */
-        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
         assert_int_equal(u->result, UNIT_RESULT_TIMEOUT);
         assert_int_equal(f->armed, USEC_INFINITY);
         unit_free(u);
@@ -350,11 +350,11 @@ static void test_main_exit_stops_the_rest(void **state) {
         sf_waiter_free(start(f, u));
         f->populated = 1; /* a worker of the dead daemon still runs */
         exit_main(u, EXIT_REASON_EXITED, 2);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(f->signals[0], SIGTERM);
         f->populated = 0;
         unit_check_processes(u);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         assert_int_equal(u->result, UNIT_RESULT_EXIT_CODE);
         unit_free(u);
 }
@@ -366,10 +366,10 @@ static void test_backoff_flight_cancelled(void **state) {
         struct unit *u = make_unit(f, "i.service", "[Service]\nExecStart=/bin/true\nRestart=always\n");
         sf_waiter_free(start(f, u));
         exit_main(u, EXIT_REASON_EXITED, 1);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         f->own_waiter = sf_waiter_free(f->own_waiter);
         fire(f, u);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(f->n_spawns, 1);
         unit_free(u);
 }
@@ -380,14 +380,14 @@ static void test_stop_during_backoff(void **state) {
         struct unit *u = make_unit(f, "h.service", "[Service]\nExecStart=/bin/true\nRestart=always\nRestartSec=5s\n");
         sf_waiter_free(start(f, u));
         exit_main(u, EXIT_REASON_EXITED, 1);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         /* A client joins the restart's flight while it waits. */
         sf_waiter *w = NULL;
         sf_resolution *r = NULL;
         assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 0);
         assert_int_equal(sf_table_cancel(f->flights, u->name), 0);
         unit_stop(u, false);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(f->n_spawns, 1);
         assert_int_equal(f->armed, USEC_INFINITY);
         sf_answer ans;
@@ -403,11 +403,11 @@ static void test_oneshot(void **state) {
         struct unit *u = make_unit(f, "o.service",
                                    "[Service]\nType=oneshot\nExecStart=/bin/true\nExecStart=/bin/true\nRemainAfterExit=yes\n");
         sf_waiter *w = start(f, u);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         exit_main(u, EXIT_REASON_EXITED, 0);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         exit_main(u, EXIT_REASON_EXITED, 0);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(f->n_spawns, 2);
         sf_answer ans;
         assert_int_equal(sf_waiter_peek(w, &ans), 0);
@@ -418,7 +418,7 @@ static void test_oneshot(void **state) {
         struct unit *v = make_unit(f, "p.service", "[Service]\nType=oneshot\nExecStart=/bin/false\n");
         w = start(f, v);
         exit_main(v, EXIT_REASON_EXITED, 1);
-        assert_int_equal(v->state, UNIT_FAILED);
+        assert_int_equal(unit_get_state(v), UNIT_FAILED);
         assert_int_equal(v->result, UNIT_RESULT_EXIT_CODE);
         assert_int_equal(sf_waiter_peek(w, &ans), 0);
         assert_int_equal(ans.status, SF_ANSWER_OK);
@@ -469,7 +469,7 @@ static void test_new_file(void **state) {
         assert_false(unit_file_same_text(u->file, f2));
         assert_false(unit_set_next_file(u, f2));
         assert_ptr_equal(u->file, f2);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(f->n_spawns, 0);
 
         sf_waiter_free(start(f, u));
@@ -481,9 +481,9 @@ static void test_new_file(void **state) {
         sf_resolution *r = NULL;
         assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
         unit_explicit_restart(u, r);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_ptr_equal(u->file, f3);
         assert_int_equal(u->restarts, 1);
         pid_t pid = answered_pid(w);
@@ -499,18 +499,18 @@ static void test_new_file_during_start(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "s.service", "[Service]\nType=exec\nExecStart=/bin/true\n");
         sf_waiter *w = start(f, u);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         struct unit_file *f2 = parse_file("s.service", "[Service]\nType=exec\nExecStart=/bin/echo two\n");
         assert_true(unit_set_next_file(u, f2));
         unit_explicit_restart(u, NULL);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         assert_ptr_equal(u->file, f2);
         sf_answer ans;
         assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN); /* not answered by the stop */
         unit_exec_result(u, u->main, 0);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(answered_pid(w), u->main_pid);
         sf_waiter_free(w);
         unit_free(u);
@@ -526,24 +526,24 @@ static void test_stop_during_publishing_restart(void **state) {
         sf_resolution *r = NULL;
         assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
         unit_explicit_restart(u, r);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
         unit_stop(u, true);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         /* Restarted, answered, then stopped: the new instance gets SIGTERM. */
         pid_t pid = answered_pid(w);
         assert_true(pid > 0);
         assert_int_equal(u->main_pid, pid);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(f->n_spawns, 2);
-        assert_false(u->stop_queued);
+        assert_false(u->queued & UNIT_QUEUED_STOP);
         /* Nothing is left queued: the next start stays up. */
         sf_waiter_free(w);
         sf_waiter_free(start(f, u));
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         unit_free(u);
 }
 
@@ -565,15 +565,15 @@ static void test_notify_ready(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "n.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
         sf_waiter *w = start(f, u);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         assert_int_equal(f->armed - f->now, 90 * USEC_PER_SEC); /* TimeoutStartSec= */
         sf_answer ans;
         assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN);
         notify(u, "STATUS=warming up");
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         assert_string_equal(u->status_text, "warming up");
         notify(u, "READY=1\nSTATUS=ready");
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_string_equal(u->status_text, "ready");
         assert_int_equal(f->armed, USEC_INFINITY);
         assert_int_equal(sf_waiter_peek(w, &ans), 0);
@@ -583,7 +583,7 @@ static void test_notify_ready(void **state) {
         sf_waiter_free(w);
         /* READY=1 again, running: nothing; STATUS= empty clears it. */
         notify(u, "READY=1\nSTATUS=");
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_null(u->status_text);
         unit_free(u);
 }
@@ -601,10 +601,10 @@ static void test_notify_never_ready(void **state) {
         notify(u, "EXTEND_TIMEOUT_USEC=1000000");
         assert_int_equal(f->armed - f->now, 5 * USEC_PER_SEC);
         fire(f, u);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(f->signals[0], SIGTERM);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
         assert_int_equal(u->result, UNIT_RESULT_TIMEOUT);
         unit_free(u);
 }
@@ -655,7 +655,7 @@ static void test_notify_main_pid(void **state) {
         f->adopt_error = 0;
         notify(u, "MAINPID=12345\nREADY=1");
         assert_int_not_equal(u->main_pid, old); /* the stand-in f_adopt spawned */
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         unit_free(u);
 }
 
@@ -666,7 +666,7 @@ static void test_watchdog_expiry(void **state) {
         struct unit *u = make_unit(f, "wd.service",
                                    "[Service]\nExecStart=/bin/true\nWatchdogSec=1\nRestart=on-watchdog\n");
         sf_waiter_free(start(f, u));
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(f->lease_creates, 1);
         assert_int_equal(f->lease_ttl, USEC_PER_SEC);
         notify(u, "WATCHDOG=1");
@@ -675,7 +675,7 @@ static void test_watchdog_expiry(void **state) {
         f->lease = false; /* the store expired it */
         f->populated = 1;
         unit_watchdog_expired(u);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
         assert_int_equal(f->signals[0], SIGABRT);
         assert_int_equal(f->signals[1], SIGCONT);
@@ -688,10 +688,10 @@ static void test_watchdog_expiry(void **state) {
         assert_int_equal(f->signals[2], SIGKILL);
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGKILL);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
         fire(f, u);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(f->lease_creates, 2);
         unit_free(u);
 }
@@ -706,7 +706,7 @@ static void test_watchdog_trigger(void **state) {
         assert_int_equal(f->signals[0], SIGUSR2);
         assert_int_equal(f->lease_deletes, 1); /* tend's own delete: not an expiry */
         exit_main(u, EXIT_REASON_KILLED, SIGUSR2);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         assert_int_equal(u->result, UNIT_RESULT_WATCHDOG);
         unit_free(u);
 }
@@ -724,7 +724,7 @@ static void test_watchdog_stop(void **state) {
         unit_watchdog_expired(u);
         assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
         unit_free(u);
 }
@@ -738,18 +738,18 @@ static void test_notify_stopping(void **state) {
         notify(u, "READY=1");
         assert_true(f->lease);
         notify(u, "STOPPING=1");
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_false(f->lease);
         assert_int_equal(f->armed - f->now, 4 * USEC_PER_SEC);
         assert_int_equal(f->n_signals, 0);
         exit_main(u, EXIT_REASON_EXITED, 0);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
         unit_free(u);
 }
 
 
-/* ---- start jobs (SPEC §4 "Start jobs"): PHASE_WAIT ---- */
+/* ---- start jobs (SPEC §4 "Start jobs"): the WAIT positions ---- */
 
 static sf_status answer_of(sf_waiter *w, bool *ret_ok) {
         sf_answer ans;
@@ -771,19 +771,19 @@ static void test_wait_then_ready(void **state) {
         assert_int_equal(f->start_jobs, 1);
         assert_int_equal(f->n_spawns, 0);
         assert_true(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(unit_job_state(u), UNIT_JOB_PENDING);
         assert_false(unit_is_settled(u));
         sf_answer ans;
         assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN);
         unit_dependencies_ready(u);
         assert_int_equal(f->n_spawns, 1);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(unit_job_state(u), UNIT_JOB_DONE);
         bool ok = false;
         assert_int_equal(answer_of(w, &ok), SF_ANSWER_OK);
         assert_true(ok);
-        unit_dependencies_ready(u); /* no-op outside PHASE_WAIT */
+        unit_dependencies_ready(u); /* no-op outside a WAIT position */
         assert_int_equal(f->n_spawns, 1);
         sf_waiter_free(w);
         unit_free(u);
@@ -798,7 +798,7 @@ static void test_dependency_failed(void **state) {
         f->wait_deps = 1;
         sf_waiter *w = start(f, u);
         unit_dependency_failed(u, "required unit x.service failed");
-        assert_int_equal(u->state, UNIT_FAILED);
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
         assert_int_equal(u->result, UNIT_RESULT_DEPENDENCY);
         assert_int_equal(unit_job_state(u), UNIT_JOB_FAILED);
         assert_true(unit_is_settled(u));
@@ -812,7 +812,7 @@ static void test_dependency_failed(void **state) {
         /* A later start that may go runs normally. */
         f->wait_deps = 0;
         w = start(f, u);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
         sf_waiter_free(w);
         unit_free(u);
@@ -831,11 +831,11 @@ static void test_wait_cancelled(void **state) {
         sf_waiter_free(w); /* the last requester leaves */
         unit_wait_cancelled(u);
         assert_false(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(u->since_monotonic, since);
         unit_dependencies_ready(u);
         assert_int_equal(f->n_spawns, 0);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         unit_free(u);
 }
 
@@ -845,7 +845,7 @@ static void test_stop_while_waiting(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "s.service", "[Service]\nExecStart=/bin/true\n");
         sf_waiter_free(start(f, u));
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         f->wait_deps = 1;
         sf_waiter *w = NULL;
         sf_resolution *r = NULL;
@@ -854,12 +854,12 @@ static void test_stop_while_waiting(void **state) {
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         assert_true(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_INACTIVE); /* the old instance is gone; the restart waits */
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE); /* the old instance is gone; the restart waits */
         assert_int_equal(unit_job_state(u), UNIT_JOB_PENDING);
         assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
         unit_stop(u, true);
         assert_false(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(f->n_spawns, 1);
         bool ok = true;
         assert_int_equal(answer_of(w, &ok), SF_ANSWER_OK);
@@ -868,7 +868,7 @@ static void test_stop_while_waiting(void **state) {
         unit_free(u);
 }
 
-/* An automatic restart: the start job exists (PHASE_WAIT or later) before
+/* An automatic restart: the start job exists (a WAIT position or later) before
  * the manager hears of it, so the dependents it restarts wait for it. */
 static void test_auto_restart_hook(void **state) {
         struct fake *f = *state;
@@ -877,16 +877,16 @@ static void test_auto_restart_hook(void **state) {
         sf_waiter_free(start(f, u));
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGKILL);
-        assert_int_equal(u->state, UNIT_BACKOFF);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
         assert_int_equal(unit_job_state(u), UNIT_JOB_FAILED);
         assert_int_equal(f->auto_restarts, 0);
         f->wait_deps = 1;
         fire(f, u);
         assert_int_equal(f->auto_restarts, 1);
-        assert_int_equal(f->phase_at_auto_restart, PHASE_WAIT);
-        assert_int_equal(u->state, UNIT_BACKOFF); /* shown until the start begins */
+        assert_true(f->waiting_at_auto_restart);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF); /* shown until the start begins */
         unit_dependencies_ready(u);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(u->restarts, 1);
         unit_free(u);
 }
@@ -910,15 +910,15 @@ static void test_stop_before_ready(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "n.service", "[Service]\nType=notify\nExecStart=/bin/true\n");
         sf_waiter *w = start(f, u);
-        assert_int_equal(u->state, UNIT_STARTING);
+        assert_int_equal(unit_get_state(u), UNIT_STARTING);
         assert_int_equal(sf_table_cancel(f->flights, u->name), -EBUSY);
         unit_stop(u, true);
         assert_answer_not_ok(w, "stopped before it was up");
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         assert_int_equal(f->armed - f->now, 10 * USEC_PER_SEC); /* TimeoutStopSec=, not the start's */
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
         assert_int_equal(f->restart_requests, 0);
         sf_waiter_free(w);
@@ -943,10 +943,10 @@ static void test_queued_stop_notify_restart(void **state) {
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         assert_int_equal(f->n_spawns, 2);
         assert_answer_not_ok(w, "stopped before it was up");
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(u->state, UNIT_INACTIVE);
-        assert_false(u->stop_queued);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
+        assert_false(u->queued & UNIT_QUEUED_STOP);
         sf_waiter_free(w);
         unit_free(u);
 }
@@ -959,14 +959,14 @@ static void test_restart_waiting_shows_inactive(void **state) {
         sf_waiter_free(start(f, u));
         f->wait_deps = 1;
         unit_propagated_restart(u, NULL);
-        assert_int_equal(u->state, UNIT_STOPPING);
+        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         assert_true(unit_is_waiting(u));
-        assert_int_equal(u->state, UNIT_INACTIVE);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         assert_int_equal(u->main_pid, 0);
         unit_dependencies_ready(u);
-        assert_int_equal(u->state, UNIT_RUNNING);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
         assert_int_equal(u->restarts, 1);
         unit_free(u);
 }
