@@ -833,6 +833,10 @@ class DaemonReload(CtlTestCase):
         op_spawn): a restart after a reload must get the new file's, and the
         restarts after that the new one too."""
         def environ(pid):
+            # Type=simple is running at the fork: before its exec the child's
+            # environ is still tend's (seen under load). Wait for the exec.
+            wait_until(lambda: os.readlink('/proc/%d/exe' % pid).endswith('/sleep'), 5,
+                       'pid %d never exec\'d /bin/sleep (its spawn is stuck?)' % pid)
             with open('/proc/%d/environ' % pid) as f:
                 return [e for e in f.read().split('\0') if e.startswith('GREETING=')]
 
