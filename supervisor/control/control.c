@@ -146,33 +146,6 @@ struct control_server {
 typedef struct json_object json;
 
 /* ------------------------------------------------------------------------ */
-/* The socket path (SPEC §5)                                                 */
-/* ------------------------------------------------------------------------ */
-
-int control_socket_path(const char *opt, char **ret) {
-        const char *env = getenv("TEND_SOCKET"), *xdg = getenv("XDG_RUNTIME_DIR");
-        char *p = NULL;
-
-        if (!ret)
-                return -EINVAL;
-        if (opt && *opt)
-                p = strdup(opt);
-        else if (env && *env)
-                p = strdup(env);
-        else if (geteuid() == 0)
-                p = strdup("/run/tend/control");
-        else if (xdg && *xdg) {
-                if (asprintf(&p, "%s/tend/control", xdg) < 0)
-                        p = NULL;
-        } else
-                return -ENOENT;
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Binding: the directory, stale sockets, modes                              */
 /* ------------------------------------------------------------------------ */
 

@@ -18,6 +18,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "control-proto.h"
 #include "logs.h"
 #include "singleflight.h"
 #include "store.h"
@@ -60,7 +61,7 @@ struct control_ops {
 };
 
 struct control_options {
-        const char *path;      /* socket path (SPEC §5 rules applied by control_socket_path()) */
+        const char *path;      /* socket path (SPEC §5 rules applied by control_socket_path(), control-proto.h) */
         gid_t control_group;   /* (gid_t) -1: none; else 0660/0710 and this group may connect */
         unsigned max_clients;  /* 0: 2048 (SPEC §7) */
         /* A client with answers pending that reads nothing for this long is
@@ -77,13 +78,6 @@ struct control_options {
 #define CONTROL_OUTPUT_MAX (32u * 1024u)
 
 struct control_server;
-
-/*
- * The socket path SPEC §5 prescribes: opt (--control-socket) if set, else
- * $TEND_SOCKET, else /run/tend/control for root, else
- * $XDG_RUNTIME_DIR/tend/control. *ret is the caller's. -ENOENT if none applies.
- */
-int control_socket_path(const char *opt, char **ret);
 
 /*
  * Binds and listens: the socket's directory is created 0700 (0710 owned by
