@@ -40,7 +40,6 @@
 #include "control.h"
 #include "log.h"
 #include "macro.h"
-#include "unit.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59
@@ -67,9 +66,12 @@ struct pending {
         struct conn *c;
         char unit[256];
         sf_waiter *waiter;          /* start/restart: the client's share */
-        struct store_watch *watch;  /* stop: the unit's record, until inactive/failed */
-        sd_event_source *source;    /* on the waiter's or the watch's fd */
-        bool seen_record;
+        sd_event_source *source;    /* on the waiter's fd */
+        /* stop: linked on the server's stops (waiting for the manager's
+         * control_server_unit_stopped()) or stops_done (reported, answered
+         * by stops_done_cb); stop_list is the head it is on, NULL: neither. */
+        struct pending **stop_list;
+        struct pending *stop_prev, *stop_next;
         struct json_object *result; /* the unit's answer; NULL while pending */
 };
 
@@ -141,6 +143,13 @@ struct control_server {
         struct conn *conns;
         unsigned n_conns;
         struct detached *detached;
+
+        /* Blocking stops: waiting for the unit to be down, and reported down.
+         * The answers are sent from a defer source, not from inside
+         * control_server_unit_stopped(): the manager reports in the middle of
+         * its own work, which may be a request of a connection on the stack. */
+        struct pending *stops, *stops_done;
+        sd_event_source *stops_source;
 };
 
 typedef struct json_object json;
@@ -475,10 +484,32 @@ static void out_free(struct conn *c) {
         c->out_bytes = 0;
 }
 
+static void stop_unlink(struct pending *p) {
+        if (!p->stop_list)
+                return;
+        if (p->stop_prev)
+                p->stop_prev->stop_next = p->stop_next;
+        else
+                *p->stop_list = p->stop_next;
+        if (p->stop_next)
+                p->stop_next->stop_prev = p->stop_prev;
+        p->stop_list = NULL;
+        p->stop_prev = p->stop_next = NULL;
+}
+
+static void stop_link(struct pending *p, struct pending **list) {
+        stop_unlink(p);
+        p->stop_list = list;
+        p->stop_next = *list;
+        if (*list)
+                (*list)->stop_prev = p;
+        *list = p;
+}
+
 static void pending_release(struct pending *p) {
         p->source = sd_event_source_disable_unref(p->source);
         p->waiter = sf_waiter_free(p->waiter); /* SPEC §2.3: leaving releases the share */
-        p->watch = store_watch_free(p->watch);
+        stop_unlink(p);
 }
 
 /* Ends the request in progress: every share, watch, follower and batch it
@@ -870,53 +901,59 @@ static void handle_status(struct conn *c, const struct control_request *q) {
 
 /* --- start, restart --- */
 
-static json *start_result(const char *unit, const sf_answer *a) {
-        _cleanup_json_ json *o = unit_result_new(unit);
-        const struct unit_outcome *out = a->outcome;
-        int r;
+/* The fields of a flight's outcome, as the manager described them. */
+static int outcome_fields(json *o, const char *unit, const struct control_outcome *out) {
+        const char *result = out->result ? out->result : "unknown";
+        int r = out->main_pid > 0 ? control_add_int64(o, "main_pid", out->main_pid)
+                                  : control_add_string(o, "main_pid", NULL);
+        if (r >= 0)
+                r = control_add_string(o, "result", out->result);
+        if (r < 0 || out->ok)
+                return r;
+        if (out->reason[0] && !out->result_failed)
+                return set_error(o, CONTROL_ERROR_FAILED, "%s did not start: %s", unit, out->reason);
+        if (out->reason[0])
+                return set_error(o, CONTROL_ERROR_FAILED, "%s failed to start (result %s): %s", unit, result,
+                                 out->reason);
+        return set_error(o, CONTROL_ERROR_FAILED, "%s failed to start (result %s)", unit, result);
+}
 
+/* The answer of a start/restart; a->outcome is taken (the manager
+ * describes and frees it). */
+static json *start_result(struct control_server *s, const char *unit, sf_answer *a) {
+        struct control_outcome out = { .ok = false };
+        bool described = a->outcome != NULL;
+        if (described)
+                s->ops.describe_outcome(s->userdata, TAKE_PTR(a->outcome), &out);
+
+        _cleanup_json_ json *o = unit_result_new(unit);
+        int r;
         if (!o || control_add_string(o, "answer", sf_status_to_string(a->status)) < 0)
                 return NULL;
         if (a->status == SF_ANSWER_CANCELLED)
                 r = set_error(o, CONTROL_ERROR_CANCELLED, "start of %s was cancelled (a stop)", unit);
-        else if (a->status != SF_ANSWER_OK || !out)
+        else if (a->status != SF_ANSWER_OK || !described)
                 r = set_error(o, CONTROL_ERROR_ABANDONED, "start of %s was abandoned (see tend's log)", unit);
-        else {
-                const char *result = unit_result_to_string(out->result);
-                r = out->main_pid > 0 ? control_add_int64(o, "main_pid", out->main_pid)
-                                      : control_add_string(o, "main_pid", NULL);
-                if (r >= 0)
-                        r = control_add_string(o, "result", result);
-                if (r >= 0 && !out->ok && out->reason[0] && out->result == UNIT_RESULT_SUCCESS)
-                        r = set_error(o, CONTROL_ERROR_FAILED, "%s did not start: %s", unit, out->reason);
-                else if (r >= 0 && !out->ok && out->reason[0])
-                        r = set_error(o, CONTROL_ERROR_FAILED, "%s failed to start (result %s): %s", unit,
-                                      result ? result : "unknown", out->reason);
-                else if (r >= 0 && !out->ok)
-                        r = set_error(o, CONTROL_ERROR_FAILED, "%s failed to start (result %s)", unit,
-                                      result ? result : "unknown");
-        }
+        else
+                r = outcome_fields(o, unit, &out);
         return r < 0 ? NULL : TAKE_PTR(o);
 }
 
 /* Takes the answer of a waiter whose fd is readable; NULL if not final yet. */
-static json *waiter_answer(sf_waiter *w, const char *unit) {
+static json *waiter_answer(struct control_server *s, sf_waiter *w, const char *unit) {
         sf_answer a;
         int r = sf_waiter_peek(w, &a);
         if (r == -EAGAIN)
                 return NULL;
         if (r < 0)
                 return unit_error_new(unit, "start", r);
-        json *o = start_result(unit, &a);
-        if (a.outcome)
-                unit_outcome_ops.free(a.outcome, NULL);
-        return o;
+        return start_result(s, unit, &a);
 }
 
 static int pending_waiter_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         struct pending *p = userdata;
         struct conn *c = p->c;
-        p->result = waiter_answer(p->waiter, p->unit);
+        p->result = waiter_answer(c->s, p->waiter, p->unit);
         if (!p->result)
                 return 0;
         pending_release(p); /* the answer is ours: the share is no longer needed */
@@ -941,7 +978,7 @@ static void detached_free(struct detached *d) {
 
 static int detached_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         struct detached *d = userdata;
-        _cleanup_json_ json *o = waiter_answer(d->waiter, d->unit);
+        _cleanup_json_ json *o = waiter_answer(d->s, d->waiter, d->unit);
         if (!o)
                 return 0;
         log_debug("control: --no-block start of %s: %s", d->unit, json_object_to_json_string(o));
@@ -1005,81 +1042,46 @@ static void start_one(struct conn *c, struct pending *p, bool restart, bool no_b
         p->result = unit_error_new(p->unit, verb, r);
 }
 
-/* --- stop: wait for the record to say inactive or failed --- */
+/* --- stop: wait for the manager to report the unit down --- */
 
-static bool record_is_down(const struct store_event *ev) {
-        _cleanup_json_ json *o = NULL;
-        const char *state;
-        if (control_message_parse(ev->value, ev->value_size, &o) < 0 || control_get_string(o, "state", &state) < 0)
-                return false;
-        return streq(state, "inactive") || streq(state, "failed");
-}
-
-static int pending_watch_open(struct pending *p);
-
-/* 1 when the unit is down (or has no record), 0 to keep waiting. */
-static int stop_progress(struct pending *p) {
-        for (;;) {
-                _cleanup_store_event_unref_ struct store_event *ev = NULL;
-                int r = store_watch_next(p->watch, &ev);
-                if (r == -EAGAIN)
-                        return 0;
-                if (r == -ENOBUFS) { /* fell behind: the snapshot of a new watch says where it is */
-                        pending_release(p);
-                        r = pending_watch_open(p);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (r < 0)
-                        return r;
-                if (ev->type == STORE_EVENT_DELETE || (ev->type == STORE_EVENT_SNAPSHOT_DONE && !p->seen_record))
-                        return 1;
-                if (ev->type == STORE_EVENT_PUT) {
-                        p->seen_record = true;
-                        if (record_is_down(ev))
-                                return 1;
-                }
+/* Answers the stops the manager reported (control_server_unit_stopped()).
+ * A conn may be freed by conn_done(), and its pendings with it (unlinked
+ * from stops_done by pending_release()), so the list is read from its head
+ * each time. */
+static int stops_done_cb(sd_event_source *src, void *userdata) {
+        struct control_server *s = userdata;
+        while (s->stops_done) {
+                struct pending *p = s->stops_done;
+                struct conn *c = p->c;
+                pending_release(p);
+                p->result = unit_result_new(p->unit);
+                c->n_open--;
+                pending_check_done(c);
+                conn_done(c);
         }
-}
-
-static int pending_stop_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct pending *p = userdata;
-        struct conn *c = p->c;
-        int r = stop_progress(p);
-        if (r == 0)
-                return 0;
-        p->result = r > 0 ? unit_result_new(p->unit) : unit_error_new(p->unit, "stop", r);
-        pending_release(p);
-        c->n_open--;
-        pending_check_done(c);
-        conn_done(c);
         return 0;
 }
 
-/* A watch on exactly this unit's record ("service/NAME" and no longer key:
- * unit names end in ".service", so the prefix matches only the key). */
-static int pending_watch_open(struct pending *p) {
-        struct control_server *s = p->c->s;
-        char key[STORE_KEY_MAX + 1];
-        snprintf(key, sizeof key, CONTROL_RECORD_PREFIX "%s", p->unit);
-        p->seen_record = false;
-        int r = store_watch(s->store, STORE_DURABLE, key, &p->watch);
-        if (r < 0)
-                return r;
-        return sd_event_add_io(s->event, &p->source, store_watch_fd(p->watch), EPOLLIN, pending_stop_cb, p);
+void control_server_unit_stopped(struct control_server *s, const char *unit) {
+        if (!s || !unit)
+                return;
+        struct pending *next;
+        for (struct pending *p = s->stops; p; p = next) {
+                next = p->stop_next;
+                if (streq(p->unit, unit))
+                        stop_link(p, &s->stops_done);
+        }
+        if (s->stops_done)
+                (void) sd_event_source_set_enabled(s->stops_source, SD_EVENT_ONESHOT);
 }
 
 static void stop_one(struct conn *c, struct pending *p, bool no_block) {
         struct control_server *s = c->s;
         int r = s->ops.stop(s->userdata, p->unit);
-        if (r >= 0 && !no_block) {
-                r = pending_watch_open(p);
-                if (r >= 0) {
-                        c->n_open++;
-                        return;
-                }
-                pending_release(p);
+        if (r == 0 && !no_block) { /* not down yet: the manager reports when it is */
+                stop_link(p, &s->stops);
+                c->n_open++;
+                return;
         }
         p->result = r < 0 ? unit_error_new(p->unit, "stop", r) : unit_result_new(p->unit);
 }
@@ -1124,7 +1126,7 @@ static void handle_units(struct conn *c, const struct control_request *q) {
                 }
         }
         for (size_t i = 0; i < c->n_pending && !c->dead; i++)
-                if (!c->pending[i].result && !c->pending[i].source) {
+                if (!c->pending[i].result && !c->pending[i].source && !c->pending[i].stop_list) {
                         conn_queue(c, NULL); /* out of memory building an answer */
                         return;
                 }
@@ -1502,8 +1504,8 @@ static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *user
 /* ------------------------------------------------------------------------ */
 
 static bool ops_complete(const struct control_ops *o) {
-        return o && o->resolve && o->start && o->stop && o->reset_failed && o->kill && o->reload && o->logs &&
-               o->daemon_reload && o->shutdown;
+        return o && o->resolve && o->start && o->describe_outcome && o->stop && o->reset_failed && o->kill &&
+               o->reload && o->logs && o->daemon_reload && o->shutdown;
 }
 
 static int server_listen(struct control_server *s) {
@@ -1550,6 +1552,9 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
                 r = -ENOMEM;
         else if ((s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
                 r = log_error_errno(negative_errno(), "control socket: cannot open /dev/null");
+        else if ((r = sd_event_add_defer(event, &s->stops_source, stops_done_cb, s)) < 0 ||
+                 (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0)
+                log_error_errno(r, "control socket: cannot add an event source: %m");
         else
                 r = server_listen(s);
         if (r < 0) {
@@ -1579,6 +1584,7 @@ struct control_server *control_server_free(struct control_server *s) {
                 conn_free(s->conns);
         while (s->detached)
                 detached_free(s->detached);
+        s->stops_source = sd_event_source_disable_unref(s->stops_source);
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
         socket_unlink(s);
         safe_close(s->listen_fd);
