@@ -96,6 +96,27 @@ const char *conn_peer(const struct conn *c, char buf[static 64]) {
 
 /* Queues msg (taken, also on failure). A failure to queue an answer leaves
  * the client waiting forever, so it ends the connection. */
+char *conn_queue_reserve(struct conn *c, size_t len) {
+        char who[64];
+        if (c->dead)
+                return NULL;
+        struct outmsg *m = malloc(sizeof *m + len);
+        if (!m) {
+                log_warning("control: %s: out of memory queueing an answer: dropped", conn_peer(c, who));
+                c->dead = true;
+                return NULL;
+        }
+        m->next = NULL;
+        m->len = len;
+        if (c->out_tail)
+                c->out_tail->next = m;
+        else
+                c->out_head = m;
+        c->out_tail = m;
+        c->out_bytes += len;
+        return m->data;
+}
+
 void conn_queue(struct conn *c, json *msg) {
         _cleanup_json_ json *o = msg;
         const char *text;
@@ -109,21 +130,9 @@ void conn_queue(struct conn *c, json *msg) {
                 c->dead = true;
                 return;
         }
-        struct outmsg *m = malloc(sizeof *m + len);
-        if (!m) {
-                log_warning("control: %s: out of memory queueing an answer: dropped", conn_peer(c, who));
-                c->dead = true;
-                return;
-        }
-        m->next = NULL;
-        m->len = len;
-        memcpy(m->data, text, len);
-        if (c->out_tail)
-                c->out_tail->next = m;
-        else
-                c->out_head = m;
-        c->out_tail = m;
-        c->out_bytes += len;
+        char *buf = conn_queue_reserve(c, len);
+        if (buf)
+                memcpy(buf, text, len);
 }
 
 bool conn_has_room(const struct conn *c) {

@@ -9,6 +9,7 @@
  *   control-request.c  request dispatch: status/list, start/restart (flights),
  *                      stop, the per-unit and global commands
  *   control-stream.c   the streams: watch and logs -f
+ *   control-watch.c    one store event as a watch message (pure; spliced)
  *
  * One listening SOCK_SEQPACKET socket in tend's sd-event loop; one struct conn
  * per client. A connection serves one request at a time: while a request is
@@ -185,6 +186,10 @@ const char *conn_peer(const struct conn *c, char buf[static 64]);
  * failure to queue an answer would leave the client waiting forever, so it
  * ends the connection (c->dead). */
 void conn_queue(struct conn *c, json *msg);
+/* A message of len bytes at the end of c's queue, for the caller to fill
+ * (now, before anything sends); NULL when c is dead or out of memory (then
+ * c is dead). */
+char *conn_queue_reserve(struct conn *c, size_t len);
 /* True while the output queue holds less than CONTROL_OUTPUT_MAX bytes:
  * producers add to it only then. */
 bool conn_has_room(const struct conn *c);

@@ -10,49 +10,24 @@
 #include <sys/epoll.h>
 
 #include "control-internal.h"
+#include "control-watch.h"
 #include "log.h"
 
 /* ------------------------------------------------------------------------ */
 /* watch                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static json *watch_value(const struct store_event *ev) {
-        json *v = NULL;
-        if (control_json_parse(ev->value, ev->value_size, &v) < 0 || !v)
-                v = json_object_new_string_len(ev->value, (int) ev->value_size);
-        return v;
-}
-
-/* One store event as a message (docs/control-protocol.md "watch"). */
-static json *watch_message(const struct store_event *ev) {
-        bool marker = ev->type == STORE_EVENT_SNAPSHOT_DONE;
-        _cleanup_json_ json *o = control_message_new(marker ? "snapshot-done" : "event");
-        if (!o || control_add_string(o, "keyspace", store_keyspace_to_string(ev->keyspace)) < 0 ||
-            control_add_int64(o, "revision", (int64_t) ev->revision) < 0)
-                return NULL;
-        if (marker)
-                return TAKE_PTR(o);
-        if (control_add_string(o, "event", store_event_type_to_string(ev->type)) < 0 ||
-            control_add_string(o, "key", ev->key) < 0)
-                return NULL;
-        if (ev->type == STORE_EVENT_DELETE) {
-                if (control_add_string(o, "cause", store_cause_to_string(ev->cause)) < 0 ||
-                    control_add_int64(o, "prev_revision", (int64_t) ev->prev_revision) < 0)
-                        return NULL;
-                return TAKE_PTR(o);
+/* A unit record (a canonical JSON object, record.c) is spliced into its
+ * message unparsed; any other value goes through json-c (control-watch.h). */
+static void conn_queue_watch_event(struct conn *c, const struct store_event *ev) {
+        size_t n = watch_splice_size(ev);
+        if (n == 0) {
+                conn_queue(c, watch_message_tree(ev));
+                return;
         }
-        if (json_object_object_add(o, "value", watch_value(ev)) < 0)
-                return NULL;
-
-        /* A value whose text (escaped) would not fit one message is omitted. */
-        const char *text;
-        size_t len;
-        if (control_message_text(o, &text, &len) < 0)
-                return NULL;
-        if (len > CONTROL_MESSAGE_MAX - 64 &&
-            (json_object_object_add(o, "value", NULL) < 0 || control_add_bool(o, "value_omitted", true) < 0))
-                return NULL;
-        return TAKE_PTR(o);
+        char *buf = conn_queue_reserve(c, n);
+        if (buf)
+                watch_splice_write(ev, buf, n);
 }
 
 int produce_watch(struct conn *c) {
@@ -72,7 +47,7 @@ int produce_watch(struct conn *c) {
                         end_stream(c, CONTROL_ERROR_STREAM_ENDED, "the store ended the watch: %s", strerror(-r));
                         return 1;
                 }
-                conn_queue(c, watch_message(ev));
+                conn_queue_watch_event(c, ev);
                 store_event_unref(ev);
                 produced = 1;
         }
