@@ -91,6 +91,10 @@ struct fake {
         bool reload_bad_file; /* daemon-reload: one file does not load */
         logs_stream *stream; /* web.service's */
         bool up[2];          /* known_units[i]'s last record shows it up (put_record) */
+        /* stop of db.service: web.service goes down with it, reported from
+         * inside ops->stop (as a Requires= dependent does in the manager). */
+        bool db_stop_takes_web;
+        struct control_server *server;
 };
 
 static const char *const known_units[] = { "web.service", "db.service" };
@@ -171,6 +175,10 @@ static int fake_stop(void *userdata, const char *unit) {
         struct fake *f = userdata;
         f->n_stop++;
         snprintf(f->last_unit, sizeof f->last_unit, "%s", unit);
+        if (f->db_stop_takes_web && streq(unit, "db.service") && f->up[0]) {
+                f->up[0] = false;
+                control_server_unit_stopped(f->server, "web.service");
+        }
         int i = known_index(unit);
         return i >= 0 && f->up[i] ? 0 : 1;
 }
@@ -298,6 +306,7 @@ static struct fx *fx_setup(const struct store_options *so, const struct control_
         struct control_options co = co_in ? *co_in : (struct control_options) { .control_group = (gid_t) -1 };
         co.path = f->path;
         assert_int_equal(control_server_new(f->e, f->store, &fake_ops, &f->fake, &co, &f->server), 0);
+        f->fake.server = f->server;
         for (size_t i = 0; i < ELEMENTSOF(f->kids); i++)
                 f->kid_fds[i] = -1;
         return f;
@@ -981,6 +990,18 @@ static void test_stop(void **state) {
         assert_true(flag(r, "ok"));
         assert_int_equal(json_object_array_length(json_object_object_get(r, "units")), 2);
         json_object_put(r);
+
+        /* Reported down from inside the same request (stopping db stops
+         * web): answered after the request, once. */
+        put_record(f, "web.service", "running", 12);
+        f->fake.db_stop_takes_web = true;
+        client_send(a, "{\"version\":1,\"command\":\"stop\",\"units\":[\"web\",\"db\"]}");
+        r = client_result(f, a, NULL);
+        assert_true(flag(r, "ok"));
+        assert_int_equal(json_object_array_length(json_object_object_get(r, "units")), 2);
+        json_object_put(r);
+        assert_no_message(f, a);
+        assert_int_equal(f->fake.n_stop, 7);
         close(a);
 }
 
