@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "control-proto.h"
-#include "control.h"
 #include "macro.h"
 #include "signal-util.h"
 #include "time-util.h"

@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control-proto.h"
 
@@ -319,4 +321,28 @@ void control_request_done(struct control_request *q) {
 
 const char *control_request_unit(const struct control_request *q, size_t i) {
         return json_object_get_string(json_object_array_get_idx(q->units, i));
+}
+
+/* The socket path (SPEC §5): the client and the server agree on it. */
+int control_socket_path(const char *opt, char **ret) {
+        const char *env = getenv("TEND_SOCKET"), *xdg = getenv("XDG_RUNTIME_DIR");
+        char *p = NULL;
+
+        if (!ret)
+                return -EINVAL;
+        if (opt && *opt)
+                p = strdup(opt);
+        else if (env && *env)
+                p = strdup(env);
+        else if (geteuid() == 0)
+                p = strdup("/run/tend/control");
+        else if (xdg && *xdg) {
+                if (asprintf(&p, "%s/tend/control", xdg) < 0)
+                        p = NULL;
+        } else
+                return -ENOENT;
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
 }

@@ -2,8 +2,11 @@
 /*
  * The control protocol's shared vocabulary (SPEC §5, docs/control-protocol.md):
  * limits, commands, error codes and the exit statuses tendctl maps them to,
- * and small json-c helpers both the server (control.c) and tendctl use. No
- * I/O policy lives here: each side sends and receives on its own terms.
+ * the socket path, and small json-c helpers both the server (control.c) and
+ * tendctl use. No I/O policy lives here: each side sends and receives on its
+ * own terms. This is the client side's whole library (tendproto in
+ * supervisor/meson.build: this, signal-util and json-c), so nothing here may
+ * need the server's dependencies (libsystemd, libcap, libseccomp).
  *
  * Conventions: functions return 0 (or a non-negative count) or a negative
  * errno; ret_* out-parameters are written only on success. json-c objects
@@ -159,3 +162,13 @@ static inline void json_object_putp(struct json_object **o) {
                 json_object_put(*o);
 }
 #define _cleanup_json_ _cleanup_(json_object_putp)
+
+/*
+ * The socket path SPEC §5 prescribes: opt (--control-socket) if set, else
+ * $TEND_SOCKET, else /run/tend/control for root, else
+ * $XDG_RUNTIME_DIR/tend/control. *ret is the caller's (free()). -ENOENT if none applies,
+ * -EINVAL (ret NULL), -ENOMEM. Reads the environment: not thread-safe
+ * against setenv().
+ */
+int control_socket_path(const char *opt, char **ret);
+

@@ -6,8 +6,10 @@
  * documented in docs/control-protocol.md.
  *
  * The server knows nothing of units: it reads unit records from the store
- * (durable `service/NAME`, the fields of SPEC §5's JSON) and asks the manager
- * for actions through struct control_ops.
+ * (durable `service/NAME`, the fields of SPEC §5's JSON) and passes them on
+ * as they are, asks the manager for actions through struct control_ops, has
+ * the manager describe a flight's outcome (describe_outcome), and hears from
+ * the manager when a unit is down (control_server_unit_stopped()).
  *
  * Single-threaded: everything runs in tend's sd-event loop.
  */
@@ -18,12 +20,23 @@
 
 #include <systemd/sd-event.h>
 
+#include "control-proto.h"
 #include "logs.h"
 #include "singleflight.h"
 #include "store.h"
 #include "time-util.h"
 
 struct json_object;
+
+/* A start's outcome as the answer shows it (docs/control-protocol.md
+ * "start"): filled by control_ops.describe_outcome. */
+struct control_outcome {
+        bool ok;
+        pid_t main_pid;      /* > 0; 0: none ("main_pid": null) */
+        const char *result;  /* the unit's result word (SPEC §4), static; NULL: unknown */
+        bool result_failed;  /* result names a failure, i.e. is not "success" */
+        char reason[160];    /* why it is not ok beyond the result; "" if nothing more */
+};
 
 struct control_ops {
         /* Normalises "NAME" or "NAME.service" into ret (a buffer of 256 bytes)
@@ -34,7 +47,15 @@ struct control_ops {
          * returns the caller's waiter (owned by the server from then on;
          * freeing it releases the client's share). -ENOENT. */
         int (*start)(void *userdata, const char *unit, bool restart, sf_waiter **ret_waiter);
-        /* stop: 0, -ENOENT. The stop proceeds asynchronously; the record shows it. */
+        /* The fields of a flight's outcome: outcome is the copy an SF_ANSWER_OK
+         * answer carries (sf_answer.outcome, of the table the manager made),
+         * taken: the manager frees it. ret's strings are static or in ret. */
+        void (*describe_outcome)(void *userdata, void *outcome, struct control_outcome *ret);
+        /* stop: 1 when the unit is down already (inactive or failed, or it
+         * has no record): nothing to wait for; 0 when the stop proceeds
+         * asynchronously, and the manager calls control_server_unit_stopped()
+         * once the record that shows the unit down is in the store (so a
+         * client answered then reads that record); -ENOENT. */
         int (*stop)(void *userdata, const char *unit);
         /* reset-failed: unit NULL = every unit. 0, -ENOENT. */
         int (*reset_failed)(void *userdata, const char *unit);
@@ -60,7 +81,7 @@ struct control_ops {
 };
 
 struct control_options {
-        const char *path;      /* socket path (SPEC §5 rules applied by control_socket_path()) */
+        const char *path;      /* socket path (SPEC §5 rules applied by control_socket_path(), control-proto.h) */
         gid_t control_group;   /* (gid_t) -1: none; else 0660/0710 and this group may connect */
         unsigned max_clients;  /* 0: 2048 (SPEC §7) */
         /* A client with answers pending that reads nothing for this long is
@@ -79,13 +100,6 @@ struct control_options {
 struct control_server;
 
 /*
- * The socket path SPEC §5 prescribes: opt (--control-socket) if set, else
- * $TEND_SOCKET, else /run/tend/control for root, else
- * $XDG_RUNTIME_DIR/tend/control. *ret is the caller's. -ENOENT if none applies.
- */
-int control_socket_path(const char *opt, char **ret);
-
-/*
  * Binds and listens: the socket's directory is created 0700 (0710 owned by
  * the control group), the socket gets mode 0600 (0660). An existing socket
  * file: connect() refused → stale, unlinked and bound; connected → -EADDRINUSE
@@ -100,6 +114,15 @@ int control_socket_path(const char *opt, char **ret);
  */
 int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
                        const struct control_options *opts, struct control_server **ret);
+
+/*
+ * The manager's report that unit (the name ops.resolve gives) is down: the
+ * record that says so (state inactive or failed) is in the store. Blocking
+ * stops of the unit are answered, from a later event-loop dispatch (never
+ * inside this call, which may run in the middle of a request). Any other
+ * call is a no-op: the manager reports every such record. Accepts s NULL.
+ */
+void control_server_unit_stopped(struct control_server *s, const char *unit);
 
 /* Closes every connection (their waiters released: SPEC §2.3, a client that
  * goes away releases its share; --no-block shares too), unlinks the socket if

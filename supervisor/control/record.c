@@ -168,7 +168,9 @@ const char *record_writer_format_fields(struct record_writer *w, const char *nam
         json_object_set_boolean(w->core_dumped, f->last_exit.core_dumped);
         set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, f->has_last_exit);
         json_object_set_int(w->waiters, f->waiters);
-        return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN, ret_len);
+        /* The canonical form control-watch.h splices into watch messages unparsed. */
+        return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                 ret_len);
 }
 
 const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {

@@ -9,7 +9,8 @@
  * json-c tree and updates its values in place rather than building a tree
  * per record (a few dozen allocations): a record costs the two strings, name
  * and STATUS= text, and json-c grows its output buffer only when a longer
- * record comes. The text is json-c's own serialisation.
+ * record comes. The text is json-c's own serialisation (PLAIN | NOSLASHESCAPE:
+ * the canonical form control-watch.h splices into watch messages unparsed).
  *
  * Single-threaded: one writer per event loop.
  */

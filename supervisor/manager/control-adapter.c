@@ -95,13 +95,43 @@ static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter *
         return 0;
 }
 
+static void ctl_describe_outcome(void *userdata, void *outcome, struct control_outcome *ret) {
+        const struct unit_outcome *o = outcome;
+        *ret = (struct control_outcome) {
+                .ok = o->ok,
+                .main_pid = o->main_pid > 0 ? o->main_pid : 0,
+                .result = unit_result_to_string(o->result),
+                .result_failed = o->result != UNIT_RESULT_SUCCESS,
+        };
+        snprintf(ret->reason, sizeof ret->reason, "%s", o->reason);
+        unit_outcome_ops.free(outcome, NULL);
+}
+
+static bool state_is_down(enum unit_state s) {
+        return s == UNIT_INACTIVE || s == UNIT_FAILED;
+}
+
+/* What u's record in the store says: down when it has none, or when the
+ * last one written shows inactive or failed. */
+static bool record_says_down(struct unit *u) {
+        struct unit_data *d = data(u);
+        if (u->record_revision == 0)
+                return true;
+        return d->record_written && state_is_down(d->record.state);
+}
+
 static int ctl_stop(void *userdata, const char *name) {
         struct manager *m = userdata;
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
         jobs_stop(m, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
-        return 0;
+        return record_says_down(u) ? 1 : 0;
+}
+
+void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f) {
+        if (state_is_down(f->state))
+                control_server_unit_stopped(m->control, u->name);
 }
 
 static int ctl_reset_failed(void *userdata, const char *name) {
@@ -175,6 +205,7 @@ static int ctl_waiters(void *userdata, const char *name) {
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
+        .describe_outcome = ctl_describe_outcome,
         .stop = ctl_stop,
         .reset_failed = ctl_reset_failed,
         .kill = ctl_kill,
@@ -195,7 +226,7 @@ int manager_setup_control(struct manager *m) {
         if (k == -EADDRINUSE)
                 return log_error_errno(k, "already running: %s answers", path);
         if (k < 0)
-                return log_error_errno(k, "control socket %s: %s", path, strerror(-k));
+                return log_error_errno(k, "control socket %s: %m", path);
         log_info("control socket: %s", path);
         return 0;
 }

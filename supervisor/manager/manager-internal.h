@@ -165,6 +165,9 @@ bool manager_cmd_exec_result(struct manager *m, struct exit_process *p);
 
 /* control-adapter.c: the control socket, answered from the units. */
 int manager_setup_control(struct manager *m);
+/* A record of u with fields f is in the store (records.c): the control
+ * server hears of the units it shows down (control_server_unit_stopped()). */
+void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f);
 
 /* shutdown.c (SPEC §4 "Shutdown") */
 void manager_begin_shutdown(struct manager *m, int status);

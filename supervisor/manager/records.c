@@ -67,6 +67,8 @@ static void record_store(struct manager *m, struct unit *u, const struct record_
         if (k <= 0)
                 log_warning("%s: state record not written (%s)", u->name, k < 0 ? strerror(-k) : "revision conflict");
         data(u)->record_written = k > 0;
+        if (k > 0)
+                manager_control_record_stored(m, u, f);
 }
 
 /* While an exit is handled, the records of the changes it makes are taken

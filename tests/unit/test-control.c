@@ -45,7 +45,6 @@
 #include "logs.h"
 #include "singleflight.h"
 #include "store.h"
-#include "unit.h"
 #include "testutil.h"
 
 #ifndef P_PIDFD
@@ -91,9 +90,45 @@ struct fake {
         int kill_error, reload_error;
         bool reload_bad_file; /* daemon-reload: one file does not load */
         logs_stream *stream; /* web.service's */
+        bool up[2];          /* known_units[i]'s last record shows it up (put_record) */
+        /* stop of db.service: web.service goes down with it, reported from
+         * inside ops->stop (as a Requires= dependent does in the manager). */
+        bool db_stop_takes_web;
+        struct control_server *server;
 };
 
 static const char *const known_units[] = { "web.service", "db.service" };
+
+static int known_index(const char *unit) {
+        for (size_t i = 0; i < ELEMENTSOF(known_units); i++)
+                if (streq(known_units[i], unit))
+                        return (int) i;
+        return -1;
+}
+
+/* The fake's flight outcome (the manager's is struct unit_outcome): the
+ * server sees it only through fake_describe_outcome. */
+struct fake_outcome {
+        bool ok;
+        pid_t pid;
+        const char *result;
+        const char *reason;
+};
+
+static int fake_outcome_copy(const void *outcome, void **ret_copy, void *userdata) {
+        struct fake_outcome *c = malloc(sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        *c = *(const struct fake_outcome *) outcome;
+        *ret_copy = c;
+        return 0;
+}
+
+static void fake_outcome_free(void *outcome, void *userdata) {
+        free(outcome);
+}
+
+static const sf_outcome_ops fake_outcome_ops = { .copy = fake_outcome_copy, .free = fake_outcome_free };
 
 static int fake_resolve(void *userdata, const char *name, char ret[static 256]) {
         char n[256];
@@ -127,11 +162,25 @@ static int fake_start(void *userdata, const char *unit, bool restart, sf_waiter 
         return 0;
 }
 
+static void fake_describe_outcome(void *userdata, void *outcome, struct control_outcome *ret) {
+        const struct fake_outcome *o = outcome;
+        *ret = (struct control_outcome) { .ok = o->ok, .main_pid = o->pid, .result = o->result,
+                                          .result_failed = !o->result || !streq(o->result, "success") };
+        snprintf(ret->reason, sizeof ret->reason, "%s", o->reason ? o->reason : "");
+        fake_outcome_free(outcome, NULL);
+}
+
+/* As the manager: 1 when the unit's last record shows it down (or it has none). */
 static int fake_stop(void *userdata, const char *unit) {
         struct fake *f = userdata;
         f->n_stop++;
         snprintf(f->last_unit, sizeof f->last_unit, "%s", unit);
-        return 0;
+        if (f->db_stop_takes_web && streq(unit, "db.service") && f->up[0]) {
+                f->up[0] = false;
+                control_server_unit_stopped(f->server, "web.service");
+        }
+        int i = known_index(unit);
+        return i >= 0 && f->up[i] ? 0 : 1;
 }
 
 static int fake_reset_failed(void *userdata, const char *unit) {
@@ -189,6 +238,7 @@ static int fake_waiters(void *userdata, const char *unit) {
 static const struct control_ops fake_ops = {
         .resolve = fake_resolve,
         .start = fake_start,
+        .describe_outcome = fake_describe_outcome,
         .stop = fake_stop,
         .reset_failed = fake_reset_failed,
         .kill = fake_kill,
@@ -207,14 +257,20 @@ static sf_resolution **fake_flight(struct fake *f, const char *unit) {
         return NULL;
 }
 
-/* The work's answer, as the unit's state machine would publish it. */
-static void fake_answer(struct fake *f, const char *unit, bool ok, pid_t pid, enum unit_result result) {
+/* The work's answer, as the unit's state machine would publish it; reason
+ * NULL: none. */
+static void fake_answer_why(struct fake *f, const char *unit, bool ok, pid_t pid, const char *result,
+                            const char *reason) {
         sf_resolution **r = fake_flight(f, unit);
-        struct unit_outcome *o = malloc(sizeof *o);
+        struct fake_outcome *o = malloc(sizeof *o);
         assert_non_null(o);
-        *o = (struct unit_outcome) { .ok = ok, .main_pid = pid, .result = result };
+        *o = (struct fake_outcome) { .ok = ok, .pid = pid, .result = result, .reason = reason };
         assert_int_equal(sf_resolution_answer_take(*r, o), 0);
         *r = sf_resolution_free(*r);
+}
+
+static void fake_answer(struct fake *f, const char *unit, bool ok, pid_t pid, const char *result) {
+        fake_answer_why(f, unit, ok, pid, result, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -243,13 +299,14 @@ static struct fx *fx_setup(const struct store_options *so, const struct control_
         log_set_max_level(LOG_DEBUG);
         assert_int_equal(sd_event_new(&f->e), 0);
         assert_int_equal(store_new(so, &f->store), 0);
-        assert_int_equal(sf_table_new(&unit_outcome_ops, NULL, &f->fake.table), 0);
+        assert_int_equal(sf_table_new(&fake_outcome_ops, NULL, &f->fake.table), 0);
         snprintf(f->dir, sizeof f->dir, "/tmp/test-control-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
         snprintf(f->path, sizeof f->path, "%s/run/control", f->dir);
         struct control_options co = co_in ? *co_in : (struct control_options) { .control_group = (gid_t) -1 };
         co.path = f->path;
         assert_int_equal(control_server_new(f->e, f->store, &fake_ops, &f->fake, &co, &f->server), 0);
+        f->fake.server = f->server;
         for (size_t i = 0; i < ELEMENTSOF(f->kids); i++)
                 f->kid_fds[i] = -1;
         return f;
@@ -493,6 +550,13 @@ static void put_record(struct fx *f, const char *unit, const char *state, int pi
                 store_event_unref(ev);
         } else
                 assert_int_equal(store_create(f->store, STORE_DURABLE, key, text, strlen(text), 0, NULL), 1);
+        /* As the manager reports the records it stores. */
+        bool down = streq(state, "inactive") || streq(state, "failed");
+        int i = known_index(unit);
+        if (i >= 0)
+                f->fake.up[i] = !down;
+        if (down)
+                control_server_unit_stopped(f->server, unit);
 }
 
 static const char *const record_fields[] = { "version", "name", "state", "main_pid", "since", "since_monotonic",
@@ -745,7 +809,7 @@ static void test_start_shared(void **state) {
         assert_no_message(f, a); /* blocked until the flight answers */
         assert_no_message(f, b);
 
-        fake_answer(&f->fake, "web.service", true, 4242, UNIT_RESULT_SUCCESS);
+        fake_answer(&f->fake, "web.service", true, 4242, "success");
         json *ra = client_result(f, a, NULL), *rb = client_result(f, b, NULL);
         for (json *r = ra; r; r = r == ra ? rb : NULL) {
                 assert_true(flag(r, "ok"));
@@ -763,7 +827,7 @@ static void test_start_shared(void **state) {
         /* restart joins a flight the same way; a failed outcome fails the command. */
         client_send(a, "{\"version\":1,\"command\":\"restart\",\"units\":[\"web\"]}");
         wait_counter(f, &f->fake.n_restart, 1, "restart reaching ops->start");
-        fake_answer(&f->fake, "web.service", false, 0, UNIT_RESULT_EXIT_CODE);
+        fake_answer(&f->fake, "web.service", false, 0, "exit-code");
         ra = client_result(f, a, NULL);
         assert_false(flag(ra, "ok"));
         assert_string_equal(str(ra, "error"), "failed");
@@ -775,7 +839,7 @@ static void test_start_shared(void **state) {
         client_send(a, "{\"version\":1,\"command\":\"list\"}");
         wait_counter(f, &f->fake.n_start, 3, "the third start");
         assert_no_message(f, a);
-        fake_answer(&f->fake, "web.service", true, 4243, UNIT_RESULT_SUCCESS);
+        fake_answer(&f->fake, "web.service", true, 4243, "success");
         ra = client_result(f, a, NULL);
         assert_int_equal(num(json_object_array_get_idx(json_object_object_get(ra, "units"), 0), "main_pid"), 4243);
         json_object_put(ra);
@@ -785,6 +849,48 @@ static void test_start_shared(void **state) {
         json_object_put(ra);
         close(a);
         close(b);
+}
+
+/* The manager describes the outcome (describe_outcome); the server words
+ * the answer: each form of the failure message, main_pid null without one. */
+static void test_start_outcome_messages(void **state) {
+        struct fx *f = *state;
+        static const struct {
+                bool ok;
+                pid_t pid;
+                const char *result, *reason, *message;
+        } cases[] = {
+                { true, 12, "success", NULL, NULL },
+                { false, 0, "success", "ExecStartPre= exited 1", "web.service did not start: ExecStartPre= exited 1" },
+                { false, 0, "exit-code", "status 3", "web.service failed to start (result exit-code): status 3" },
+                { false, 0, "timeout", NULL, "web.service failed to start (result timeout)" },
+                { false, 0, NULL, NULL, "web.service failed to start (result unknown)" },
+        };
+        int a = client_connect(f->path);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                client_send(a, start_web);
+                wait_counter(f, &f->fake.n_start, (unsigned) i + 1, "the start");
+                fake_answer_why(&f->fake, "web.service", cases[i].ok, cases[i].pid, cases[i].result, cases[i].reason);
+                json *r = client_result(f, a, NULL);
+                json *u = json_object_array_get_idx(json_object_object_get(r, "units"), 0);
+                assert_int_equal(flag(r, "ok"), cases[i].ok);
+                assert_string_equal(str(u, "answer"), "ok");
+                if (cases[i].pid > 0)
+                        assert_int_equal(num(u, "main_pid"), cases[i].pid);
+                else
+                        assert_true(json_object_object_get_ex(u, "main_pid", NULL) && !json_object_object_get(u, "main_pid"));
+                if (cases[i].result)
+                        assert_string_equal(str(u, "result"), cases[i].result);
+                else
+                        assert_true(json_object_object_get_ex(u, "result", NULL) && !json_object_object_get(u, "result"));
+                if (cases[i].message) {
+                        assert_string_equal(str(u, "message"), cases[i].message);
+                        assert_string_equal(str(r, "message"), cases[i].message);
+                        assert_string_equal(str(r, "error"), "failed");
+                }
+                json_object_put(r);
+        }
+        close(a);
 }
 
 static void test_start_cancelled_answer(void **state) {
@@ -819,7 +925,7 @@ static void test_start_no_block(void **state) {
         assert_int_equal(sf_table_get_waiters(f->fake.table, "web.service"), 1);
         sf_resolution **res = fake_flight(&f->fake, "web.service");
         assert_false(sf_resolution_is_cancelled(*res));
-        fake_answer(&f->fake, "web.service", true, 77, UNIT_RESULT_SUCCESS);
+        fake_answer(&f->fake, "web.service", true, 77, "success");
         wait_waiters(f, "web.service", 0);
 }
 
@@ -871,6 +977,31 @@ static void test_stop(void **state) {
         put_record(f, "web.service", "running", 11);
         assert_ask(f, a, "{\"version\":1,\"command\":\"stop\",\"units\":[\"web\"],\"no_block\":true}", "");
         assert_int_equal(f->fake.n_stop, 3);
+
+        /* Two units, one down: the answer waits for the other; a report of
+         * another unit, or a record that is not down, answers nothing. */
+        client_send(a, "{\"version\":1,\"command\":\"stop\",\"units\":[\"db\",\"web\"]}");
+        wait_counter(f, &f->fake.n_stop, 5, "the stops of db and web");
+        control_server_unit_stopped(f->server, "db.service");
+        put_record(f, "web.service", "stopping", 11);
+        assert_no_message(f, a);
+        put_record(f, "web.service", "failed", 0);
+        r = client_result(f, a, NULL);
+        assert_true(flag(r, "ok"));
+        assert_int_equal(json_object_array_length(json_object_object_get(r, "units")), 2);
+        json_object_put(r);
+
+        /* Reported down from inside the same request (stopping db stops
+         * web): answered after the request, once. */
+        put_record(f, "web.service", "running", 12);
+        f->fake.db_stop_takes_web = true;
+        client_send(a, "{\"version\":1,\"command\":\"stop\",\"units\":[\"web\",\"db\"]}");
+        r = client_result(f, a, NULL);
+        assert_true(flag(r, "ok"));
+        assert_int_equal(json_object_array_length(json_object_object_get(r, "units")), 2);
+        json_object_put(r);
+        assert_no_message(f, a);
+        assert_int_equal(f->fake.n_stop, 7);
         close(a);
 }
 
@@ -1446,7 +1577,7 @@ static void test_tendctl(void **state) {
         wait_counter(f, &f->fake.n_start, 1, "tendctl's start reaching ops->start");
         settle(f);
         assert_false(run_exited(f, &r)); /* still waiting */
-        fake_answer(&f->fake, "web.service", true, 99, UNIT_RESULT_SUCCESS);
+        fake_answer(&f->fake, "web.service", true, 99, "success");
         assert_int_equal(tendctl_wait(f, &r), 0);
 
         const char *missing[] = { "tendctl", "--control-socket", f->path, "status", "nosuch", NULL };
@@ -1541,6 +1672,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_status, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_batches, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_shared, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_start_outcome_messages, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_cancelled_answer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_no_block, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_client_leaves, setup, teardown),
