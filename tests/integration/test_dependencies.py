@@ -227,7 +227,9 @@ class Ordering(DepsTestCase):
         self.wait_running('server')
         r = self.st('setup')
         self.assertEqual((r['state'], r['result']), ('inactive', 'success'))
-        self.assertIsNotNone(self.stamp('server', 'start'))
+        # Type=simple is running at the fork: the stamp comes once its shell ran.
+        wait_until(lambda: self.stamp('server', 'start'), 5,
+                   'the server never stamped: it did not find the oneshot\'s file (exit 3?)')
 
 
 class Stopping(DepsTestCase):
