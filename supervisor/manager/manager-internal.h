@@ -18,7 +18,12 @@
 #include "cgroup.h"
 #include "control.h"
 #include "deps.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "group-cache.h"
+#include "held-records.h"
 #include "libexit.h"
+#include "kept-env.h"
 #include "logs.h"
 #include "notify.h"
 #include "options.h"
@@ -30,19 +35,17 @@
 
 struct unit_data {
         struct manager *m;
-        sd_event_source *timer;
+        struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
+        struct due_timer timer;        /* its deadline (due-timer.h) */
         sd_event_source *group_source;
         struct unit_group *group;
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
-        char **main_env;               /* the main process's last environment, kept for its next spawn */
-        uint64_t empty_iteration;      /* 1 + the loop iteration that found its cgroup empty, or 0 */
+        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn */
+        struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
         struct record_fields record;   /* what its last state record was made of */
         bool record_written;           /* record is that of the record in the store (or held to be) */
-        bool due;                      /* timer is a deferred source for a deadline already due */
-        size_t main_env_size;          /* the text of the file main_env was built from (unit_file_same_text) */
-        uint64_t main_env_hash;
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
@@ -60,9 +63,7 @@ struct manager {
         sf_table *flights;
         struct store *store;
         struct record_writer *records;     /* service/NAME's JSON (record.h) */
-        unsigned records_hold;             /* > 0: records wait in held[] (records_hold/release) */
-        struct held_record *held;          /* in the order of the changes */
-        size_t n_held, n_held_max;
+        struct held_records held;          /* while an exit is handled (records_hold/release) */
         struct cgroup_tree *cgroups;
         logs_manager *logs;
         struct control_server *control;
@@ -71,6 +72,7 @@ struct manager {
         bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
         struct unit **units;
         size_t n_units;
+        struct exit_routes routes;     /* exit id → the unit and role of its process (loop.c) */
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
         /* start and stop jobs (manager-jobs.c) */

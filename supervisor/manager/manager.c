@@ -199,6 +199,7 @@ static void manager_done(struct manager *m) {
                 manager_unit_free(m->units[i]);
         }
         free(m->units);
+        exit_routes_done(&m->routes);
         m->sweep = sd_event_source_disable_unref(m->sweep);
         jobs_done(m);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
@@ -209,7 +210,7 @@ static void manager_done(struct manager *m) {
         cgroup_tree_leave_leaf(m->cgroups);
         cgroup_tree_free(m->cgroups);
         record_writer_free(m->records);
-        free(m->held);
+        held_records_done(&m->held);
         store_unref(m->store);
         sf_table_unref(m->flights);
         exit_sub_free(m->sub);

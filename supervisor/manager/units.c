@@ -63,11 +63,11 @@ struct logs_target manager_output_target(const struct unit_output *o, bool is_st
 static struct unit_data *unit_data_free(struct unit_data *d) {
         if (!d)
                 return NULL;
-        sd_event_source_disable_unref(d->timer);
+        due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
         sd_event_source_disable_unref(d->cancel_source);
         sf_waiter_free(d->own_waiter);
-        unit_strv_free(d->main_env);
+        kept_env_done(&d->main_env);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         free(d->logs_key);
@@ -130,6 +130,7 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         if (!d)
                 return -ENOMEM;
         d->m = m;
+        d->exits.unit = u;
         u->manager_data = d;
         int k = logs_open(m, u, &d->logs, &d->logs_key);
         if (k < 0)
@@ -146,6 +147,8 @@ struct unit *manager_unit_free(struct unit *u) {
         struct unit_data *d = u->manager_data;
         if (d)
                 records_flush(d->m); /* none of them may outlive it */
+        if (d)
+                exit_routes_forget(&d->m->routes, &d->exits);
         if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
                 (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
         unit_data_free(u->manager_data);
