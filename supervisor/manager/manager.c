@@ -179,7 +179,8 @@ static int manager_setup(struct manager *m) {
             (k = sd_event_add_io(m->event, NULL, exit_reaper_fd(m->reaper), EPOLLIN, manager_on_reaper, m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, exit_sub_fd(m->sub), EPOLLIN, manager_on_sub, m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, store_get_fd(m->store), EPOLLIN, manager_on_store, m)) < 0 ||
-            (k = watchdog_leases_new(m->event, m->store, manager_on_lease_expired, m, &m->watchdogs)) < 0)
+            (k = watchdog_leases_new(m->event, m->store, manager_on_lease_expired, m, &m->watchdogs)) < 0 ||
+            (k = jobs_new(m->event, &m->units, &m->n_units, &manager_jobs_ops, m, &m->jobs)) < 0)
                 return log_error_errno(k, "setting up the event loop: %s", strerror(-k));
         /* Before the first spawn: NOTIFY_SOCKET and WATCHDOG_* leave tend's
          * environment, so no child inherits them (SPEC §1). */
@@ -201,7 +202,7 @@ static void manager_done(struct manager *m) {
         free(m->units);
         exit_routes_done(&m->routes);
         m->sweep = sd_event_source_disable_unref(m->sweep);
-        jobs_done(m);
+        m->jobs = jobs_free(m->jobs);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
@@ -232,10 +233,10 @@ int manager_run(const struct tend_options *opts, const int *inherited, size_t n_
                  * all queued before any waits for another. Instances loaded
                  * meanwhile (referenced by a unit) start only when pulled. */
                 size_t n_initial = m.n_units;
-                m.jobs_batch = true;
+                jobs_batch(m.jobs, true);
                 for (size_t i = 0; i < n_initial; i++)
                         manager_start_unit(&m, m.units[i]);
-                m.jobs_batch = false;
+                jobs_batch(m.jobs, false);
                 m.initial_jobs_queued = true;
                 manager_maybe_start_cmd(&m);
                 manager_upstream_update(&m);

@@ -407,7 +407,7 @@ static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
         record_write(m, u);
-        jobs_changed(m, u);
+        jobs_changed(m->jobs, u);
         manager_upstream_update(m);
         if (data(u)->removed && unit_is_dead(u))
                 manager_sweep_schedule(m);
@@ -452,7 +452,7 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
 
 static void op_request_restart(void *userdata, struct unit *u) {
         struct manager *m = userdata;
-        if (m->shutting_down || jobs_stop_pending(u))
+        if (m->shutting_down || jobs_stop_pending(m->jobs, u))
                 return; /* its stop job stops it from back-off */
         sf_resolution *r = manager_join_own(m, u);
         if (r)
@@ -471,11 +471,13 @@ static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
 }
 
 static int op_start_job(void *userdata, struct unit *u) {
-        return jobs_start_job(userdata, u);
+        struct manager *m = userdata;
+        return jobs_start_job(m->jobs, u);
 }
 
 static void op_auto_restart(void *userdata, struct unit *u) {
-        jobs_propagate_restart(userdata, u, "automatically");
+        struct manager *m = userdata;
+        jobs_propagate_restart(m->jobs, u, "automatically");
 }
 
 const struct unit_ops manager_unit_ops = {

@@ -88,7 +88,7 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
 
 static void stop_all_units(struct manager *m) {
         /* Reverse order of After=/Before=; independent units in parallel. */
-        jobs_stop_all(m);
+        jobs_stop_all(m->jobs);
         manager_check_shutdown_done(m);
 }
 

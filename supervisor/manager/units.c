@@ -65,7 +65,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 return NULL;
         due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
-        sd_event_source_disable_unref(d->cancel_source);
+        jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
         kept_env_done(&d->main_env);
         notify_socket_free(d->notify);
@@ -131,6 +131,7 @@ static int unit_data_new(struct manager *m, struct unit *u) {
                 return -ENOMEM;
         d->m = m;
         d->exits.unit = u;
+        d->jobs.unit = u;
         u->manager_data = d;
         int k = logs_open(m, u, &d->logs, &d->logs_key);
         if (k < 0)
@@ -172,7 +173,7 @@ int manager_add_unit(struct manager *m, struct unit_file *f) {
                 return k;
         }
         m->units[m->n_units++] = u;
-        jobs_invalidate(m);
+        jobs_invalidate(m->jobs);
         record_write(m, u);
         return 0;
 }
@@ -230,3 +231,47 @@ int manager_load_units(struct manager *m) {
         set->n_units = 0;
         return 0;
 }
+
+/* ---- the jobs' operations (jobs.h) ---- */
+
+static struct jobs_unit *jobs_slot(void *userdata, const struct unit *u) {
+        return &data(u)->jobs;
+}
+
+static struct unit *jobs_find(void *userdata, const char *name) {
+        return manager_find_unit(userdata, name);
+}
+
+/* A template's instance another unit references (SPEC §3), from DIR. */
+static int jobs_load(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit_file *f = NULL;
+        int k = unit_load(m->opts->config_dir, name, &f, NULL);
+        if (k < 0)
+                return k;
+        k = manager_add_unit(m, f);
+        if (k < 0)
+                unit_file_free(f);
+        return k;
+}
+
+static void jobs_start(void *userdata, struct unit *u) {
+        manager_start_unit(userdata, u);
+}
+
+static void jobs_stop_now(void *userdata, struct unit *u) {
+        manager_stop_unit(userdata, u);
+}
+
+static sf_resolution *jobs_join(void *userdata, struct unit *u) {
+        return manager_join_own(userdata, u);
+}
+
+const struct jobs_ops manager_jobs_ops = {
+        .slot = jobs_slot,
+        .find = jobs_find,
+        .load = jobs_load,
+        .start = jobs_start,
+        .stop = jobs_stop_now,
+        .join = jobs_join,
+};
