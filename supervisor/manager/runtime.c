@@ -4,38 +4,29 @@
  * (struct unit_ops, unit.h) with the real reaper, cgroups, log streams, notify
  * sockets, watchdog leases and timers.
  */
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "group-cache.h"
+#include "kept-env.h"
 #include "libexit.h"
 #include "log.h"
 #include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
 #include "notify.h"
 #include "sandbox.h"
-#include "signal-util.h"
 #include "singleflight.h"
-#include "store.h"
 #include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
@@ -68,7 +59,7 @@ static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, ch
         if (!d->notify) {
                 int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &d->notify);
                 if (k < 0)
-                        return log_error_errno(k, "%s: cannot create its notify socket: %s", u->name, strerror(-k));
+                        return log_error_errno(k, "%s: cannot create its notify socket: %m", u->name);
                 log_debug("%s: notify socket %s", u->name, notify_socket_address(d->notify));
         }
         return notify_env_add(envp, notify_socket_address(d->notify), main ? unit_watchdog_usec(u->file) : 0);
@@ -442,7 +433,7 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
         sf_resolution *r = NULL;
         int k = sf_table_join(m->flights, u->name, &w, &r);
         if (k < 0) {
-                log_error_errno(k, "%s: cannot start: %s", u->name, strerror(-k));
+                log_error_errno(k, "%s: cannot start: %m", u->name);
                 return NULL;
         }
         sf_waiter_free(d->own_waiter);

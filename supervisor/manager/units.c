@@ -3,38 +3,23 @@
  * The manager's units: their per-unit data (log stream, cgroup, timer),
  * adding, finding, starting and stopping one, loading DIR at start-up.
  */
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
-#include "libexit.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "jobs.h"
+#include "kept-env.h"
 #include "log.h"
 #include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
 #include "notify.h"
-#include "sandbox.h"
-#include "signal-util.h"
 #include "singleflight.h"
-#include "store.h"
 #include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
@@ -97,10 +82,10 @@ static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char 
         };
         _cleanup_free_ char *key = output_key(f);
         if (!key)
-                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %s", u->name, strerror(ENOMEM));
+                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %m", u->name);
         int k = logs_stream_new(m->logs, &c, ret);
         if (k < 0)
-                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+                return log_error_errno(k, "%s: cannot set up its logs: %m", u->name);
         *ret_key = TAKE_PTR(key);
         return 0;
 }
@@ -138,7 +123,7 @@ static int unit_data_new(struct manager *m, struct unit *u) {
                 return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
-                return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
+                return log_error_errno(k, "%s: cannot create its cgroup: %m", u->name);
         return 0;
 }
 
