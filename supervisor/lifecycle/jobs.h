@@ -72,7 +72,7 @@ void jobs_invalidate(struct jobs *jb);
  * on, a start job waits to be judged until the whole batch exists. */
 void jobs_batch(struct jobs *jb, bool on);
 
-/* unit_ops.start_job: 0 to begin u's start now, 1 to wait (PHASE_WAIT). May
+/* unit_ops.start_job: 0 to begin u's start now, 1 to wait (its WAIT position, unit.h). May
  * start u's Requires=/BindsTo=/Wants= units. */
 int jobs_start_job(struct jobs *jb, struct unit *u);
 
