@@ -87,7 +87,7 @@ static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter *
         if (r) {
                 if (restart) {
                         unit_explicit_restart(u, r);
-                        jobs_propagate_restart(m, u, "on request");
+                        jobs_propagate_restart(m->jobs, u, "on request");
                 } else
                         unit_start(u, r, true);
         }
@@ -125,7 +125,7 @@ static int ctl_stop(void *userdata, const char *name) {
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
-        jobs_stop(m, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
+        jobs_stop(m->jobs, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
         return record_says_down(u) ? 1 : 0;
 }
 

@@ -4,86 +4,62 @@
  * the reaper is drained first (all ready pidfds), then exits are handed to
  * the state machines one by one.
  */
-#include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
-#include <unistd.h>
+#include <stdbool.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
-#include "cgroup.h"
-#include "control.h"
+#include "exit-routes.h"
 #include "libexit.h"
 #include "log.h"
-#include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
-#include "notify.h"
 #include "sandbox.h"
-#include "signal-util.h"
-#include "singleflight.h"
 #include "store.h"
-#include "unit-file.h"
 #include "unit.h"
-#include "watchdog.h"
 
 /* ---- exits ---- */
 
-/* Finds the unit and process an exit id belongs to. */
-static struct unit *unit_of_id(struct manager *m, exit_id_t id, struct exit_process **ret) {
-        for (size_t i = 0; i < m->n_units; i++) {
-                struct unit *u = m->units[i];
-                if (u->main && exit_process_id(u->main) == id) {
-                        *ret = u->main;
-                        return u;
-                }
-                if (u->control && exit_process_id(u->control) == id) {
-                        *ret = u->control;
-                        return u;
-                }
-        }
-        *ret = NULL;
-        return NULL;
+/* The process of u that had role, if it is still the one of id. */
+static struct exit_process *process_of(struct unit *u, enum exit_role role, exit_id_t id) {
+        struct exit_process *p = role == EXIT_ROLE_MAIN ? u->main : u->control;
+        return p && exit_process_id(p) == id ? p : NULL;
 }
 
-static void process_exit(struct manager *m, exit_id_t id) {
-        struct exit_reason reason;
-        if (manager_cmd_exited(m, id))
-                return;
-        struct exit_process *p;
-        struct unit *u = unit_of_id(m, id, &p);
-        if (!u || exit_hub_take(m->hub, id, &reason) < 0)
-                return;
+static int take_exit(void *userdata, exit_id_t id, struct exit_reason *ret) {
+        struct manager *m = userdata;
+        return exit_hub_take(m->hub, id, ret);
+}
+
+static void deliver_exit(void *userdata, struct exit_owner *owner, enum exit_role role, exit_id_t id,
+                         const struct exit_reason *reason) {
+        struct unit *u = owner->unit;
+        struct exit_process *p = process_of(u, role, id);
+        if (!p)
+                return; /* routes are kept at every change of u->main and u->control: never */
         exit_process_ref(p);
-        unit_process_exited(u, p, &reason);
+        unit_process_exited(u, p, reason);
         exit_process_unref(p);
         manager_run_due(u);
+}
+
+static const struct exit_routes_ops exit_ops = {
+        .take = take_exit,
+        .deliver = deliver_exit,
+};
+
+static void process_exit(struct manager *m, exit_id_t id) {
+        if (manager_cmd_exited(m, id))
+                return;
+        (void) exit_routes_dispatch(&m->routes, id, &exit_ops, m);
 }
 
 /* After LAGGED: take the outcome of every process tend owns. */
 static void recover_exits(struct manager *m) {
         if (m->cmd)
                 process_exit(m, exit_process_id(m->cmd));
-        for (size_t i = 0; i < m->n_units; i++) {
-                struct unit *u = m->units[i];
-                if (u->main)
-                        process_exit(m, exit_process_id(u->main));
-                if (u->control)
-                        process_exit(m, exit_process_id(u->control));
-        }
+        int k = exit_routes_recover(&m->routes, &exit_ops, m);
+        if (k < 0)
+                log_error_errno(k, "recovering exits after the exit queue overflowed: %m");
 }
 
 static void drain_exec_events(struct manager *m) {
@@ -94,11 +70,13 @@ static void drain_exec_events(struct manager *m) {
                         continue;
                 }
                 int stage = 0, error = exit_process_exec_result(p, &stage);
-                for (size_t i = 0; i < m->n_units; i++) {
-                        if (m->units[i]->main == p || m->units[i]->control == p)
-                                sandbox_log_exec_failure(m->units[i]->name, error, stage); /* "NAME: KEY …" */
-                        if (m->units[i]->main == p)
-                                unit_exec_result(m->units[i], p, error);
+                const struct exit_route *r = exit_routes_find(&m->routes, exit_process_id(p));
+                struct unit *u = r ? r->owner->unit : NULL;
+                enum exit_role role = r ? r->role : EXIT_ROLE_CONTROL;
+                if (u && process_of(u, role, exit_process_id(p))) {
+                        sandbox_log_exec_failure(u->name, error, stage); /* "NAME: KEY …" */
+                        if (role == EXIT_ROLE_MAIN)
+                                unit_exec_result(u, p, error);
                 }
                 exit_process_unref(p);
         }
@@ -131,7 +109,7 @@ int manager_on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userda
         struct manager *m = userdata;
         int k = exit_reaper_dispatch(m->reaper);
         if (k < 0)
-                log_warning_errno(k, "reaping: %s", strerror(-k));
+                log_warning_errno(k, "reaping: %m");
         records_hold(m);
         drain_exec_events(m);
         drain_exits(m);

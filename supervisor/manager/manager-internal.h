@@ -3,8 +3,10 @@
  * The manager's own state, shared by the files of supervisor/manager/:
  * manager.c (set-up, signals), loop.c (exits), runtime.c (the state
  * machine's seam), units.c, records.c, reload.c, cmd.c (combined mode),
- * control-adapter.c, shutdown.c, and manager-jobs.c (start and stop jobs:
- * dependencies, ordering, propagation, SPEC §4). Nothing else includes it.
+ * control-adapter.c, shutdown.c, and the mechanisms each in a file of its
+ * own (held-records, exit-routes, due-timer, group-cache, kept-env). Start
+ * and stop jobs are lifecycle/jobs.h's, over the manager's units. Nothing
+ * else includes it.
  * Single-threaded: everything runs in tend's event loop.
  */
 #pragma once
@@ -17,8 +19,13 @@
 
 #include "cgroup.h"
 #include "control.h"
-#include "deps.h"
+#include "jobs.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "group-cache.h"
+#include "held-records.h"
 #include "libexit.h"
+#include "kept-env.h"
 #include "logs.h"
 #include "notify.h"
 #include "options.h"
@@ -30,25 +37,21 @@
 
 struct unit_data {
         struct manager *m;
-        sd_event_source *timer;
+        struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
+        struct due_timer timer;        /* its deadline (due-timer.h) */
         sd_event_source *group_source;
         struct unit_group *group;
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
-        char **main_env;               /* the main process's last environment, kept for its next spawn */
-        uint64_t empty_iteration;      /* 1 + the loop iteration that found its cgroup empty, or 0 */
+        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn */
+        struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
         struct record_fields record;   /* what its last state record was made of */
         bool record_written;           /* record is that of the record in the store (or held to be) */
-        bool due;                      /* timer is a deferred source for a deadline already due */
-        size_t main_env_size;          /* the text of the file main_env was built from (unit_file_same_text) */
-        uint64_t main_env_hash;
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
-        size_t node;                   /* its index in manager.deps, valid while !deps_dirty */
-        bool stop_pending;             /* a stop job waits for the units ordered after it (jobs) */
-        sd_event_source *cancel_source; /* its waiting start job's flight was cancelled (jobs) */
+        struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
 };
 
 struct manager {
@@ -60,9 +63,7 @@ struct manager {
         sf_table *flights;
         struct store *store;
         struct record_writer *records;     /* service/NAME's JSON (record.h) */
-        unsigned records_hold;             /* > 0: records wait in held[] (records_hold/release) */
-        struct held_record *held;          /* in the order of the changes */
-        size_t n_held, n_held_max;
+        struct held_records held;          /* while an exit is handled (records_hold/release) */
         struct cgroup_tree *cgroups;
         logs_manager *logs;
         struct control_server *control;
@@ -71,16 +72,10 @@ struct manager {
         bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
         struct unit **units;
         size_t n_units;
+        struct exit_routes routes;     /* exit id → the unit and role of its process (loop.c) */
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
-        /* start and stop jobs (manager-jobs.c) */
-        struct dep_graph *deps;        /* of units[], in that order; NULL or stale when deps_dirty,
-                                        * NULL when built and !deps_any */
-        bool deps_built;               /* deps was computed once (then deps_dirty says if it is stale) */
-        bool deps_dirty;               /* units[] changed since deps was built */
-        bool deps_any;                 /* some unit has a dependency, a missing one, or a cycle */
-        sd_event_source *jobs;         /* looks at the jobs again once the current event is handled */
-        bool jobs_batch;               /* start jobs are being queued together: judge them afterwards */
+        struct jobs *jobs;             /* start and stop jobs over units[] (jobs.h) */
 
         bool shutting_down;
         bool force_killed;
@@ -174,7 +169,7 @@ void manager_begin_shutdown(struct manager *m, int status);
 void manager_check_shutdown_done(struct manager *m);
 void manager_kill_everything(struct manager *m);
 
-/* ---- units.c, for manager-jobs.c ---- */
+/* ---- units.c ---- */
 
 /* The loaded unit named name ("foo.service"), or NULL. */
 struct unit *manager_find_unit(struct manager *m, const char *name);
@@ -194,33 +189,5 @@ void manager_stop_unit(struct manager *m, struct unit *u);
  * request leads, else NULL. */
 sf_resolution *manager_join_own(struct manager *m, struct unit *u);
 
-/* ---- manager-jobs.c (SPEC §4 "Start jobs", "Cycles", "Propagation", "Shutdown") ---- */
-
-/* units[] changed (a unit added or freed): the graph is rebuilt when next needed. */
-void jobs_invalidate(struct manager *m);
-
-/* unit_ops.start_job: 0 to begin u's start now, 1 to wait (PHASE_WAIT). May
- * start u's Requires=/BindsTo=/Wants= units. */
-int jobs_start_job(struct manager *m, struct unit *u);
-
-/* u's record changed: waiting start jobs, stop jobs and BindsTo= are looked
- * at again once the current event is handled. */
-void jobs_changed(struct manager *m, struct unit *u);
-
-/* u restarts (automatically, or on request): its running Requires=/BindsTo=
- * dependents restart too. */
-void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how);
-
-/* A stop job for u: it stops once every unit ordered after it that is also
- * stopping has stopped (at once if nothing of u runs). propagate: also the
- * units that require u or are bound to it, transitively (an explicit stop). */
-void jobs_stop(struct manager *m, struct unit *u, bool propagate);
-
-/* Shutdown: a stop job for every unit, in reverse order of their ordering. */
-void jobs_stop_all(struct manager *m);
-
-/* Whether u has a stop job waiting: no restart and no start for it. */
-bool jobs_stop_pending(const struct unit *u);
-
-/* Frees the graph and the deferred source (each unit's own sources go with its data). */
-void jobs_done(struct manager *m);
+/* units.c: the jobs' operations on the manager's units (jobs.h). */
+extern const struct jobs_ops manager_jobs_ops;

@@ -9,39 +9,33 @@
  * Collect, then dispatch: the reaper is drained first (all ready pidfds),
  * then exits are handed to the state machines one by one.
  */
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
 #include "control.h"
+#include "exit-routes.h"
+#include "held-records.h"
+#include "jobs.h"
 #include "libexit.h"
 #include "log.h"
 #include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
+#include "manager.h"
 #include "notify.h"
-#include "sandbox.h"
+#include "record.h"
 #include "signal-util.h"
 #include "singleflight.h"
 #include "store.h"
-#include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
 
@@ -107,15 +101,15 @@ static void enter_leaf(struct manager *m) {
                 log_notice("%s/%s is populated (left by a previous tend?): tend joins it as it is; "
                            "if it was ever cgroup.kill'ed, units are killed at birth", dir, CGROUP_TEND_LEAF);
         else
-                log_notice("cannot move into %s/%s (%s): tend stays in %s; "
-                           "if that cgroup was ever cgroup.kill'ed, units are killed at birth",
-                           dir, CGROUP_TEND_LEAF, strerror(-k), dir);
+                (void) log_full_errno(LOG_NOTICE, k, "cannot move into %s/%s (%m): tend stays in %s; "
+                                      "if that cgroup was ever cgroup.kill'ed, units are killed at birth",
+                                      dir, CGROUP_TEND_LEAF, dir);
 }
 
 static int setup_cgroups(struct manager *m) {
         int k = cgroup_tree_open(&m->cgroups);
         if (k < 0)
-                return log_error_errno(k, "cgroups: %s", strerror(-k));
+                return log_error_errno(k, "cgroups: %m");
         if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK) {
                 log_notice("%s", cgroup_tree_describe(m->cgroups));
                 return 0;
@@ -156,7 +150,7 @@ static int manager_setup(struct manager *m) {
         raise_nofile(m);
         int k = sd_event_new(&m->event);
         if (k < 0)
-                return log_error_errno(k, "sd_event_new: %s", strerror(-k));
+                return log_error_errno(k, "sd_event_new: %m");
         k = exit_hub_new(0, 0, &m->hub);
         if (k >= 0)
                 k = exit_reaper_new(m->hub, EXIT_REAPER_ORPHANS | EXIT_REAPER_EXEC_EVENTS, &m->reaper);
@@ -167,24 +161,25 @@ static int manager_setup(struct manager *m) {
         if (k >= 0)
                 k = exit_hub_subscribe(m->hub, &m->sub);
         if (k < 0)
-                return log_error_errno(k, "setting up the reaper: %s", strerror(-k));
+                return log_error_errno(k, "setting up the reaper: %m");
         struct store_options so = { .watch_queue_capacity = watch_queue_capacity() };
         if ((k = sf_table_new(&unit_outcome_ops, NULL, &m->flights)) < 0 ||
             (k = store_new(&so, &m->store)) < 0 || (k = record_writer_new(&m->records)) < 0 ||
             (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1 }, &m->logs)) < 0)
-                return log_error_errno(k, "setting up: %s", strerror(-k));
+                return log_error_errno(k, "setting up: %m");
         if ((k = setup_cgroups(m)) < 0 || (k = manager_setup_control(m)) < 0)
                 return k;
         if ((k = add_signal_sources(m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, exit_reaper_fd(m->reaper), EPOLLIN, manager_on_reaper, m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, exit_sub_fd(m->sub), EPOLLIN, manager_on_sub, m)) < 0 ||
             (k = sd_event_add_io(m->event, NULL, store_get_fd(m->store), EPOLLIN, manager_on_store, m)) < 0 ||
-            (k = watchdog_leases_new(m->event, m->store, manager_on_lease_expired, m, &m->watchdogs)) < 0)
-                return log_error_errno(k, "setting up the event loop: %s", strerror(-k));
+            (k = watchdog_leases_new(m->event, m->store, manager_on_lease_expired, m, &m->watchdogs)) < 0 ||
+            (k = jobs_new(m->event, &m->units, &m->n_units, &manager_jobs_ops, m, &m->jobs)) < 0)
+                return log_error_errno(k, "setting up the event loop: %m");
         /* Before the first spawn: NOTIFY_SOCKET and WATCHDOG_* leave tend's
          * environment, so no child inherits them (SPEC §1). */
         if ((k = notify_upstream_new(m->event, &m->upstream)) < 0)
-                log_warning_errno(k, "$NOTIFY_SOCKET: %s: not notifying the service manager", strerror(-k));
+                log_warning_errno(k, "$NOTIFY_SOCKET: %m: not notifying the service manager");
         return 0;
 }
 
@@ -199,8 +194,9 @@ static void manager_done(struct manager *m) {
                 manager_unit_free(m->units[i]);
         }
         free(m->units);
+        exit_routes_done(&m->routes);
         m->sweep = sd_event_source_disable_unref(m->sweep);
-        jobs_done(m);
+        m->jobs = jobs_free(m->jobs);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
@@ -209,7 +205,7 @@ static void manager_done(struct manager *m) {
         cgroup_tree_leave_leaf(m->cgroups);
         cgroup_tree_free(m->cgroups);
         record_writer_free(m->records);
-        free(m->held);
+        held_records_done(&m->held);
         store_unref(m->store);
         sf_table_unref(m->flights);
         exit_sub_free(m->sub);
@@ -231,16 +227,16 @@ int manager_run(const struct tend_options *opts, const int *inherited, size_t n_
                  * all queued before any waits for another. Instances loaded
                  * meanwhile (referenced by a unit) start only when pulled. */
                 size_t n_initial = m.n_units;
-                m.jobs_batch = true;
+                jobs_batch(m.jobs, true);
                 for (size_t i = 0; i < n_initial; i++)
                         manager_start_unit(&m, m.units[i]);
-                m.jobs_batch = false;
+                jobs_batch(m.jobs, false);
                 m.initial_jobs_queued = true;
                 manager_maybe_start_cmd(&m);
                 manager_upstream_update(&m);
                 k = sd_event_loop(m.event);
                 if (k < 0)
-                        log_error_errno(k, "event loop: %s", strerror(-k));
+                        log_error_errno(k, "event loop: %m");
         }
         int status = k < 0 ? 1 : m.exit_status;
         manager_done(&m);

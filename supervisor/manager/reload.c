@@ -3,41 +3,24 @@
  * daemon-reload (SPEC §5): DIR read again and the difference applied;
  * removed units freed once dead (the sweep).
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
-#include "libexit.h"
+#include "jobs.h"
 #include "log.h"
-#include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
-#include "notify.h"
-#include "sandbox.h"
-#include "signal-util.h"
-#include "singleflight.h"
 #include "store.h"
 #include "unit-file.h"
 #include "unit.h"
-#include "watchdog.h"
 
 /* ---- daemon-reload (SPEC §5): apply the difference ---- */
 
@@ -110,7 +93,7 @@ static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) 
         log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
         /* Not leading: a start is in flight, and the restart answers it. */
         unit_explicit_restart(u, manager_join_own(m, u));
-        jobs_propagate_restart(m, u, "with its new file");
+        jobs_propagate_restart(m->jobs, u, "with its new file");
 }
 
 static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
@@ -128,7 +111,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                         log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
                         d->removed = true;
                         report_add(report, "removed", u->name, NULL);
-                        jobs_stop(m, u, true); /* as tendctl stop: its dependents too */
+                        jobs_stop(m->jobs, u, true); /* as tendctl stop: its dependents too */
                 }
                 return;
         }
@@ -161,8 +144,8 @@ int manager_reload(struct manager *m, struct json_object *report) {
         int k = unit_load_dir(m->opts->config_dir, &set);
         if (k < 0)
                 return k;
-        jobs_invalidate(m); /* files changed: their dependencies may have */
-        m->jobs_batch = true;
+        jobs_invalidate(m->jobs); /* files changed: their dependencies may have */
+        jobs_batch(m->jobs, true);
         for (size_t i = 0; i < m->n_units; i++)
                 reload_unit(m, m->units[i], set, report);
         /* Every new unit is added before any starts, so that the graph (and
@@ -188,7 +171,7 @@ int manager_reload(struct manager *m, struct json_object *report) {
                 if (e->error != -ERFKILL && !manager_find_unit(m, e->name))
                         report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
         }
-        m->jobs_batch = false;
+        jobs_batch(m->jobs, false);
         manager_sweep_schedule(m);
         return 0;
 }
@@ -220,7 +203,7 @@ static int on_sweep(sd_event_source *s, void *userdata) {
         }
         m->n_units = kept;
         if (kept != n)
-                jobs_invalidate(m);
+                jobs_invalidate(m->jobs);
         manager_check_shutdown_done(m);
         return 0;
 }

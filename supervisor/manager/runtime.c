@@ -4,38 +4,29 @@
  * (struct unit_ops, unit.h) with the real reaper, cgroups, log streams, notify
  * sockets, watchdog leases and timers.
  */
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "group-cache.h"
+#include "kept-env.h"
 #include "libexit.h"
 #include "log.h"
 #include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
 #include "notify.h"
 #include "sandbox.h"
-#include "signal-util.h"
 #include "singleflight.h"
-#include "store.h"
 #include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
@@ -68,7 +59,7 @@ static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, ch
         if (!d->notify) {
                 int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &d->notify);
                 if (k < 0)
-                        return log_error_errno(k, "%s: cannot create its notify socket: %s", u->name, strerror(-k));
+                        return log_error_errno(k, "%s: cannot create its notify socket: %m", u->name);
                 log_debug("%s: notify socket %s", u->name, notify_socket_address(d->notify));
         }
         return notify_env_add(envp, notify_socket_address(d->notify), main ? unit_watchdog_usec(u->file) : 0);
@@ -91,7 +82,9 @@ static int op_adopt(void *userdata, struct unit *u, pid_t pid, struct exit_proce
         struct pollfd p = { .fd = fd, .events = POLLIN };
         if (poll(&p, 1, 0) != 0)
                 return -ESRCH; /* exited since: the answer above may be about another process */
-        return exit_reaper_track(m->reaper, pid, ret);
+        /* Its route is set when it becomes the main process (op_main_pid_changed). */
+        k = exit_routes_reserve(&m->routes, 1);
+        return k < 0 ? k : exit_reaper_track(m->reaper, pid, ret);
 }
 
 static int op_watchdog(void *userdata, struct unit *u, usec_t ttl) {
@@ -144,98 +137,131 @@ void manager_upstream_update(struct manager *m) {
 
 /* ---- the seam (struct unit_ops) ---- */
 
+/* A spawn's parts, built step by step (op_spawn) and freed together. */
+struct spawn {
+        struct sandbox_plan *sb;
+        char **envp, **argv, *path;
+        bool keep; /* envp is kept for the next spawn (kept-env.h) */
+        bool said; /* the failure was logged by the step that failed */
+};
+
+static void spawn_done(struct spawn *s) {
+        unit_strv_free(s->envp);
+        unit_strv_free(s->argv);
+        free(s->path);
+        sandbox_plan_free(s->sb);
+}
+
+/* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
+static int spawn_plan(struct spawn *s, struct unit *u) {
+        int k = sandbox_plan_new(u->name, u->file, NULL, &s->sb);
+        s->said = k < 0 && k != -ENOMEM;
+        return k;
+}
+
+/* The environment: the kept one when it may be (kept-env.h), else tend's
+ * own, the file's (Environment=, EnvironmentFile=, User='s) and the notify
+ * socket's. */
+static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u, bool main) {
+        struct unit_data *d = data(u);
+        const struct unit_file *f = u->file;
+        s->keep = kept_env_wanted(main, u->restarts, f->n_environment_files, s->sb->environment_owned);
+        if (s->keep && (s->envp = kept_env_take(&d->main_env, f->text_size, f->text_hash)))
+                return 0;
+        int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, s->sb->environment,
+                                       f->environment_files, f->n_environment_files, &s->envp);
+        if (k < 0) {
+                s->said = k != -ENOMEM; /* EnvironmentFile= */
+                return k;
+        }
+        k = notify_prepare_spawn(m, u, main, &s->envp);
+        s->said = k < 0;
+        return k;
+}
+
+/* argv expanded with the environment, and the executable looked up in its
+ * $PATH: one that is missing or not executable is exec-failed (unit.h). */
+static int spawn_executable(struct spawn *s, struct unit *u, const struct unit_command *cmd) {
+        int k = unit_command_expand(cmd, s->envp, &s->argv, NULL);
+        if (k < 0)
+                return k;
+        k = unit_command_find_executable(cmd, s->envp, &s->path);
+        if (k != -ENOENT && k != -EACCES)
+                return k;
+        if (k == -ENOENT)
+                log_error("%s: %s: executable not found", u->name, cmd->path);
+        else
+                log_error_errno(k, "%s: %s: not executable (%m)", u->name, cmd->path);
+        s->said = true;
+        return -ENOEXEC;
+}
+
+/* The process itself: stdio from its log stream, the sandbox, its cgroup. */
+static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, bool main, struct exit_process **ret) {
+        struct unit_data *d = data(u);
+        const struct unit_file *f = u->file;
+        int out = -1, err = -1;
+        int k = logs_stream_prepare_spawn(d->logs, &out, &err);
+        if (k < 0)
+                return k;
+        struct exit_spawn_attr a = {
+                .size = sizeof a,
+                .flags = EXIT_SPAWN_SETSID | EXIT_SPAWN_STDIO | EXIT_SPAWN_UMASK,
+                .argv = s->argv,
+                .envp = s->envp,
+                .path = s->path,
+                .cwd = s->sb->working_directory ? s->sb->working_directory : "/",
+                .stdio = { EXIT_SPAWN_FD_NULL, out, err },
+                .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
+                .umask = unit_file_sandbox(f)->umask,
+                /* SPEC §7: units get soft 1024 unless LimitNOFILE= (systemd's default). */
+                .nofile_soft = unit_file_sandbox(f)->limits[RLIMIT_NOFILE].set ? 0 : UNIT_DEFAULT_NOFILE_SOFT,
+        };
+        if (s->sb->working_directory && f->working_directory_missing_ok && access(s->sb->working_directory, X_OK) < 0)
+                a.cwd = "/";
+        sandbox_plan_apply(s->sb, &a);
+        if (main && unit_watchdog_usec(f) > 0)
+                a.flags |= EXIT_SPAWN_WATCHDOG_PID; /* SPEC §4: main process only */
+        k = unit_group_spawn_attr(d->group, &a);
+        if (k >= 0)
+                k = exit_reaper_spawn(m->reaper, &a, ret);
+        logs_stream_spawn_done(d->logs);
+        if (k >= 0 && main)
+                unit_group_set_leader(d->group, exit_process_pid(*ret));
+        return k;
+}
+
 static int op_spawn(void *userdata, struct unit *u, const struct unit_command *cmd, bool main,
                     struct exit_process **ret) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
-        const struct unit_file *f = u->file;
-        char **envp = NULL, **argv = NULL, *path = NULL;
-        struct sandbox_plan *sb = NULL;
+        _cleanup_(spawn_done) struct spawn s = {};
 
-        d->empty_iteration = 0; /* it may be populated from here */
+        group_cache_spawning(&d->group_cache); /* it may be populated from here */
 
         /* Each step that fails says why, but for running out of memory; the
          * rest is said once at the end. */
-        bool said = false;
-
-        /* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
-        int k = sandbox_plan_new(u->name, f, NULL, &sb);
-        said = k < 0 && k != -ENOMEM;
-        /* The main process's environment is built from tend's own, the file
-         * and the notify socket, none of which changes between restarts
-         * unless the file does: kept for the next spawn once the unit has
-         * restarted (a copy of tend's environment per unit, a few KiB: 1,000
-         * units started once keep none). EnvironmentFile= is read at each
-         * start and User= is looked up at each start: those are built anew. */
-        bool keep = k >= 0 && main && u->restarts > 0 && f->n_environment_files == 0 && !sb->environment_owned;
-        if (keep && d->main_env && d->main_env_size == f->text_size && d->main_env_hash == f->text_hash)
-                envp = TAKE_PTR(d->main_env);
-        else {
-                if (k >= 0) {
-                        k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, sb->environment,
-                                                   f->environment_files, f->n_environment_files, &envp);
-                        said = k < 0 && k != -ENOMEM; /* EnvironmentFile= */
-                }
-                if (k >= 0) {
-                        k = notify_prepare_spawn(m, u, main, &envp);
-                        said = k < 0;
-                }
-        }
+        int k = spawn_plan(&s, u);
         if (k >= 0)
-                k = unit_command_expand(cmd, envp, &argv, NULL);
-        if (k >= 0) {
-                k = unit_command_find_executable(cmd, envp, &path);
-                if (k == -ENOENT || k == -EACCES) {
-                        if (k == -ENOENT)
-                                log_error("%s: %s: executable not found", u->name, cmd->path);
-                        else
-                                log_error("%s: %s: not executable (%s)", u->name, cmd->path, strerror(-k));
-                        said = true;
-                        k = -ENOEXEC; /* exec-failed (unit.h) */
-                }
-        }
-        int out = -1, err = -1;
+                k = spawn_environment(&s, m, u, main);
         if (k >= 0)
-                k = logs_stream_prepare_spawn(d->logs, &out, &err);
-        if (k >= 0) {
-                struct exit_spawn_attr a = {
-                        .size = sizeof a,
-                        .flags = EXIT_SPAWN_SETSID | EXIT_SPAWN_STDIO | EXIT_SPAWN_UMASK,
-                        .argv = argv,
-                        .envp = envp,
-                        .path = path,
-                        .cwd = sb->working_directory ? sb->working_directory : "/",
-                        .stdio = { EXIT_SPAWN_FD_NULL, out, err },
-                        .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
-                        .umask = unit_file_sandbox(f)->umask,
-                        /* SPEC §7: units get soft 1024 unless LimitNOFILE= (systemd's default). */
-                        .nofile_soft = unit_file_sandbox(f)->limits[RLIMIT_NOFILE].set ? 0 : UNIT_DEFAULT_NOFILE_SOFT,
-                };
-                if (sb->working_directory && f->working_directory_missing_ok && access(sb->working_directory, X_OK) < 0)
-                        a.cwd = "/";
-                sandbox_plan_apply(sb, &a);
-                if (main && unit_watchdog_usec(f) > 0)
-                        a.flags |= EXIT_SPAWN_WATCHDOG_PID; /* SPEC §4: main process only */
-                k = unit_group_spawn_attr(d->group, &a);
-                if (k >= 0)
-                        k = exit_reaper_spawn(m->reaper, &a, ret);
-                logs_stream_spawn_done(d->logs);
-                if (k >= 0 && main)
-                        unit_group_set_leader(d->group, exit_process_pid(*ret));
+                k = spawn_executable(&s, u, cmd);
+        if (k >= 0)
+                k = exit_routes_reserve(&m->routes, 1); /* the route of what is spawned */
+        if (k >= 0)
+                k = spawn_process(&s, m, u, main, ret);
+        if (k < 0) {
+                if (!s.said)
+                        log_error_errno(k, "%s: cannot start %s: %m", u->name, cmd->path);
+                return k;
         }
-        if (k < 0 && !said)
-                log_error("%s: cannot start %s: %s", u->name, cmd->path, strerror(-k));
-        if (keep && k >= 0) {
-                unit_strv_free(d->main_env);
-                d->main_env = TAKE_PTR(envp);
-                d->main_env_size = f->text_size; /* a file of the same text builds the same environment */
-                d->main_env_hash = f->text_hash;
-        }
-        unit_strv_free(envp);
-        unit_strv_free(argv);
-        free(path);
-        sandbox_plan_free(sb);
-        return k;
+        if (s.keep)
+                kept_env_keep(&d->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
+        /* Its exit goes to u: the state machine takes *ret as its main or
+         * control process. Cannot fail: reserved above. */
+        (void) exit_routes_set(&m->routes, &d->exits, main ? EXIT_ROLE_MAIN : EXIT_ROLE_CONTROL,
+                               exit_process_id(*ret));
+        return 0;
 }
 
 /* Leftovers of a previous tend wait at most this long for cgroup.kill. */
@@ -279,9 +305,9 @@ static uint64_t loop_iteration(struct manager *m) {
         return iteration;
 }
 
-/* Whether u's cgroup read empty in this loop iteration (op_populated). */
+/* Whether u's cgroup read empty in this loop iteration (group-cache.h). */
 static bool group_known_empty(struct manager *m, const struct unit_data *d) {
-        return d->empty_iteration == loop_iteration(m) + 1;
+        return group_cache_known_empty(&d->group_cache, loop_iteration(m));
 }
 
 static int op_prepare(void *userdata, struct unit *u) {
@@ -307,11 +333,8 @@ static int op_prepare(void *userdata, struct unit *u) {
 }
 
 
-/* An empty cgroup stays empty until tend spawns into it (no process is left
- * in it to fork): within one loop iteration an "empty" answer is asked of
- * cgroup.events once, not once per question the state machine asks (a
- * main process's exit asked three: SIGTERM, SIGCONT, and whether the stop
- * is complete). */
+/* Within one loop iteration an "empty" answer is asked of cgroup.events
+ * once (group-cache.h). */
 static int op_populated(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
@@ -320,7 +343,7 @@ static int op_populated(void *userdata, struct unit *u) {
         int k = unit_group_populated(d->group);
         if (k > 0)
                 group_watch(u);
-        d->empty_iteration = k == 0 ? loop_iteration(m) + 1 : 0;
+        group_cache_answer(&d->group_cache, loop_iteration(m), k);
         return k;
 }
 
@@ -336,43 +359,23 @@ static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static int on_unit_due(sd_event_source *s, void *userdata) {
-        data(userdata)->due = false;
+        due_timer_dispatched(&data(userdata)->timer);
         unit_timer_fired(userdata);
         return 0;
 }
 
 /* A deadline that was already due when armed is run at the end of the
  * exit that armed it (process_exit: RestartSec=0 restarts in the same
- * dispatch as the exit), not a loop iteration later. */
+ * dispatch as the exit), not a loop iteration later (due-timer.h). */
 void manager_run_due(struct unit *u) {
-        struct unit_data *d = data(u);
-        if (!d->due)
-                return;
-        d->due = false;
-        d->timer = sd_event_source_disable_unref(d->timer);
-        unit_timer_fired(u);
+        if (due_timer_take_due(&data(u)->timer))
+                unit_timer_fired(u);
 }
 
-/* A unit holds a timer source only while a deadline is armed (a running
- * unit has none: an sd-event source is 300 B, times 1,000 units). A deadline
- * already due (RestartSec=0) is a deferred event: the next loop iteration,
- * without a timerfd to program, unless manager_run_due() runs it first. */
 static int op_arm(void *userdata, struct unit *u, usec_t deadline) {
         struct manager *m = userdata;
-        struct unit_data *d = data(u);
-        /* sd-event allows this from inside the source's own callback. */
-        d->timer = sd_event_source_disable_unref(d->timer);
-        d->due = false;
-        if (deadline == USEC_INFINITY)
-                return 0;
-        int k;
-        if (deadline <= now_usec(CLOCK_MONOTONIC)) {
-                k = sd_event_add_defer(m->event, &d->timer, on_unit_due, u);
-                d->due = k >= 0;
-        } else
-                /* Accuracy 1 µs: sd-event's default (250 ms) would blur back-off delays. */
-                k = sd_event_add_time(m->event, &d->timer, CLOCK_MONOTONIC, deadline, 1, on_unit_timer, u);
-        return k < 0 ? k : sd_event_source_set_enabled(d->timer, SD_EVENT_ONESHOT);
+        usec_t now = deadline == USEC_INFINITY ? 0 : now_usec(CLOCK_MONOTONIC);
+        return due_timer_arm(&data(u)->timer, m->event, deadline, now, on_unit_timer, on_unit_due, u);
 }
 
 static usec_t op_now(void *userdata) {
@@ -395,7 +398,7 @@ static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
         record_write(m, u);
-        jobs_changed(m, u);
+        jobs_changed(m->jobs, u);
         manager_upstream_update(m);
         if (data(u)->removed && unit_is_dead(u))
                 manager_sweep_schedule(m);
@@ -430,7 +433,7 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
         sf_resolution *r = NULL;
         int k = sf_table_join(m->flights, u->name, &w, &r);
         if (k < 0) {
-                log_error_errno(k, "%s: cannot start: %s", u->name, strerror(-k));
+                log_error_errno(k, "%s: cannot start: %m", u->name);
                 return NULL;
         }
         sf_waiter_free(d->own_waiter);
@@ -440,14 +443,18 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u) {
 
 static void op_request_restart(void *userdata, struct unit *u) {
         struct manager *m = userdata;
-        if (m->shutting_down || jobs_stop_pending(u))
+        if (m->shutting_down || jobs_stop_pending(m->jobs, u))
                 return; /* its stop job stops it from back-off */
         sf_resolution *r = manager_join_own(m, u);
         if (r)
                 unit_backoff_begin(u, r);
 }
 
+/* Set, replaced (MAINPID=) or gone: the main process's exit route follows
+ * (room reserved by op_spawn and op_adopt). */
 static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
+        struct manager *m = userdata;
+        (void) exit_routes_set(&m->routes, &data(u)->exits, EXIT_ROLE_MAIN, u->main ? exit_process_id(u->main) : 0);
         if (pid > 0)
                 logs_stream_set_pid(data(u)->logs, pid);
         else
@@ -455,11 +462,13 @@ static void op_main_pid_changed(void *userdata, struct unit *u, pid_t pid) {
 }
 
 static int op_start_job(void *userdata, struct unit *u) {
-        return jobs_start_job(userdata, u);
+        struct manager *m = userdata;
+        return jobs_start_job(m->jobs, u);
 }
 
 static void op_auto_restart(void *userdata, struct unit *u) {
-        jobs_propagate_restart(userdata, u, "automatically");
+        struct manager *m = userdata;
+        jobs_propagate_restart(m->jobs, u, "automatically");
 }
 
 const struct unit_ops manager_unit_ops = {

@@ -3,41 +3,18 @@
  * Shutdown (SPEC §4 "Shutdown"): units stop in reverse order under one
  * deadline; what is left gets the final kill signal.
  */
-#include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
+#include <signal.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
+#include "jobs.h"
 #include "libexit.h"
 #include "log.h"
-#include "logs.h"
-#include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
 #include "notify.h"
-#include "sandbox.h"
-#include "signal-util.h"
-#include "singleflight.h"
-#include "store.h"
-#include "unit-file.h"
 #include "unit.h"
-#include "watchdog.h"
 
 /* ---- shutdown (SPEC §4 "Shutdown") ---- */
 
@@ -88,7 +65,7 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
 
 static void stop_all_units(struct manager *m) {
         /* Reverse order of After=/Before=; independent units in parallel. */
-        jobs_stop_all(m);
+        jobs_stop_all(m->jobs);
         manager_check_shutdown_done(m);
 }
 

@@ -3,38 +3,23 @@
  * The manager's units: their per-unit data (log stream, cgroup, timer),
  * adding, finding, starting and stopping one, loading DIR at start-up.
  */
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <poll.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <termios.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
-#include "control.h"
-#include "libexit.h"
+#include "due-timer.h"
+#include "exit-routes.h"
+#include "jobs.h"
+#include "kept-env.h"
 #include "log.h"
 #include "logs.h"
 #include "macro.h"
-#include "manager.h"
 #include "manager-internal.h"
-#include "record.h"
 #include "notify.h"
-#include "sandbox.h"
-#include "signal-util.h"
 #include "singleflight.h"
-#include "store.h"
 #include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
@@ -63,11 +48,11 @@ struct logs_target manager_output_target(const struct unit_output *o, bool is_st
 static struct unit_data *unit_data_free(struct unit_data *d) {
         if (!d)
                 return NULL;
-        sd_event_source_disable_unref(d->timer);
+        due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
-        sd_event_source_disable_unref(d->cancel_source);
+        jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
-        unit_strv_free(d->main_env);
+        kept_env_done(&d->main_env);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         free(d->logs_key);
@@ -97,10 +82,10 @@ static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char 
         };
         _cleanup_free_ char *key = output_key(f);
         if (!key)
-                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %s", u->name, strerror(ENOMEM));
+                return log_error_errno(ENOMEM, "%s: cannot set up its logs: %m", u->name);
         int k = logs_stream_new(m->logs, &c, ret);
         if (k < 0)
-                return log_error_errno(k, "%s: cannot set up its logs: %s", u->name, strerror(-k));
+                return log_error_errno(k, "%s: cannot set up its logs: %m", u->name);
         *ret_key = TAKE_PTR(key);
         return 0;
 }
@@ -130,13 +115,15 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         if (!d)
                 return -ENOMEM;
         d->m = m;
+        d->exits.unit = u;
+        d->jobs.unit = u;
         u->manager_data = d;
         int k = logs_open(m, u, &d->logs, &d->logs_key);
         if (k < 0)
                 return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
-                return log_error_errno(k, "%s: cannot create its cgroup: %s", u->name, strerror(-k));
+                return log_error_errno(k, "%s: cannot create its cgroup: %m", u->name);
         return 0;
 }
 
@@ -146,6 +133,8 @@ struct unit *manager_unit_free(struct unit *u) {
         struct unit_data *d = u->manager_data;
         if (d)
                 records_flush(d->m); /* none of them may outlive it */
+        if (d)
+                exit_routes_forget(&d->m->routes, &d->exits);
         if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
                 (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
         unit_data_free(u->manager_data);
@@ -169,7 +158,7 @@ int manager_add_unit(struct manager *m, struct unit_file *f) {
                 return k;
         }
         m->units[m->n_units++] = u;
-        jobs_invalidate(m);
+        jobs_invalidate(m->jobs);
         record_write(m, u);
         return 0;
 }
@@ -227,3 +216,47 @@ int manager_load_units(struct manager *m) {
         set->n_units = 0;
         return 0;
 }
+
+/* ---- the jobs' operations (jobs.h) ---- */
+
+static struct jobs_unit *jobs_slot(void *userdata, const struct unit *u) {
+        return &data(u)->jobs;
+}
+
+static struct unit *jobs_find(void *userdata, const char *name) {
+        return manager_find_unit(userdata, name);
+}
+
+/* A template's instance another unit references (SPEC §3), from DIR. */
+static int jobs_load(void *userdata, const char *name) {
+        struct manager *m = userdata;
+        struct unit_file *f = NULL;
+        int k = unit_load(m->opts->config_dir, name, &f, NULL);
+        if (k < 0)
+                return k;
+        k = manager_add_unit(m, f);
+        if (k < 0)
+                unit_file_free(f);
+        return k;
+}
+
+static void jobs_start(void *userdata, struct unit *u) {
+        manager_start_unit(userdata, u);
+}
+
+static void jobs_stop_now(void *userdata, struct unit *u) {
+        manager_stop_unit(userdata, u);
+}
+
+static sf_resolution *jobs_join(void *userdata, struct unit *u) {
+        return manager_join_own(userdata, u);
+}
+
+const struct jobs_ops manager_jobs_ops = {
+        .slot = jobs_slot,
+        .find = jobs_find,
+        .load = jobs_load,
+        .start = jobs_start,
+        .stop = jobs_stop_now,
+        .join = jobs_join,
+};

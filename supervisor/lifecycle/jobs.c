@@ -23,33 +23,56 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
+#include "deps.h"
+#include "jobs.h"
 #include "log.h"
 #include "macro.h"
-#include "manager-internal.h"
+#include "singleflight.h"
 #include "unit-file.h"
+#include "unit.h"
+
+struct jobs {
+        sd_event *event;
+        struct unit **const *units;    /* the caller's list, read at each use */
+        const size_t *n_units;
+        const struct jobs_ops *ops;
+        void *userdata;
+        struct dep_graph *deps;        /* of the units, in that order; NULL or stale when deps_dirty,
+                                        * NULL when built and !deps_any */
+        bool deps_built;               /* deps was computed once (then deps_dirty says if it is stale) */
+        bool deps_dirty;               /* the units changed since deps was built */
+        bool deps_any;                 /* some unit has a dependency, a missing one, or a cycle */
+        sd_event_source *look;         /* looks at the jobs again once the current event is handled */
+        bool batch;                    /* start jobs are being queued together: judge them afterwards */
+        bool shutting_down;            /* jobs_stop_all ran: no restart propagates */
+};
+
+static struct jobs_unit *slot(struct jobs *jb, const struct unit *u) {
+        return jb->ops->slot(jb->userdata, u);
+}
+
+static size_t n_units(const struct jobs *jb) {
+        return *jb->n_units;
+}
 
 /* ---- the graph ---- */
 
 /* Loads the template instances that units reference (SPEC §3: NAME@INST
  * exists when another unit references it), until none is left to load. */
-static void load_referenced_instances(struct manager *m) {
-        for (size_t i = 0; i < m->n_units; i++) {
-                const struct unit_file *f = m->units[i]->next_file ? m->units[i]->next_file : m->units[i]->file;
+static void load_referenced_instances(struct jobs *jb) {
+        for (size_t i = 0; i < n_units(jb); i++) {
+                struct unit *u = (*jb->units)[i];
+                const struct unit_file *f = u->next_file ? u->next_file : u->file;
                 char *const *lists[] = { f->requires, f->binds_to, f->wants };
                 for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                         for (char *const *p = lists[l]; p && *p; p++) {
-                                if (!unit_name_is_valid(*p, UNIT_NAME_INSTANCE) || manager_find_unit(m, *p))
+                                if (!unit_name_is_valid(*p, UNIT_NAME_INSTANCE) || jb->ops->find(jb->userdata, *p))
                                         continue;
-                                struct unit_file *inst = NULL;
-                                if (unit_load(m->opts->config_dir, *p, &inst, NULL) < 0)
+                                if (jb->ops->load(jb->userdata, *p) < 0)
                                         continue; /* missing: the graph says so */
-                                if (manager_add_unit(m, inst) < 0)
-                                        unit_file_free(inst);
-                                else
-                                        log_info("%s: loaded, as %s references it", *p, m->units[i]->name);
+                                log_info("%s: loaded, as %s references it", *p, u->name);
                         }
         }
 }
@@ -59,52 +82,53 @@ static bool node_is_plain(const struct dep_node *n) {
                n->required_by.n == 0 && !n->missing && !n->cycle_broken;
 }
 
-static int graph_rebuild(struct manager *m) {
-        load_referenced_instances(m);
-        _cleanup_free_ struct dep_node_spec *specs = calloc(m->n_units ? m->n_units : 1, sizeof *specs);
+static int graph_rebuild(struct jobs *jb) {
+        load_referenced_instances(jb);
+        size_t n = n_units(jb);
+        _cleanup_free_ struct dep_node_spec *specs = calloc(n ? n : 1, sizeof *specs);
         if (!specs)
                 return -ENOMEM;
-        for (size_t i = 0; i < m->n_units; i++) {
-                struct unit *u = m->units[i];
+        for (size_t i = 0; i < n; i++) {
+                struct unit *u = (*jb->units)[i];
                 const struct unit_file *f = u->next_file ? u->next_file : u->file;
                 specs[i] = (struct dep_node_spec) { .name = u->name, .requires = f->requires, .wants = f->wants,
                                                     .binds_to = f->binds_to, .after = f->after, .before = f->before };
-                data(u)->node = i;
+                slot(jb, u)->node = i;
         }
         struct dep_graph *g = NULL;
-        int k = dep_graph_build(specs, m->n_units, &g);
+        int k = dep_graph_build(specs, n, &g);
         if (k < 0)
-                return log_error_errno(k, "computing the units' dependencies: %s", strerror(-k));
-        dep_graph_free(m->deps);
-        m->deps = g;
-        m->deps_dirty = false;
-        m->deps_any = false;
+                return log_error_errno(k, "computing the units' dependencies: %m");
+        dep_graph_free(jb->deps);
+        jb->deps = g;
+        jb->deps_dirty = false;
+        jb->deps_any = false;
         for (size_t i = 0; i < g->n; i++)
-                m->deps_any = m->deps_any || !node_is_plain(&g->nodes[i]);
-        if (!m->deps_any)
-                m->deps = dep_graph_free(m->deps); /* every node plain: none is kept (128 B a unit) */
-        m->deps_built = true;
+                jb->deps_any = jb->deps_any || !node_is_plain(&g->nodes[i]);
+        if (!jb->deps_any)
+                jb->deps = dep_graph_free(jb->deps); /* every node plain: none is kept (128 B a unit) */
+        jb->deps_built = true;
         return 0;
 }
 
-void jobs_invalidate(struct manager *m) {
-        m->deps_dirty = true;
+void jobs_invalidate(struct jobs *jb) {
+        jb->deps_dirty = true;
 }
 
 /* u's node, the graph rebuilt first if units[] changed; NULL when no unit
  * has a dependency, or when it cannot be built (out of memory): units then
  * start as if independent. */
-static const struct dep_node *node_of(struct manager *m, const struct unit *u) {
-        if ((m->deps_dirty || !m->deps_built) && graph_rebuild(m) < 0)
+static const struct dep_node *node_of(struct jobs *jb, const struct unit *u) {
+        if ((jb->deps_dirty || !jb->deps_built) && graph_rebuild(jb) < 0)
                 return NULL;
-        if (!m->deps)
+        if (!jb->deps)
                 return NULL; /* no unit has a dependency */
-        size_t i = data(u)->node;
-        return i < m->deps->n && m->units[i] == u ? &m->deps->nodes[i] : NULL;
+        size_t i = slot(jb, u)->node;
+        return i < jb->deps->n && i < n_units(jb) && (*jb->units)[i] == u ? &jb->deps->nodes[i] : NULL;
 }
 
-static struct unit *unit_at(struct manager *m, size_t i) {
-        return m->units[i];
+static struct unit *unit_at(struct jobs *jb, size_t i) {
+        return (*jb->units)[i];
 }
 
 /* ---- deciding a waiting start job ---- */
@@ -116,7 +140,7 @@ enum verdict {
 };
 
 /* Whether u's start job may begin; on VERDICT_FAIL, why[] names the cause. */
-static enum verdict judge(struct manager *m, const struct dep_node *n, char *why, size_t size) {
+static enum verdict judge(struct jobs *jb, const struct dep_node *n, char *why, size_t size) {
         if (n->cycle_broken) {
                 snprintf(why, size, "not started to break ordering cycle");
                 return VERDICT_FAIL;
@@ -126,7 +150,7 @@ static enum verdict judge(struct manager *m, const struct dep_node *n, char *why
                 return VERDICT_FAIL;
         }
         for (size_t j = 0; j < n->requires.n; j++) {
-                struct unit *x = unit_at(m, n->requires.items[j]);
+                struct unit *x = unit_at(jb, n->requires.items[j]);
                 switch (unit_job_state(x)) {
                 case UNIT_JOB_PENDING:
                 case UNIT_JOB_DONE:
@@ -144,14 +168,14 @@ static enum verdict judge(struct manager *m, const struct dep_node *n, char *why
                 }
         }
         for (size_t j = 0; j < n->after.n; j++)
-                if (unit_job_state(unit_at(m, n->after.items[j])) == UNIT_JOB_PENDING)
+                if (unit_job_state(unit_at(jb, n->after.items[j])) == UNIT_JOB_PENDING)
                         return VERDICT_WAIT;
         return VERDICT_GO;
 }
 
 /* Starts the units u requires or wants that have no start job (SPEC §4: a
  * start pulls them in, as systemd's start job does). */
-static void pull_dependencies(struct manager *m, const struct dep_node *n) {
+static void pull_dependencies(struct jobs *jb, const struct dep_node *n) {
         size_t count = n->requires.n + n->wants.n, k = 0;
         _cleanup_free_ struct unit **pull = calloc(count ? count : 1, sizeof *pull);
         if (!pull)
@@ -160,27 +184,27 @@ static void pull_dependencies(struct manager *m, const struct dep_node *n) {
         const struct dep_list *lists[] = { &n->requires, &n->wants };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t j = 0; j < lists[l]->n; j++) {
-                        struct unit *x = unit_at(m, lists[l]->items[j]);
-                        if (unit_is_down(x) && !jobs_stop_pending(x))
+                        struct unit *x = unit_at(jb, lists[l]->items[j]);
+                        if (unit_is_down(x) && !jobs_stop_pending(jb, x))
                                 pull[k++] = x;
                 }
         for (size_t j = 0; j < k; j++)
                 if (unit_is_down(pull[j])) /* a second mention, or started meanwhile */
-                        manager_start_unit(m, pull[j]);
+                        jb->ops->start(jb->userdata, pull[j]);
 }
 
 static int on_cancel(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct unit *u = userdata;
-        data(u)->cancel_source = sd_event_source_disable_unref(data(u)->cancel_source);
-        unit_wait_cancelled(u);
+        struct jobs_unit *ju = userdata;
+        ju->cancel_source = sd_event_source_disable_unref(ju->cancel_source);
+        unit_wait_cancelled(ju->unit);
         return 0;
 }
 
 /* While u waits, every requester leaving cancels its flight (SPEC §2.3): the
  * resolution's eventfd, duplicated so that the source owns an fd of its own
  * whatever happens to the resolution. */
-static void watch_cancel(struct manager *m, struct unit *u) {
-        struct unit_data *d = data(u);
+static void watch_cancel(struct jobs *jb, struct unit *u) {
+        struct jobs_unit *d = slot(jb, u);
         if (d->cancel_source || !u->resolution)
                 return;
         int fd = sf_resolution_get_fd(u->resolution);
@@ -189,32 +213,32 @@ static void watch_cancel(struct manager *m, struct unit *u) {
         int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (dup < 0)
                 return;
-        if (sd_event_add_io(m->event, &d->cancel_source, dup, EPOLLIN, on_cancel, u) < 0) {
+        if (sd_event_add_io(jb->event, &d->cancel_source, dup, EPOLLIN, on_cancel, d) < 0) {
                 close(dup);
                 return;
         }
         (void) sd_event_source_set_io_fd_own(d->cancel_source, true);
 }
 
-static void jobs_schedule(struct manager *m);
+static void jobs_schedule(struct jobs *jb);
 
-int jobs_start_job(struct manager *m, struct unit *u) {
-        if (jobs_stop_pending(u)) {
-                jobs_schedule(m); /* the stop job takes it back to where it was */
+int jobs_start_job(struct jobs *jb, struct unit *u) {
+        if (jobs_stop_pending(jb, u)) {
+                jobs_schedule(jb); /* the stop job takes it back to where it was */
                 return 1;
         }
-        const struct dep_node *n = node_of(m, u);
+        const struct dep_node *n = node_of(jb, u);
         if (!n || node_is_plain(n))
                 return 0;
-        pull_dependencies(m, n); /* loads no unit: n stays valid */
+        pull_dependencies(jb, n); /* loads no unit: n stays valid */
         char why[512];
         /* While a batch of start jobs is queued (tend's start, daemon-reload),
          * a unit not started yet would look as if it had no start job: judge
          * once the whole batch exists. */
-        if (!m->jobs_batch && judge(m, n, why, sizeof why) == VERDICT_GO)
+        if (!jb->batch && judge(jb, n, why, sizeof why) == VERDICT_GO)
                 return 0;
-        watch_cancel(m, u);
-        jobs_schedule(m);
+        watch_cancel(jb, u);
+        jobs_schedule(jb);
         return 1;
 }
 
@@ -226,9 +250,9 @@ static bool is_up(const struct unit *u) {
         return s == UNIT_JOB_DONE ? !unit_is_down(u) : s == UNIT_JOB_PENDING && !unit_is_waiting(u);
 }
 
-void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) {
-        const struct dep_node *n = node_of(m, u);
-        if (!n || n->required_by.n == 0 || m->shutting_down)
+void jobs_propagate_restart(struct jobs *jb, struct unit *u, const char *how) {
+        const struct dep_node *n = node_of(jb, u);
+        if (!n || n->required_by.n == 0 || jb->shutting_down)
                 return;
         size_t count = n->required_by.n, k = 0;
         _cleanup_free_ struct unit **restart = calloc(count, sizeof *restart);
@@ -238,8 +262,8 @@ void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) 
         if (!bound)
                 return;
         for (size_t j = 0; j < count; j++) {
-                struct unit *d = unit_at(m, n->required_by.items[j]);
-                if (is_up(d) && !jobs_stop_pending(d)) {
+                struct unit *d = unit_at(jb, n->required_by.items[j]);
+                if (is_up(d) && !jobs_stop_pending(jb, d)) {
                         bound[k] = dep_list_has(&n->bound_by, n->required_by.items[j]);
                         restart[k++] = d;
                 }
@@ -247,15 +271,15 @@ void jobs_propagate_restart(struct manager *m, struct unit *u, const char *how) 
         for (size_t j = 0; j < k; j++) {
                 log_info("%s: restarting, as %s (%s) restarts %s", restart[j]->name, u->name,
                          bound[j] ? "BindsTo=" : "Requires=", how);
-                unit_propagated_restart(restart[j], manager_join_own(m, restart[j]));
+                unit_propagated_restart(restart[j], jb->ops->join(jb->userdata, restart[j]));
         }
 }
 
 /* SPEC §4: a BindsTo= dependent stops whenever the unit it is bound to is
  * inactive or failed. */
-static bool bound_to_dead(struct manager *m, const struct dep_node *n, const char **ret_name) {
+static bool bound_to_dead(struct jobs *jb, const struct dep_node *n, const char **ret_name) {
         for (size_t j = 0; j < n->binds_to.n; j++) {
-                struct unit *x = unit_at(m, n->binds_to.items[j]);
+                struct unit *x = unit_at(jb, n->binds_to.items[j]);
                 if (unit_is_down(x)) {
                         *ret_name = x->name;
                         return true;
@@ -266,32 +290,32 @@ static bool bound_to_dead(struct manager *m, const struct dep_node *n, const cha
 
 /* ---- stop jobs ---- */
 
-bool jobs_stop_pending(const struct unit *u) {
-        return data(u)->stop_pending;
+bool jobs_stop_pending(struct jobs *jb, const struct unit *u) {
+        return slot(jb, u)->stop_pending;
 }
 
-static void mark_stop(struct manager *m, struct unit *u, bool propagate) {
-        if (data(u)->stop_pending)
+static void mark_stop(struct jobs *jb, struct unit *u, bool propagate) {
+        if (slot(jb, u)->stop_pending)
                 return;
-        data(u)->stop_pending = true;
-        const struct dep_node *n = propagate ? node_of(m, u) : NULL;
+        slot(jb, u)->stop_pending = true;
+        const struct dep_node *n = propagate ? node_of(jb, u) : NULL;
         if (!n)
                 return;
         for (size_t j = 0; j < n->required_by.n; j++) {
-                struct unit *d = unit_at(m, n->required_by.items[j]);
-                if (!data(d)->stop_pending && (d->want_up || !unit_is_dead(d))) {
+                struct unit *d = unit_at(jb, n->required_by.items[j]);
+                if (!slot(jb, d)->stop_pending && (d->want_up || !unit_is_dead(d))) {
                         log_info("%s: stopping, as %s (%s) stops", d->name, u->name,
                                  dep_list_has(&n->bound_by, n->required_by.items[j]) ? "BindsTo=" : "Requires=");
-                        mark_stop(m, d, true);
+                        mark_stop(jb, d, true);
                 }
         }
 }
 
 /* Whether a unit ordered after u is still to stop or stopping. */
-static bool later_units_stopping(struct manager *m, const struct dep_node *n) {
+static bool later_units_stopping(struct jobs *jb, const struct dep_node *n) {
         for (size_t j = 0; j < n->before.n; j++) {
-                struct unit *v = unit_at(m, n->before.items[j]);
-                if (data(v)->stop_pending || unit_job_state(v) == UNIT_JOB_STOPPING)
+                struct unit *v = unit_at(jb, n->before.items[j]);
+                if (slot(jb, v)->stop_pending || unit_job_state(v) == UNIT_JOB_STOPPING)
                         return true;
         }
         return false;
@@ -300,46 +324,50 @@ static bool later_units_stopping(struct manager *m, const struct dep_node *n) {
 /* Runs the stop job of u if nothing ordered after it is still stopping.
  * Something that has no process (waiting, in back-off, dead) stops at once:
  * there is nothing to order. */
-static void try_stop(struct manager *m, struct unit *u) {
-        const struct dep_node *n = node_of(m, u);
+static void try_stop(struct jobs *jb, struct unit *u) {
+        const struct dep_node *n = node_of(jb, u);
         bool idle = unit_is_dead(u) || unit_is_waiting(u);
-        if (!idle && n && later_units_stopping(m, n))
+        if (!idle && n && later_units_stopping(jb, n))
                 return;
-        data(u)->stop_pending = false;
-        manager_stop_unit(m, u);
+        slot(jb, u)->stop_pending = false;
+        jb->ops->stop(jb->userdata, u);
 }
 
-void jobs_stop_all(struct manager *m) {
-        for (size_t i = 0; i < m->n_units; i++)
-                mark_stop(m, m->units[i], false);
-        for (size_t i = 0; i < m->n_units; i++)
-                if (data(m->units[i])->stop_pending)
-                        try_stop(m, m->units[i]);
+/* Runs every stop job that need not wait. */
+static void try_stop_pending(struct jobs *jb) {
+        for (size_t i = 0; i < n_units(jb); i++)
+                if (slot(jb, unit_at(jb, i))->stop_pending)
+                        try_stop(jb, unit_at(jb, i));
 }
 
-void jobs_stop(struct manager *m, struct unit *u, bool propagate) {
-        mark_stop(m, u, propagate);
+void jobs_stop_all(struct jobs *jb) {
+        jb->shutting_down = true;
+        for (size_t i = 0; i < n_units(jb); i++)
+                mark_stop(jb, unit_at(jb, i), false);
+        try_stop_pending(jb);
+}
+
+void jobs_stop(struct jobs *jb, struct unit *u, bool propagate) {
+        mark_stop(jb, u, propagate);
         /* At once where nothing has to wait, as the caller (tendctl stop,
          * shutdown) expects: a stop in back-off must prevent the spawn. */
-        for (size_t i = 0; i < m->n_units; i++)
-                if (data(m->units[i])->stop_pending)
-                        try_stop(m, m->units[i]);
+        try_stop_pending(jb);
 }
 
 /* ---- the deferred look ---- */
 
-static void dispatch_unit(struct manager *m, struct unit *u) {
-        if (data(u)->stop_pending) {
-                try_stop(m, u);
+static void dispatch_unit(struct jobs *jb, struct unit *u) {
+        if (slot(jb, u)->stop_pending) {
+                try_stop(jb, u);
                 return;
         }
-        const struct dep_node *n = node_of(m, u);
+        const struct dep_node *n = node_of(jb, u);
         if (!n || node_is_plain(n))
                 return;
         char why[512];
         const char *bound = NULL;
         if (unit_is_waiting(u)) {
-                switch (judge(m, n, why, sizeof why)) {
+                switch (judge(jb, n, why, sizeof why)) {
                 case VERDICT_GO:
                         unit_dependencies_ready(u);
                         return;
@@ -350,34 +378,63 @@ static void dispatch_unit(struct manager *m, struct unit *u) {
                         return;
                 }
         }
-        if (u->want_up && !unit_is_dead(u) && bound_to_dead(m, n, &bound)) {
+        if (u->want_up && !unit_is_dead(u) && bound_to_dead(jb, n, &bound)) {
                 log_info("%s: stopping, as %s (BindsTo=) is %s", u->name, bound,
-                         unit_state_to_string(unit_get_state(manager_find_unit(m, bound))));
-                manager_stop_unit(m, u);
+                         unit_state_to_string(unit_get_state(jb->ops->find(jb->userdata, bound))));
+                jb->ops->stop(jb->userdata, u);
         }
 }
 
 static int on_jobs(sd_event_source *s, void *userdata) {
-        struct manager *m = userdata;
+        struct jobs *jb = userdata;
         /* By index: a unit's change schedules another pass, never reshapes units[] here. */
-        for (size_t i = 0; i < m->n_units; i++)
-                dispatch_unit(m, m->units[i]);
+        for (size_t i = 0; i < n_units(jb); i++)
+                dispatch_unit(jb, unit_at(jb, i));
         return 0;
 }
 
-static void jobs_schedule(struct manager *m) {
-        manager_defer(m, &m->jobs, on_jobs);
+/* on_jobs runs once, after the event being handled (a defer source made at
+ * the first call, re-enabled for one run after that). */
+static void jobs_schedule(struct jobs *jb) {
+        if (jb->look)
+                (void) sd_event_source_set_enabled(jb->look, SD_EVENT_ONESHOT);
+        else
+                (void) sd_event_add_defer(jb->event, &jb->look, on_jobs, jb);
 }
 
-void jobs_changed(struct manager *m, struct unit *u) {
-        struct unit_data *d = data(u);
+void jobs_changed(struct jobs *jb, struct unit *u) {
+        struct jobs_unit *d = slot(jb, u);
         if (d->cancel_source && !unit_is_waiting(u))
                 d->cancel_source = sd_event_source_disable_unref(d->cancel_source);
-        if (m->deps_any || d->stop_pending || m->deps_dirty)
-                jobs_schedule(m);
+        if (jb->deps_any || d->stop_pending || jb->deps_dirty)
+                jobs_schedule(jb);
 }
 
-void jobs_done(struct manager *m) {
-        m->jobs = sd_event_source_disable_unref(m->jobs);
-        m->deps = dep_graph_free(m->deps);
+int jobs_new(sd_event *event, struct unit **const *units, const size_t *n_units, const struct jobs_ops *ops,
+             void *userdata, struct jobs **ret) {
+        struct jobs *jb = calloc(1, sizeof *jb);
+        if (!jb)
+                return -ENOMEM;
+        *jb = (struct jobs) { .event = sd_event_ref(event), .units = units, .n_units = n_units, .ops = ops,
+                              .userdata = userdata };
+        *ret = jb;
+        return 0;
+}
+
+struct jobs *jobs_free(struct jobs *jb) {
+        if (!jb)
+                return NULL;
+        sd_event_source_disable_unref(jb->look);
+        dep_graph_free(jb->deps);
+        sd_event_unref(jb->event);
+        free(jb);
+        return NULL;
+}
+
+void jobs_batch(struct jobs *jb, bool on) {
+        jb->batch = on;
+}
+
+void jobs_unit_done(struct jobs_unit *ju) {
+        ju->cancel_source = sd_event_source_disable_unref(ju->cancel_source);
 }

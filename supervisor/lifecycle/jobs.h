@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Start and stop jobs between units (SPEC §4 "Start jobs", "Cycles",
+ * "Propagation", "Shutdown"), on the dependency graph of deps.h, for a list
+ * of units the caller owns. The caller (the manager) starts, stops and finds
+ * units through a small table of operations; jobs never frees or reorders
+ * units.
+ *
+ * Each unit carries a struct jobs_unit (in the caller's per-unit data,
+ * zero-initialised with .unit set; jobs_ops.slot finds it).
+ *
+ * Ownership: jobs borrows the unit list (*units, *n_units are read at each
+ * use, so the caller may grow or shrink it: call jobs_invalidate() then),
+ * the ops table and userdata for its lifetime; it holds a reference on the
+ * event loop. Single-threaded: everything runs on that loop; the ops are
+ * called from inside the functions below and from a deferred event source.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <systemd/sd-event.h>
+
+#include "singleflight.h"
+
+struct unit;
+struct jobs;
+
+/* A unit's jobs state. */
+struct jobs_unit {
+        struct unit *unit;              /* the unit it belongs to (borrowed) */
+        size_t node;                    /* its index in the graph, valid while the graph is */
+        bool stop_pending;              /* a stop job waits for the units ordered after it */
+        sd_event_source *cancel_source; /* its waiting start job's flight was cancelled */
+};
+
+struct jobs_ops {
+        /* u's jobs state (never NULL for a unit of the list). */
+        struct jobs_unit *(*slot)(void *userdata, const struct unit *u);
+        /* The unit of the list called name ("foo.service"), or NULL. */
+        struct unit *(*find)(void *userdata, const char *name);
+        /* Loads the instance name (a template's NAME@INST.service another unit
+         * references, SPEC §3) and adds it at the end of the list: 0, or a
+         * negative errno (missing: the graph says so). */
+        int (*load)(void *userdata, const char *name);
+        /* Starts u as one of the manager's own requesters of its flight. */
+        void (*start)(void *userdata, struct unit *u);
+        /* Stops u now (its flight cancelled, then the stop sequence). */
+        void (*stop)(void *userdata, struct unit *u);
+        /* Joins u's flight as one of the manager's own requesters: the
+         * resolution when this request leads (the caller's to hand on), else NULL. */
+        sf_resolution *(*join)(void *userdata, struct unit *u);
+};
+
+/* A jobs table over the list (*units)[0 .. *n_units). 0 or -ENOMEM. */
+int jobs_new(sd_event *event, struct unit **const *units, const size_t *n_units, const struct jobs_ops *ops,
+             void *userdata, struct jobs **ret);
+
+/* Frees the graph and the deferred source; NULL. Each unit's cancel source
+ * goes with jobs_unit_done(). */
+struct jobs *jobs_free(struct jobs *jb);
+
+/* Drops u's cancel source (before the unit is freed). */
+void jobs_unit_done(struct jobs_unit *ju);
+
+/* The list changed (a unit added or freed, files reloaded): the graph is
+ * rebuilt when next needed. */
+void jobs_invalidate(struct jobs *jb);
+
+/* Start jobs are being queued together (tend's start, daemon-reload): while
+ * on, a start job waits to be judged until the whole batch exists. */
+void jobs_batch(struct jobs *jb, bool on);
+
+/* unit_ops.start_job: 0 to begin u's start now, 1 to wait (its WAIT position, unit.h). May
+ * start u's Requires=/BindsTo=/Wants= units. */
+int jobs_start_job(struct jobs *jb, struct unit *u);
+
+/* u's record changed: waiting start jobs, stop jobs and BindsTo= are looked
+ * at again once the current event is handled. */
+void jobs_changed(struct jobs *jb, struct unit *u);
+
+/* u restarts (automatically, or on request; how says which, for the log):
+ * its running Requires=/BindsTo= dependents restart too. Not once
+ * jobs_stop_all() ran. */
+void jobs_propagate_restart(struct jobs *jb, struct unit *u, const char *how);
+
+/* A stop job for u: it stops once every unit ordered after it that is also
+ * stopping has stopped (at once if nothing of u runs). propagate: also the
+ * units that require u or are bound to it, transitively (an explicit stop). */
+void jobs_stop(struct jobs *jb, struct unit *u, bool propagate);
+
+/* Shutdown: a stop job for every unit, in reverse order of their ordering;
+ * no restart propagates after it. */
+void jobs_stop_all(struct jobs *jb);
+
+/* Whether u has a stop job waiting: no restart and no start for it. */
+bool jobs_stop_pending(struct jobs *jb, const struct unit *u);
