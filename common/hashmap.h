@@ -23,8 +23,9 @@
  * reserve. Capacity never shrinks; NAME_done frees it.
  *
  * Entry pointers returned by lookups, put and iteration stay valid until the
- * next put, insert, reserve that grows, remove or clear. Do not remove while
- * iterating: removal moves entries, so a walk could see one twice or miss it.
+ * next remove, clear, or reserve or insert that grows the table (put fills an
+ * empty slot and moves nothing). Do not remove while iterating: removal moves
+ * entries, so a walk could see one twice or miss it.
  *
  * Thread-safety: none of its own. A table is plain data; the caller's lock
  * guards it like any other field.
