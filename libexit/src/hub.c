@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
+#include "hashmap.h"
 #include "hub-internal.h"
 #include "libexit.h"
 #include "macro.h"
@@ -46,98 +47,6 @@
 
 /* Above this a capacity is a mistake, not a configuration (16 Mi events is ~900 MiB). */
 #define HUB_MAX_CAPACITY (UINT32_C(1) << 24)
-
-/* ------------------------------------------------------------------------ */
-/* A small open-addressing map, key (never 0) -> pointer                     */
-/* ------------------------------------------------------------------------ */
-
-struct map_slot {
-        uint64_t key; /* 0 = empty: ids start at 1 and pids are > 0 */
-        void *val;
-};
-
-struct map {
-        struct map_slot *slots;
-        unsigned bits; /* size = 1 << bits once allocated */
-        size_t n;
-};
-
-static size_t map_size(const struct map *m) {
-        return m->slots ? (size_t) 1 << m->bits : 0;
-}
-
-/* Fibonacci hashing: the high bits of key * 2^64/phi spread sequential ids and pids evenly. */
-static size_t map_home(const struct map *m, uint64_t key) {
-        return (size_t) ((key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - m->bits));
-}
-
-static struct map_slot *map_find(const struct map *m, uint64_t key) {
-        if (!m->slots)
-                return NULL;
-        size_t mask = map_size(m) - 1;
-        for (size_t i = map_home(m, key);; i = (i + 1) & mask) {
-                if (m->slots[i].key == key)
-                        return &m->slots[i];
-                if (m->slots[i].key == 0)
-                        return NULL;
-        }
-}
-
-static void *map_get(const struct map *m, uint64_t key) {
-        struct map_slot *s = map_find(m, key);
-        return s ? s->val : NULL;
-}
-
-/* The caller made room with map_reserve() and knows key is absent: never allocates. */
-static void map_put(struct map *m, uint64_t key, void *val) {
-        assert(key != 0 && (m->n + 1) * 2 <= map_size(m));
-        size_t mask = map_size(m) - 1, i = map_home(m, key);
-        while (m->slots[i].key != 0)
-                i = (i + 1) & mask;
-        m->slots[i] = (struct map_slot) { .key = key, .val = val };
-        m->n++;
-}
-
-/* Backward-shift deletion: probe chains stay intact without tombstones, so a table that
- * sees millions of insert/remove pairs (the record index, the pid table) never degrades. */
-static void *map_remove(struct map *m, uint64_t key) {
-        struct map_slot *s = map_find(m, key);
-        if (!s)
-                return NULL;
-        void *val = s->val;
-        size_t mask = map_size(m) - 1, hole = (size_t) (s - m->slots);
-        for (size_t j = (hole + 1) & mask; m->slots[j].key != 0; j = (j + 1) & mask) {
-                size_t home = map_home(m, m->slots[j].key);
-                /* slots[j] may fill the hole only if its home is not cyclically in (hole, j]. */
-                bool stays = hole < j ? hole < home && home <= j : hole < home || home <= j;
-                if (stays)
-                        continue;
-                m->slots[hole] = m->slots[j];
-                hole = j;
-        }
-        m->slots[hole] = (struct map_slot) {};
-        m->n--;
-        return val;
-}
-
-/* Makes room for `want` keys at a load of at most 1/2. The only map call that allocates. */
-static int map_reserve(struct map *m, size_t want) {
-        if (want * 2 <= map_size(m))
-                return 0;
-        unsigned bits = 4;
-        while (((size_t) 1 << bits) < want * 2)
-                bits++;
-        struct map_slot *slots = calloc((size_t) 1 << bits, sizeof(*slots));
-        if (!slots)
-                return -ENOMEM;
-        struct map old = *m;
-        *m = (struct map) { .slots = slots, .bits = bits };
-        for (size_t i = 0; i < map_size(&old); i++)
-                if (old.slots[i].key != 0)
-                        map_put(m, old.slots[i].key, old.slots[i].val);
-        free(old.slots);
-        return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                   */
@@ -165,6 +74,37 @@ struct record {
         bool orphan;
         struct exit_reason reason;
 };
+
+/* The tables (common/hashmap.h): an exit id or a pid (never 0: ids start at 1
+ * and pids are > 0) -> the object. Backward-shift deletion keeps probe chains
+ * intact without tombstones, so the ledger, the pid table and the record index,
+ * which see millions of insert/remove pairs, never degrade. */
+struct proc_slot {
+        uint64_t key;
+        struct proc *proc;
+};
+HASHMAP_DEFINE(proc_map, struct proc_slot);
+
+struct record_slot {
+        uint64_t key;
+        struct record *rec;
+};
+HASHMAP_DEFINE(record_map, struct record_slot);
+
+static struct proc *proc_lookup(const struct proc_map *m, uint64_t key) {
+        struct proc_slot *s = proc_map_get(m, key);
+        return s ? s->proc : NULL;
+}
+
+/* key is in m. */
+static void proc_unmap(struct proc_map *m, uint64_t key) {
+        proc_map_remove(m, proc_map_get(m, key));
+}
+
+static const struct record *record_lookup(const struct record_map *m, uint64_t key) {
+        struct record_slot *s = record_map_get(m, key);
+        return s ? s->rec : NULL;
+}
 
 /* A watch's slot is written once; the first answer wins, later ones are absorbed. */
 enum watch_slot {
@@ -212,14 +152,14 @@ struct exit_hub {
         bool closed;
         exit_id_t next_id;
 
-        struct map procs; /* id -> struct proc: the ledger (live, and exited until taken) */
-        struct map pids;  /* pid -> struct proc: attached live processes only */
+        struct proc_map procs; /* id -> struct proc: the ledger (live, and exited until taken) */
+        struct proc_map pids;  /* pid -> struct proc: attached live processes only */
         size_t n_live;
         size_t n_armed;
 
         struct record *records; /* ring of record_capacity; record_next is the oldest once full */
         uint32_t record_capacity, record_next, record_count;
-        struct map record_index; /* id -> struct record, preallocated: publish never allocates */
+        struct record_map record_index; /* id -> struct record, preallocated: publish never allocates */
 
         struct exit_sub *sub; /* NULL before subscribe and after exit_sub_free */
         bool subscribed;      /* ever: one subscription per hub lifetime */
@@ -310,11 +250,11 @@ static struct exit_hub *hub_free(struct exit_hub *h) {
         if (!h)
                 return NULL;
         /* Every watch held a reference, so no armed watch can point into a proc now. */
-        for (size_t i = 0; i < map_size(&h->procs); i++)
-                free(h->procs.slots[i].val);
-        free(h->procs.slots);
-        free(h->pids.slots);
-        free(h->record_index.slots);
+        for (struct proc_slot *s = NULL; (s = proc_map_next(&h->procs, s));)
+                free(s->proc);
+        proc_map_done(&h->procs);
+        proc_map_done(&h->pids);
+        record_map_done(&h->record_index);
         free(h->records);
         free(h->queue);
         pthread_cond_destroy(&h->watch_cond);
@@ -362,7 +302,7 @@ _public_ int exit_hub_new(uint32_t queue_capacity, uint32_t record_capacity, str
         /* Preallocate the queue and the records: publish must never allocate. */
         h->queue = calloc(h->queue_capacity, sizeof(*h->queue));
         h->records = calloc(h->record_capacity, sizeof(*h->records));
-        if (!h->queue || !h->records || map_reserve(&h->record_index, h->record_capacity) < 0)
+        if (!h->queue || !h->records || record_map_reserve(&h->record_index, h->record_capacity) < 0)
                 return -ENOMEM;
         h->next_id = 1;
         atomic_init(&h->owner_refs, 1);
@@ -393,11 +333,9 @@ static void watches_settle(struct exit_hub *h, struct proc *p, enum watch_slot s
 static void hub_close(struct exit_hub *h) {
         hub_lock(h);
         h->closed = true;
-        for (size_t i = 0; i < map_size(&h->procs); i++) {
-                struct proc *p = h->procs.slots[i].val;
-                if (h->procs.slots[i].key != 0 && p->watches)
-                        watches_settle(h, p, SLOT_CLOSED);
-        }
+        for (struct proc_slot *s = NULL; (s = proc_map_next(&h->procs, s));)
+                if (s->proc->watches)
+                        watches_settle(h, s->proc, SLOT_CLOSED);
         if (h->sub) {
                 sub_sync_fd(h);
                 pthread_cond_broadcast(&h->recv_cond);
@@ -424,11 +362,11 @@ _public_ struct exit_hub *exit_hub_unref(struct exit_hub *hub) {
 static void record_add(struct exit_hub *h, exit_id_t id, pid_t pid, bool orphan, const struct exit_reason *reason) {
         struct record *rec = &h->records[h->record_next];
         if (h->record_count == h->record_capacity)
-                (void) map_remove(&h->record_index, rec->id);
+                record_map_remove(&h->record_index, record_map_get(&h->record_index, rec->id));
         else
                 h->record_count++;
         *rec = (struct record) { .id = id, .pid = pid, .orphan = orphan, .reason = *reason };
-        map_put(&h->record_index, id, rec);
+        (void) record_map_put(&h->record_index, (struct record_slot) { .key = id, .rec = rec });
         h->record_next = h->record_next + 1 == h->record_capacity ? 0 : h->record_next + 1;
 }
 
@@ -682,7 +620,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct exit_watch *, watch_destroy);
 static int watch_register_locked(struct exit_hub *h, struct exit_watch *w, struct exit_reason *ret_reason) {
         if (h->closed)
                 return -EPIPE;
-        struct proc *p = map_get(&h->procs, w->id);
+        struct proc *p = proc_lookup(&h->procs, w->id);
         if (p && p->state != PROC_EXITED) {
                 w->proc = p;
                 LIST_PREPEND(proc, p->watches, w);
@@ -694,7 +632,7 @@ static int watch_register_locked(struct exit_hub *h, struct exit_watch *w, struc
         }
         const struct exit_reason *reason = p ? &p->reason : NULL;
         if (!reason) {
-                const struct record *rec = map_get(&h->record_index, w->id);
+                const struct record *rec = record_lookup(&h->record_index, w->id);
                 reason = rec ? &rec->reason : NULL;
         }
         if (!reason)
@@ -905,15 +843,15 @@ static int reserve_locked(struct exit_hub *h, struct proc *p) {
         if (h->closed)
                 return -EPIPE;
         /* Grow both tables now, so attach() and publish() never allocate. */
-        int r = map_reserve(&h->procs, h->procs.n + 1);
+        int r = proc_map_reserve(&h->procs, proc_map_size(&h->procs) + 1);
         if (r < 0)
                 return r;
-        r = map_reserve(&h->pids, h->n_live + 1);
+        r = proc_map_reserve(&h->pids, h->n_live + 1);
         if (r < 0)
                 return r;
         p->id = h->next_id++;
         p->state = PROC_RESERVED;
-        map_put(&h->procs, p->id, p);
+        (void) proc_map_put(&h->procs, (struct proc_slot) { .key = p->id, .proc = p });
         h->n_live++;
         return 0;
 }
@@ -935,14 +873,14 @@ _public_ int exit_hub_reserve(struct exit_hub *hub, exit_id_t *ret_id) {
 }
 
 static int attach_locked(struct exit_hub *h, exit_id_t id, pid_t pid) {
-        struct proc *p = map_get(&h->procs, id);
+        struct proc *p = proc_lookup(&h->procs, id);
         if (!p || p->state != PROC_RESERVED)
                 return -ENOENT;
-        if (map_get(&h->pids, (uint64_t) pid))
+        if (proc_map_get(&h->pids, (uint64_t) pid))
                 return -EEXIST;
         p->pid = pid;
         p->state = PROC_ATTACHED;
-        map_put(&h->pids, (uint64_t) pid, p); /* room made by reserve */
+        (void) proc_map_put(&h->pids, (struct proc_slot) { .key = (uint64_t) pid, .proc = p }); /* room made by reserve */
         return 0;
 }
 
@@ -956,13 +894,13 @@ _public_ int exit_hub_attach(struct exit_hub *hub, exit_id_t id, pid_t pid) {
 }
 
 static int unreserve_locked(struct exit_hub *h, exit_id_t id, struct proc **ret_freed) {
-        struct proc *p = map_get(&h->procs, id);
+        struct proc *p = proc_lookup(&h->procs, id);
         if (!p || p->state == PROC_EXITED)
                 return -ENOENT;
         if (p->state == PROC_ATTACHED)
                 return -EBUSY;
         watches_settle(h, p, SLOT_RELEASED);
-        (void) map_remove(&h->procs, id);
+        proc_unmap(&h->procs, id);
         h->n_live--;
         *ret_freed = p;
         return 0;
@@ -999,9 +937,9 @@ _public_ int exit_hub_register(struct exit_hub *hub, pid_t pid, exit_id_t *ret_i
 static int publish_locked(struct exit_hub *h, exit_id_t id, const struct exit_reason *reason) {
         if (h->closed)
                 return -EPIPE;
-        struct proc *p = map_get(&h->procs, id);
+        struct proc *p = proc_lookup(&h->procs, id);
         if (!p) /* a record without a ledger entry: published and taken (or an orphan) */
-                return map_get(&h->record_index, id) ? -EALREADY : -ENOENT;
+                return record_lookup(&h->record_index, id) ? -EALREADY : -ENOENT;
         if (p->state == PROC_EXITED)
                 return -EALREADY;
         if (p->state == PROC_RESERVED)
@@ -1010,7 +948,7 @@ static int publish_locked(struct exit_hub *h, exit_id_t id, const struct exit_re
         /* 1. The ledger and the durable record; the pid stops being live. */
         p->state = PROC_EXITED;
         p->reason = *reason;
-        (void) map_remove(&h->pids, (uint64_t) p->pid);
+        proc_unmap(&h->pids, (uint64_t) p->pid);
         h->n_live--;
         record_add(h, id, p->pid, false, reason);
         /* 2. This process's watches. */
@@ -1054,7 +992,7 @@ _public_ int exit_hub_pid_to_id(struct exit_hub *hub, pid_t pid, exit_id_t *ret_
         if (!hub || pid <= 0 || !ret_id)
                 return -EINVAL;
         hub_lock(hub);
-        const struct proc *p = map_get(&hub->pids, (uint64_t) pid);
+        const struct proc *p = proc_lookup(&hub->pids, (uint64_t) pid);
         exit_id_t id = p ? p->id : 0;
         hub_unlock(hub);
         if (id == 0)
@@ -1065,9 +1003,9 @@ _public_ int exit_hub_pid_to_id(struct exit_hub *hub, pid_t pid, exit_id_t *ret_
 
 /* Exactly once: the entry leaves the ledger in the same critical section that reads it. */
 static int take_locked(struct exit_hub *h, exit_id_t id, struct exit_reason *ret_reason, struct proc **ret_freed) {
-        struct proc *p = map_get(&h->procs, id);
+        struct proc *p = proc_lookup(&h->procs, id);
         if (!p) {
-                const struct record *rec = map_get(&h->record_index, id);
+                const struct record *rec = record_lookup(&h->record_index, id);
                 if (!rec)
                         return -ENOENT;
                 return rec->orphan ? -EPERM : -EALREADY;
@@ -1075,7 +1013,7 @@ static int take_locked(struct exit_hub *h, exit_id_t id, struct exit_reason *ret
         if (p->state != PROC_EXITED)
                 return -EINPROGRESS;
         *ret_reason = p->reason;
-        (void) map_remove(&h->procs, id);
+        proc_unmap(&h->procs, id);
         *ret_freed = p;
         return 0;
 }
@@ -1118,7 +1056,7 @@ size_t exit_hub_armed_watches(struct exit_hub *hub) {
 }
 
 size_t exit_hub_ledger_entries(struct exit_hub *hub) {
-        return HUB_READ_LOCKED(hub, hub->procs.n);
+        return HUB_READ_LOCKED(hub, proc_map_size(&hub->procs));
 }
 
 size_t exit_hub_live_processes(struct exit_hub *hub) {

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hashmap.h"
 #include "macro.h"
 #include "reaper-internal.h"
 #include "time-util.h"
@@ -32,6 +33,12 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
+
+struct pid_slot {
+        uint64_t key; /* the pid, > 0 */
+        struct exit_process *proc;
+};
+HASHMAP_DEFINE(pid_map, struct pid_slot);
 
 struct exit_reaper {
         pthread_mutex_t lock;
@@ -51,9 +58,9 @@ struct exit_reaper {
         int fd_slots[3];
         struct source src_signal;
 
-        /* pid → unreaped process, open addressing with linear probing. */
-        struct exit_process **map;
-        size_t map_cap, map_n;
+        /* pid → unreaped process (common/hashmap.h). Room for each child is
+         * reserved before its fork: nothing allocates once the child exists. */
+        struct pid_map pids;
 
         /* The exec-ready list (EXIT_REAPER_EXEC_EVENTS). exec_ready_fd, an
          * eventfd in the epoll set, holds a count exactly while the list is
@@ -78,67 +85,18 @@ static int sys_pidfd_send_signal(int pidfd, int sig) {
 
 /* ---- the pid map ---- */
 
-static size_t map_slot(const struct exit_reaper *r, pid_t pid) {
-        return ((size_t) pid * 0x9E3779B97F4A7C15ULL >> 17) & (r->map_cap - 1);
+/* Only the lookups and removals live here; the room for an insert is made by
+ * pid_map_reserve() before the fork, and process_attach() puts. */
+static struct exit_process *pid_lookup(const struct pid_map *m, pid_t pid) {
+        struct pid_slot *s = pid_map_get(m, (uint64_t) pid);
+        return s ? s->proc : NULL;
 }
 
-static struct exit_process *map_get(const struct exit_reaper *r, pid_t pid) {
-        if (!r->map_cap)
-                return NULL;
-        for (size_t i = map_slot(r, pid);; i = (i + 1) & (r->map_cap - 1)) {
-                if (!r->map[i])
-                        return NULL;
-                if (r->map[i]->pid == pid)
-                        return r->map[i];
-        }
-}
-
-/* Grows the map so one more insert never allocates: called before the fork. */
-static int map_reserve(struct exit_reaper *r) {
-        if ((r->map_n + 1) * 2 <= r->map_cap)
-                return 0;
-        size_t cap = r->map_cap ? r->map_cap * 2 : 64;
-        struct exit_process **map = calloc(cap, sizeof *map);
-        if (!map)
-                return -ENOMEM;
-        struct exit_process **old = r->map;
-        size_t old_cap = r->map_cap;
-        r->map = map;
-        r->map_cap = cap;
-        for (size_t i = 0; i < old_cap; i++)
-                if (old[i]) {
-                        size_t j = map_slot(r, old[i]->pid);
-                        while (map[j])
-                                j = (j + 1) & (cap - 1);
-                        map[j] = old[i];
-                }
-        free(old);
-        return 0;
-}
-
-static void map_put(struct exit_reaper *r, struct exit_process *p) {
-        size_t i = map_slot(r, p->pid);
-        while (r->map[i])
-                i = (i + 1) & (r->map_cap - 1);
-        r->map[i] = p;
-        r->map_n++;
-}
-
-static void map_remove(struct exit_reaper *r, struct exit_process *p) {
-        size_t mask = r->map_cap - 1, i = map_slot(r, p->pid);
-        while (r->map[i] != p)
-                i = (i + 1) & mask;
-        r->map[i] = NULL;
-        r->map_n--;
-        /* Backward-shift deletion keeps every probe chain unbroken. */
-        for (size_t j = (i + 1) & mask; r->map[j]; j = (j + 1) & mask) {
-                size_t home = map_slot(r, r->map[j]->pid);
-                if (((j - home) & mask) >= ((j - i) & mask)) {
-                        r->map[i] = r->map[j];
-                        r->map[j] = NULL;
-                        i = j;
-                }
-        }
+/* p is in the map: a live pid is there once. */
+static void pid_unmap(struct pid_map *m, const struct exit_process *p) {
+        struct pid_slot *s = pid_map_get(m, (uint64_t) p->pid);
+        assert(s && s->proc == p);
+        pid_map_remove(m, s);
 }
 
 /* ---- references ---- */
@@ -149,7 +107,7 @@ static void reaper_unref_internal(struct exit_reaper *r) {
         pthread_mutex_destroy(&r->lock);
         if (r->vfork_stack)
                 munmap(r->vfork_stack, SPAWN_VFORK_STACK_SIZE);
-        free(r->map);
+        pid_map_done(&r->pids);
         exit_hub_unref(r->hub); /* NULL once exit_reaper_free ran */
         bool owner_gone = r->closed;
         free(r);
@@ -354,7 +312,7 @@ static int process_attach(struct exit_reaper *r, struct exit_process *p) {
         int k = exit_hub_attach(r->hub, p->id, p->pid);
         assert(k == 0);
         (void) k;
-        map_put(r, p);
+        (void) pid_map_put(&r->pids, (struct pid_slot) { .key = (uint64_t) p->pid, .proc = p });
         p->reaper = r;
         atomic_fetch_add(&r->n_ref, 1);
         exit_process_ref(p); /* the reaper's, until reaped */
@@ -372,7 +330,7 @@ static int process_reaped(struct exit_reaper *r, struct exit_process *p, const s
                 (void) epoll_ctl(r->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
                 p->pidfd_in_epoll = false;
         }
-        map_remove(r, p);
+        pid_unmap(&r->pids, p);
         /* The child is gone, so its end of the exec pipe is closed: the status
          * is readable now, and known before anyone sees the exit. */
         (void) exec_collect(r, p, true);
@@ -408,7 +366,7 @@ static int orphan_pass(struct exit_reaper *r) {
                 if (si.si_pid == 0)
                         return n;
 
-                struct exit_process *p = map_get(r, si.si_pid);
+                struct exit_process *p = pid_lookup(&r->pids, si.si_pid);
                 int k;
                 if (p)
                         k = process_try_reap(r, p);
@@ -587,15 +545,12 @@ _public_ struct exit_reaper *exit_reaper_free(struct exit_reaper *r) {
         pthread_mutex_lock(&r->lock);
         r->closed = true;
         /* Live children keep running; their handles stay valid for signalling. */
-        for (size_t i = 0; i < r->map_cap; i++) {
-                struct exit_process *p = r->map[i];
-                if (!p)
-                        continue;
-                r->map[i] = NULL;
+        for (struct pid_slot *s = NULL; (s = pid_map_next(&r->pids, s));) {
+                struct exit_process *p = s->proc;
                 p->pidfd_in_epoll = p->exec_in_epoll = false;
                 exit_process_unref(p);
         }
-        r->map_n = 0;
+        pid_map_clear(&r->pids);
         while (r->exec_head) {
                 struct exit_process *p = r->exec_head;
                 r->exec_head = p->exec_next;
@@ -753,7 +708,7 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         /* spawn holds the lock from the clone until the id is recorded, so no
          * orphan pass can take the child for an orphan. */
         pthread_mutex_lock(&r->lock);
-        k = r->closed ? -EPIPE : map_reserve(r);
+        k = r->closed ? -EPIPE : pid_map_reserve(&r->pids, pid_map_size(&r->pids) + 1);
         if (k >= 0 && vfork)
                 k = vfork_stack_get(r);
         if (k >= 0)
@@ -824,10 +779,10 @@ _public_ int exit_reaper_track(struct exit_reaper *r, pid_t pid, struct exit_pro
         pthread_mutex_lock(&r->lock);
         if (k >= 0 && r->closed)
                 k = -EPIPE;
-        if (k >= 0 && map_get(r, pid))
+        if (k >= 0 && pid_lookup(&r->pids, pid))
                 k = -EEXIST;
         if (k >= 0)
-                k = map_reserve(r);
+                k = pid_map_reserve(&r->pids, pid_map_size(&r->pids) + 1);
         if (k >= 0)
                 k = exit_hub_reserve(r->hub, &p->id);
         if (k >= 0) {

@@ -38,10 +38,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "singleflight.h"
-
-#define SF_BUCKETS_MIN 16u
 
 struct sf_resolution {
         bool live; /* owned by the resolution's user; read by nobody else */
@@ -56,8 +55,7 @@ struct sf_waiter {
 struct sf_flight {
         atomic_uint n_ref;
         sf_table *table;
-        uint64_t hash;
-        sf_flight *bucket_next; /* map chain, under the lock */
+        uint64_t hash; /* hashmap_str_key(key): its map slot's key */
 
         _Atomic int state; /* sf_state; rule L2 */
         void *outcome;     /* rule L3 */
@@ -71,6 +69,14 @@ struct sf_flight {
         char key[];
 };
 
+/* A map slot (common/hashmap.h): keys are string hashes, so two flights'
+ * keys may share one; the lookup compares the strings. */
+struct flight_slot {
+        uint64_t key;
+        sf_flight *flight;
+};
+HASHMAP_DEFINE(flight_map, struct flight_slot);
+
 struct sf_table {
         atomic_uint n_ref;
         pthread_mutex_t lock;
@@ -78,66 +84,26 @@ struct sf_table {
         sf_outcome_ops ops;
         void *userdata;
 
-        sf_flight **buckets; /* under the lock */
-        size_t n_buckets, n_flights;
+        struct flight_map flights; /* under the lock */
 };
 
 /* ------------------------------------------------------------------------ */
 /* Map (under the lock)                                                      */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t key_hash(const char *key) {
-        uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
-        for (const unsigned char *p = (const unsigned char *) key; *p; p++)
-                h = (h ^ *p) * UINT64_C(0x100000001b3);
-        return h;
-}
-
-static sf_flight **map_bucket(sf_table *t, uint64_t hash) {
-        return &t->buckets[hash & (t->n_buckets - 1)];
-}
-
 static sf_flight *map_find(sf_table *t, const char *key, uint64_t hash) {
-        for (sf_flight *f = *map_bucket(t, hash); f; f = f->bucket_next)
-                if (f->hash == hash && streq(f->key, key))
-                        return f;
+        for (struct flight_slot *s = flight_map_get(&t->flights, hash); s; s = flight_map_get_next(&t->flights, s))
+                if (streq(s->flight->key, key))
+                        return s->flight;
         return NULL;
-}
-
-/* Doubles the bucket array; on allocation failure the map just stays denser. */
-static void map_grow(sf_table *t) {
-        size_t n = t->n_buckets * 2;
-        sf_flight **b = calloc(n, sizeof *b);
-        if (!b)
-                return;
-        for (size_t i = 0; i < t->n_buckets; i++)
-                for (sf_flight *f = t->buckets[i], *next; f; f = next) {
-                        next = f->bucket_next;
-                        f->bucket_next = b[f->hash & (n - 1)];
-                        b[f->hash & (n - 1)] = f;
-                }
-        free(t->buckets);
-        t->buckets = b;
-        t->n_buckets = n;
-}
-
-static void map_insert(sf_table *t, sf_flight *f) {
-        if (t->n_flights >= t->n_buckets)
-                map_grow(t);
-        sf_flight **b = map_bucket(t, f->hash);
-        f->bucket_next = *b;
-        *b = f;
-        t->n_flights++;
 }
 
 /* Removes f if — and only if — f itself is in the map (rule L4). Returns
  * whether it did, so the caller drops the map's reference after unlocking. */
 static bool map_remove(sf_table *t, sf_flight *f) {
-        for (sf_flight **p = map_bucket(t, f->hash); *p; p = &(*p)->bucket_next)
-                if (*p == f) {
-                        *p = f->bucket_next;
-                        f->bucket_next = NULL;
-                        t->n_flights--;
+        for (struct flight_slot *s = flight_map_get(&t->flights, f->hash); s; s = flight_map_get_next(&t->flights, s))
+                if (s->flight == f) {
+                        flight_map_remove(&t->flights, s);
                         return true;
                 }
         return false;
@@ -154,20 +120,14 @@ int sf_table_new(const sf_outcome_ops *ops, void *userdata, sf_table **ret) {
         _cleanup_free_ sf_table *t = calloc(1, sizeof *t);
         if (!t)
                 return -ENOMEM;
-        t->buckets = calloc(SF_BUCKETS_MIN, sizeof *t->buckets);
-        if (!t->buckets)
-                return -ENOMEM;
-        t->n_buckets = SF_BUCKETS_MIN;
 
         int r = pthread_condattr_init(&t->condattr);
         if (r == 0)
                 r = pthread_condattr_setclock(&t->condattr, CLOCK_MONOTONIC);
         if (r == 0)
                 r = pthread_mutex_init(&t->lock, NULL);
-        if (r != 0) {
-                free(t->buckets);
+        if (r != 0)
                 return -r;
-        }
         atomic_init(&t->n_ref, 1);
         t->ops = *ops;
         t->userdata = userdata;
@@ -185,10 +145,10 @@ sf_table *sf_table_unref(sf_table *t) {
         if (!t || atomic_fetch_sub_explicit(&t->n_ref, 1, memory_order_acq_rel) != 1)
                 return NULL;
         /* Every flight in the map holds a table reference: the map is empty. */
-        assert(t->n_flights == 0);
+        assert(flight_map_size(&t->flights) == 0);
         pthread_mutex_destroy(&t->lock);
         pthread_condattr_destroy(&t->condattr);
-        free(t->buckets);
+        flight_map_done(&t->flights);
         free(t);
         return NULL;
 }
@@ -322,9 +282,12 @@ static sf_flight *table_get_or_create_locked(sf_table *t, const char *key, uint6
         *ret_created = !f;
         if (f)
                 return f;
+        /* Room first, so a flight once made is always mapped. */
+        if (flight_map_reserve(&t->flights, flight_map_size(&t->flights) + 1) < 0)
+                return NULL;
         f = flight_new(t, key, hash);
         if (f)
-                map_insert(t, f);
+                (void) flight_map_put(&t->flights, (struct flight_slot) { .key = hash, .flight = f });
         return f;
 }
 
@@ -347,7 +310,7 @@ int sf_table_join(sf_table *t, const char *key, sf_waiter **ret_waiter, sf_resol
         if (!w)
                 return -ENOMEM;
         w->fd = -1;
-        uint64_t hash = key_hash(key);
+        uint64_t hash = hashmap_str_key(key);
 
         bool created;
         pthread_mutex_lock(&t->lock);
@@ -366,7 +329,7 @@ int sf_table_join(sf_table *t, const char *key, sf_waiter **ret_waiter, sf_resol
 int sf_table_cancel(sf_table *t, const char *key) {
         if (!t || !key_valid(key))
                 return -EINVAL;
-        uint64_t hash = key_hash(key);
+        uint64_t hash = hashmap_str_key(key);
         bool unmapped = false;
         int r;
 
@@ -393,7 +356,7 @@ int sf_table_cancel(sf_table *t, const char *key) {
 int sf_table_get_waiters(sf_table *t, const char *key) {
         if (!t || !key_valid(key))
                 return -EINVAL;
-        uint64_t hash = key_hash(key);
+        uint64_t hash = hashmap_str_key(key);
 
         pthread_mutex_lock(&t->lock);
         sf_flight *f = map_find(t, key, hash);

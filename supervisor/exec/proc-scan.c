@@ -17,19 +17,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hashmap.h"
 #include "log.h"
 #include "macro.h"
 #include "proc-scan.h"
 
 struct proc_entry {
-        pid_t pid;                  /* 0: empty slot */
+        uint64_t key;               /* the pid, > 0 */
         unsigned long long start;   /* start time, clock ticks since boot */
         int last_signal;
 };
+HASHMAP_DEFINE(proc_entry_map, struct proc_entry);
 
 struct proc_set {
-        struct proc_entry *slots;   /* open addressing, linear probing */
-        size_t cap, n;
+        struct proc_entry_map entries; /* pid -> its identity and the last signal sent */
         bool warned_emfile;
 };
 
@@ -40,7 +41,7 @@ struct proc_set *proc_set_new(void) {
 struct proc_set *proc_set_free(struct proc_set *set) {
         if (!set)
                 return NULL;
-        free(set->slots);
+        proc_entry_map_done(&set->entries);
         free(set);
         return NULL;
 }
@@ -93,40 +94,18 @@ static bool stat_matches(const struct proc_stat *st, const struct proc_match *m,
         return false;
 }
 
-static size_t slot_of(const struct proc_set *set, pid_t pid) {
-        return ((size_t) pid * 0x9E3779B97F4A7C15ULL >> 20) & (set->cap - 1);
-}
-
 /* The entry for pid (a stale identity, a recycled pid, is replaced), or a new
  * one; NULL when out of memory. */
 static struct proc_entry *set_get(struct proc_set *set, pid_t pid, unsigned long long start) {
-        if ((set->n + 1) * 2 > set->cap) {
-                size_t cap = set->cap ? set->cap * 2 : 64;
-                struct proc_entry *slots = calloc(cap, sizeof *slots);
-                if (!slots)
+        struct proc_entry fresh = { .key = (uint64_t) pid, .start = start };
+        struct proc_entry *e = proc_entry_map_get(&set->entries, fresh.key);
+        if (!e) {
+                if (proc_entry_map_reserve(&set->entries, proc_entry_map_size(&set->entries) + 1) < 0)
                         return NULL;
-                struct proc_entry *old = set->slots;
-                size_t old_cap = set->cap;
-                set->slots = slots;
-                set->cap = cap;
-                for (size_t i = 0; i < old_cap; i++)
-                        if (old[i].pid) {
-                                size_t j = slot_of(set, old[i].pid);
-                                while (slots[j].pid)
-                                        j = (j + 1) & (cap - 1);
-                                slots[j] = old[i];
-                        }
-                free(old);
+                return proc_entry_map_put(&set->entries, fresh);
         }
-        size_t i = slot_of(set, pid);
-        while (set->slots[i].pid && set->slots[i].pid != pid)
-                i = (i + 1) & (set->cap - 1);
-        struct proc_entry *e = &set->slots[i];
-        if (!e->pid) {
-                set->n++;
-                *e = (struct proc_entry) { .pid = pid, .start = start };
-        } else if (e->start != start)
-                *e = (struct proc_entry) { .pid = pid, .start = start }; /* a recycled pid: a new process */
+        if (e->start != start)
+                *e = fresh; /* a recycled pid: a new process */
         return e;
 }
 

@@ -30,7 +30,7 @@ struct proc_match {
 struct proc_set;
 
 struct proc_set *proc_set_new(void);
-struct proc_set *proc_set_free(struct proc_set *set); /* closes every pidfd; NULL accepted */
+struct proc_set *proc_set_free(struct proc_set *set); /* NULL accepted; returns NULL */
 
 /*
  * Sends sig to every live process matching any of matches[0..n) that has not

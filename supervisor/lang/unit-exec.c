@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hash-util.h"
 #include "log.h"
 #include "unit-exec.h"
 
@@ -557,17 +558,10 @@ struct envb {
         size_t n_slots;
 };
 
-static size_t name_hash(const char *s, size_t n) {
-        size_t h = 14695981039346656037ULL;
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char) s[i]) * 1099511628211ULL;
-        return h;
-}
-
 /* The slot holding name[0..n), or the empty slot where it would go. */
 static size_t *envb_slot(struct envb *b, const char *name, size_t n) {
         size_t mask = b->n_slots - 1;
-        for (size_t i = name_hash(name, n) & mask;; i = (i + 1) & mask) {
+        for (size_t i = (size_t) fnv1a_64(name, n) & mask;; i = (i + 1) & mask) {
                 size_t *slot = &b->slots[i];
                 if (*slot == 0)
                         return slot;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash-util.h"
 #include "log.h"
 #include "timespan.h"
 #include "unit-exec.h"
@@ -402,15 +403,6 @@ static void ctx_done(struct parse_ctx *c) {
                 uf_strlist_clear(&c->lists[i]);
 }
 
-/* FNV-1a, 64 bits: a fingerprint of a unit's text, not a defence against
- * crafted collisions (whoever writes DIR runs commands anyway). */
-static uint64_t text_hash(const char *data, size_t size) {
-        uint64_t h = UINT64_C(14695981039346656037);
-        for (size_t i = 0; i < size; i++)
-                h = (h ^ (unsigned char) data[i]) * UINT64_C(1099511628211);
-        return h;
-}
-
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
                     char **ret_message) {
         if (!name || !origin || (!data && size) || !ret)
@@ -458,7 +450,9 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                 return r;
         }
         c.u->text_size = size;
-        c.u->text_hash = text_hash(data, size);
+        /* A fingerprint of the unit's text, not a defence against crafted
+         * collisions (whoever writes DIR runs commands anyway). */
+        c.u->text_hash = fnv1a_64(data, size);
         *ret = TAKE_PTR(c.u);
         ctx_done(&c);
         return 0;
