@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hash-util.h"
+#include "hashmap.h"
 #include "log.h"
 #include "unit-exec.h"
 
@@ -550,59 +551,55 @@ bool unit_env_is_private(const char *a) {
 
 /*
  * An environment under construction: a strv in order plus a hash index of
- * names, so that a start with a large EnvironmentFile= stays linear.
+ * names (common/hashmap.h, keyed by the FNV-1a of the name), so that a start
+ * with a large EnvironmentFile= stays linear.
  */
+struct env_slot {
+        uint64_t key;  /* the name's hash, never 0 */
+        size_t index;  /* into sv.v */
+};
+HASHMAP_DEFINE(env_index, struct env_slot);
+
 struct envb {
         struct strvec sv;
-        size_t *slots; /* index + 1 into sv.v; 0 = empty */
-        size_t n_slots;
+        struct env_index index;
 };
 
-/* The slot holding name[0..n), or the empty slot where it would go. */
-static size_t *envb_slot(struct envb *b, const char *name, size_t n) {
-        size_t mask = b->n_slots - 1;
-        for (size_t i = (size_t) fnv1a_64(name, n) & mask;; i = (i + 1) & mask) {
-                size_t *slot = &b->slots[i];
-                if (*slot == 0)
-                        return slot;
-                const char *e = b->sv.v[*slot - 1];
-                if (strncmp(e, name, n) == 0 && e[n] == '=')
-                        return slot;
-        }
+static uint64_t env_key(const char *name, size_t n) {
+        uint64_t h = fnv1a_64(name, n);
+        return h ? h : 1;
 }
 
-static int envb_rehash(struct envb *b) {
-        size_t n_slots = b->n_slots ? b->n_slots * 2 : 64;
-        size_t *slots = calloc(n_slots, sizeof *slots);
-        if (!slots)
-                return -ENOMEM;
-        free(b->slots);
-        b->slots = slots;
-        b->n_slots = n_slots;
-        for (size_t i = 0; i < b->sv.n; i++)
-                *envb_slot(b, b->sv.v[i], strcspn(b->sv.v[i], "=")) = i + 1;
-        return 0;
+/* The index entry of name[0..n), or NULL. */
+static struct env_slot *envb_find(struct envb *b, const char *name, size_t n) {
+        for (struct env_slot *e = env_index_get(&b->index, env_key(name, n)); e; e = env_index_get_next(&b->index, e)) {
+                const char *a = b->sv.v[e->index];
+                if (strncmp(a, name, n) == 0 && a[n] == '=')
+                        return e;
+        }
+        return NULL;
 }
 
 /* Sets assignment ("NAME=VALUE", taken, freed on failure); replace selects override or keep-first. */
 static int envb_set(struct envb *b, char *a, bool replace) {
-        if ((b->sv.n + 1) * 2 > b->n_slots && envb_rehash(b) < 0) {
-                free(a);
-                return -ENOMEM;
-        }
-        size_t *slot = envb_slot(b, a, strcspn(a, "="));
-        if (*slot) {
+        size_t n = strcspn(a, "=");
+        struct env_slot *e = envb_find(b, a, n);
+        if (e) {
                 if (replace) {
-                        free(b->sv.v[*slot - 1]);
-                        b->sv.v[*slot - 1] = a;
+                        free(b->sv.v[e->index]);
+                        b->sv.v[e->index] = a;
                 } else
                         free(a);
                 return 0;
         }
+        if (env_index_reserve(&b->index, env_index_size(&b->index) + 1) < 0) {
+                free(a);
+                return -ENOMEM;
+        }
         int r = strvec_push(&b->sv, a);
         if (r < 0)
                 return r;
-        *slot = b->sv.n;
+        (void) env_index_put(&b->index, (struct env_slot) { .key = env_key(a, n), .index = b->sv.n - 1 });
         return 0;
 }
 
@@ -613,7 +610,7 @@ static int envb_set_copy(struct envb *b, const char *a, bool replace) {
 
 static void envb_done(struct envb *b) {
         unit_strv_free(b->sv.v);
-        free(b->slots);
+        env_index_done(&b->index);
         *b = (struct envb) {};
 }
 
@@ -646,7 +643,7 @@ int unit_env_merge(char ***envp, char *const *l) {
         if (!envp)
                 return -EINVAL;
         struct envb b = {};
-        int r = envb_rehash(&b);
+        int r = env_index_reserve(&b.index, 64);
         if (r >= 0)
                 r = envb_from_strv(&b, *envp);
         if (r >= 0)
@@ -656,7 +653,7 @@ int unit_env_merge(char ***envp, char *const *l) {
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;
         }
-        free(b.slots);
+        env_index_done(&b.index);
         unit_strv_free(*envp);
         *envp = v;
         return 0;
@@ -843,7 +840,7 @@ int unit_env_file_parse(const char *data, size_t size, const char *origin, char 
                 envb_done(&b);
                 return count < 0 ? count : -ENOMEM;
         }
-        free(b.slots);
+        env_index_done(&b.index);
         unit_strv_free(*envp);
         *envp = v;
         return count;
@@ -936,7 +933,7 @@ int unit_env_files_load(const char *unit, const struct unit_env_file *files, siz
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;
         }
-        free(b.slots);
+        env_index_done(&b.index);
         unit_strv_free(*envp);
         *envp = v;
         return 0;
@@ -947,7 +944,7 @@ static int build_base(struct envb *b, char *const *base, pid_t main_pid) {
         for (char *const *e = base; e && *e && r >= 0; e++)
                 if (strchr(*e, '=') && **e != '=' && !unit_env_is_private(*e))
                         r = envb_set_copy(b, *e, false); /* of duplicates the first wins, as getenv() sees it */
-        if (r >= 0 && !*envb_slot(b, "PATH", 4))
+        if (r >= 0 && !envb_find(b, "PATH", 4))
                 r = envb_set_copy(b, "PATH=" UNIT_DEFAULT_PATH, true);
         if (r >= 0 && main_pid > 0) {
                 char *a;
@@ -961,7 +958,7 @@ int unit_build_environment(const char *unit, char *const *base, pid_t main_pid, 
         if (!unit || (!files && n) || !ret_envp)
                 return -EINVAL;
         struct envb b = {};
-        int r = envb_rehash(&b);
+        int r = env_index_reserve(&b.index, 64);
         if (r >= 0)
                 r = build_base(&b, base, main_pid);
         if (r >= 0)
@@ -973,7 +970,7 @@ int unit_build_environment(const char *unit, char *const *base, pid_t main_pid, 
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;
         }
-        free(b.slots);
+        env_index_done(&b.index);
         *ret_envp = v;
         return 0;
 }

@@ -8,58 +8,25 @@
 #include "exit-routes.h"
 #include "macro.h"
 
-/* ---- the table: add, find, remove (TODO(issue 15): common/hashmap.h) ---- */
-
-/* The index of the first route with a key >= id. */
-static size_t lower_bound(const struct exit_routes *r, exit_id_t id) {
-        size_t lo = 0, hi = r->n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (r->v[mid].key < id)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
-}
+/* ---- the table: add, find, remove ---- */
 
 int exit_routes_reserve(struct exit_routes *r, size_t more) {
-        if (r->n_max - r->n >= more)
-                return 0;
-        size_t n = r->n_max ? r->n_max : 16;
-        while (n - r->n < more)
-                n *= 2;
-        struct exit_route *v = reallocarray(r->v, n, sizeof *v);
-        if (!v)
-                return -ENOMEM;
-        r->v = v;
-        r->n_max = n;
-        return 0;
+        return exit_route_map_reserve(&r->map, exit_route_map_size(&r->map) + more);
 }
 
 static int routes_add(struct exit_routes *r, struct exit_route route) {
-        int k = exit_routes_reserve(r, 1);
-        if (k < 0)
-                return k;
-        size_t i = lower_bound(r, route.key);
-        assert(i == r->n || r->v[i].key != route.key); /* ids are never reused */
-        memmove(r->v + i + 1, r->v + i, (r->n - i) * sizeof *r->v);
-        r->v[i] = route;
-        r->n++;
-        return 0;
+        assert(!exit_route_map_get(&r->map, route.key)); /* ids are never reused */
+        return exit_route_map_insert(&r->map, route);
 }
 
 const struct exit_route *exit_routes_find(const struct exit_routes *r, exit_id_t id) {
-        size_t i = lower_bound(r, id);
-        return id != 0 && i < r->n && r->v[i].key == id ? &r->v[i] : NULL;
+        return id != 0 ? exit_route_map_get(&r->map, id) : NULL;
 }
 
 static void routes_remove(struct exit_routes *r, exit_id_t id) {
-        size_t i = lower_bound(r, id);
-        if (id == 0 || i == r->n || r->v[i].key != id)
-                return;
-        memmove(r->v + i, r->v + i + 1, (r->n - i - 1) * sizeof *r->v);
-        r->n--;
+        struct exit_route *e = id != 0 ? exit_route_map_get(&r->map, id) : NULL;
+        if (e)
+                exit_route_map_remove(&r->map, e);
 }
 
 /* ---- owners ---- */
@@ -98,20 +65,26 @@ bool exit_routes_dispatch(struct exit_routes *r, exit_id_t id, const struct exit
         return true;
 }
 
+static int id_compare(const void *a, const void *b) {
+        exit_id_t x = *(const exit_id_t *) a, y = *(const exit_id_t *) b;
+        return x < y ? -1 : x > y;
+}
+
 int exit_routes_recover(struct exit_routes *r, const struct exit_routes_ops *ops, void *userdata) {
-        /* A copy of the ids: each delivery changes the table. */
-        size_t n = r->n;
+        /* A copy of the ids, in the order they were given (ids grow): each
+         * delivery changes the table. */
+        size_t n = exit_route_map_size(&r->map), got = 0;
         _cleanup_free_ exit_id_t *ids = calloc(n ? n : 1, sizeof *ids);
         if (!ids)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                ids[i] = r->v[i].key;
+        for (const struct exit_route *e = NULL; (e = exit_route_map_next(&r->map, e));)
+                ids[got++] = e->key;
+        qsort(ids, n, sizeof *ids, id_compare);
         for (size_t i = 0; i < n; i++)
                 (void) exit_routes_dispatch(r, ids[i], ops, userdata);
         return 0;
 }
 
 void exit_routes_done(struct exit_routes *r) {
-        free(r->v);
-        *r = (struct exit_routes) {};
+        exit_route_map_done(&r->map);
 }

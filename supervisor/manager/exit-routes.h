@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashmap.h"
 #include "libexit.h"
 
 struct unit;
@@ -46,13 +47,11 @@ struct exit_route {
         enum exit_role role;
 };
 
-/* The table of routes. Zero-initialised is empty.
- * TODO(issue 15): becomes a common/hashmap.h table once that lands; until
- * then, routes sorted by id (ids only grow, so adding appends) and found by
- * binary search. */
+/* The table of routes (common/hashmap.h, keyed by exit id). Zero-initialised
+ * is empty. */
+HASHMAP_DEFINE(exit_route_map, struct exit_route);
 struct exit_routes {
-        struct exit_route *v;
-        size_t n, n_max;
+        struct exit_route_map map;
 };
 
 /* Room for `more` routes beyond those there are, so that as many
