@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "strv.h"
 #include "reaper-internal.h"
 
 extern char **environ;
@@ -54,12 +55,6 @@ static const char *env_lookup(char *const *envp, const char *name) {
                 if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
                         return *envp + n + 1;
         return NULL;
-}
-
-static void strv_free(char **v) {
-        for (char **p = v; p && *p; p++)
-                free(*p);
-        free(v);
 }
 
 /* Candidate paths for the executable (attr.path, else argv[0]), in execvp's order. */

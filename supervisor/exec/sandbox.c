@@ -232,7 +232,7 @@ static int user_environment(const struct user_info *u, char *const *environment,
         *ret = v;
         return 0;
 oom:
-        unit_strv_free(v);
+        strv_free(v);
         return -ENOMEM;
 }
 
@@ -494,7 +494,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
         if (!p)
                 return NULL;
         if (p->environment_owned)
-                unit_strv_free(p->environment);
+                strv_free(p->environment);
         free(p->home);
         free(p->groups);
         free(p->seccomp_filter);

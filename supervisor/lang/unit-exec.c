@@ -64,91 +64,6 @@ char *unit_buf_take(struct unit_buf *b) {
         return s;
 }
 
-int unit_strv_pack(char **v, char ***ret) {
-        size_t n = 0, bytes = 0;
-        for (; v && v[n]; n++)
-                bytes += strlen(v[n]) + 1;
-        char **p = malloc((n + 1) * sizeof *p + bytes);
-        if (!p) {
-                unit_strv_free(v);
-                return -ENOMEM;
-        }
-        char *s = (char *) (p + n + 1);
-        for (size_t i = 0; i < n; i++) {
-                size_t len = strlen(v[i]) + 1;
-                p[i] = memcpy(s, v[i], len);
-                s += len;
-        }
-        p[n] = NULL;
-        unit_strv_free(v);
-        *ret = p;
-        return 0;
-}
-
-char **unit_strv_free(char **l) {
-        if (l) {
-                for (char **i = l; *i; i++)
-                        free(*i);
-                free(l);
-        }
-        return NULL;
-}
-
-size_t unit_strv_length(char *const *l) {
-        size_t n = 0;
-        while (l && l[n])
-                n++;
-        return n;
-}
-
-int unit_strv_push(char ***l, char *s) {
-        size_t n = unit_strv_length(*l);
-        char **v = realloc(*l, (n + 2) * sizeof *v);
-        if (!v) {
-                free(s);
-                return -ENOMEM;
-        }
-        v[n] = s;
-        v[n + 1] = NULL;
-        *l = v;
-        return 0;
-}
-
-int unit_strv_extend(char ***l, const char *s) {
-        char *c = strdup(s);
-        return c ? unit_strv_push(l, c) : -ENOMEM;
-}
-
-/* A strv under construction: amortised appends, NULL-terminated throughout. */
-struct strvec {
-        char **v;
-        size_t n, cap;
-};
-
-static int strvec_push(struct strvec *sv, char *s) {
-        if (sv->n + 2 > sv->cap) {
-                size_t cap = sv->cap ? sv->cap * 2 : 8;
-                char **v = realloc(sv->v, cap * sizeof *v);
-                if (!v) {
-                        free(s);
-                        return -ENOMEM;
-                }
-                sv->v = v;
-                sv->cap = cap;
-        }
-        sv->v[sv->n++] = s;
-        sv->v[sv->n] = NULL;
-        return 0;
-}
-
-static char **strvec_take(struct strvec *sv) {
-        if (!sv->v && strvec_push(sv, NULL) < 0) /* an empty strv is still an array */
-                return NULL;
-        char **v = sv->v;
-        *sv = (struct strvec) {};
-        return v;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Words                                                                     */
 /* ------------------------------------------------------------------------ */
@@ -416,13 +331,13 @@ bool unit_word_variables_valid(const char *w) {
         return true;
 }
 
-static int note_unset(struct strvec *unset, const char *name, size_t n) {
+static int note_unset(struct strv_builder *unset, const char *name, size_t n) {
         char *s = strndup(name, n);
-        return s ? strvec_push(unset, s) : -ENOMEM;
+        return s ? strv_builder_push(unset, s) : -ENOMEM;
 }
 
 /* ${NAME} and $$ inside one word; one word out. */
-static int expand_word(const char *w, char *const *envp, struct strvec *out, struct strvec *unset) {
+static int expand_word(const char *w, char *const *envp, struct strv_builder *out, struct strv_builder *unset) {
         struct unit_buf b = {};
         int r = 0;
         for (const char *p = w; *p && r >= 0;) {
@@ -443,11 +358,11 @@ static int expand_word(const char *w, char *const *envp, struct strvec *out, str
                 free(b.s);
                 return -ENOMEM;
         }
-        return strvec_push(out, s);
+        return strv_builder_push(out, s);
 }
 
 /* $NAME as a whole word: the value split at whitespace, quotes respected and removed. */
-static int expand_split(const char *name, char *const *envp, struct strvec *out, struct strvec *unset) {
+static int expand_split(const char *name, char *const *envp, struct strv_builder *out, struct strv_builder *unset) {
         const char *v = env_lookup(envp, name, strlen(name));
         if (!v)
                 return note_unset(unset, name, strlen(name));
@@ -456,7 +371,7 @@ static int expand_split(const char *name, char *const *envp, struct strvec *out,
                 int r = unit_extract_word(&v, EXTRACT_UNQUOTE | EXTRACT_RELAX, &word, NULL);
                 if (r <= 0)
                         return r;
-                r = strvec_push(out, word);
+                r = strv_builder_push(out, word);
                 if (r < 0)
                         return r;
         }
@@ -465,13 +380,13 @@ static int expand_split(const char *name, char *const *envp, struct strvec *out,
 int unit_command_expand(const struct unit_command *cmd, char *const *envp, char ***ret_argv, char ***ret_unset) {
         if (!cmd || !cmd->argv || !ret_argv)
                 return -EINVAL;
-        struct strvec out = {}, unset = {};
+        struct strv_builder out = {}, unset = {};
         int r = 0;
         for (char **w = cmd->argv; *w && r >= 0; w++) {
                 const char *name = split_reference(*w);
                 if (cmd->flags & UNIT_COMMAND_NO_ENV_EXPAND) {
                         char *c = strdup(*w);
-                        r = c ? strvec_push(&out, c) : -ENOMEM;
+                        r = c ? strv_builder_push(&out, c) : -ENOMEM;
                 } else if (name && unit_env_name_is_valid(name))
                         r = expand_split(name, envp, &out, &unset);
                 else
@@ -479,19 +394,19 @@ int unit_command_expand(const struct unit_command *cmd, char *const *envp, char 
         }
         if (r >= 0 && out.n == 0) { /* '@' with an argv[0] that expanded to nothing: never exec an empty argv */
                 char *c = strdup(cmd->path);
-                r = c ? strvec_push(&out, c) : -ENOMEM;
+                r = c ? strv_builder_push(&out, c) : -ENOMEM;
         }
-        char **argv = r >= 0 ? strvec_take(&out) : NULL;
+        char **argv = r >= 0 ? strv_builder_take(&out) : NULL;
         if (!argv) {
-                unit_strv_free(out.v);
-                unit_strv_free(unset.v);
+                strv_free(out.v);
+                strv_free(unset.v);
                 return -ENOMEM;
         }
         *ret_argv = argv;
         if (ret_unset)
                 *ret_unset = unset.v;
         else
-                unit_strv_free(unset.v);
+                strv_free(unset.v);
         return 0;
 }
 
@@ -561,7 +476,7 @@ struct env_slot {
 HASHMAP_DEFINE(env_index, struct env_slot);
 
 struct envb {
-        struct strvec sv;
+        struct strv_builder sv;
         struct env_index index;
 };
 
@@ -596,7 +511,7 @@ static int envb_set(struct envb *b, char *a, bool replace) {
                 free(a);
                 return -ENOMEM;
         }
-        int r = strvec_push(&b->sv, a);
+        int r = strv_builder_push(&b->sv, a);
         if (r < 0)
                 return r;
         (void) env_index_put(&b->index, (struct env_slot) { .key = env_key(a, n), .index = b->sv.n - 1 });
@@ -609,7 +524,7 @@ static int envb_set_copy(struct envb *b, const char *a, bool replace) {
 }
 
 static void envb_done(struct envb *b) {
-        unit_strv_free(b->sv.v);
+        strv_free(b->sv.v);
         env_index_done(&b->index);
         *b = (struct envb) {};
 }
@@ -636,7 +551,7 @@ int unit_env_set(char ***envp, const char *a) {
                         *e = c;
                         return 0;
                 }
-        return unit_strv_extend(envp, a);
+        return strv_extend(envp, a);
 }
 
 int unit_env_merge(char ***envp, char *const *l) {
@@ -648,13 +563,13 @@ int unit_env_merge(char ***envp, char *const *l) {
                 r = envb_from_strv(&b, *envp);
         if (r >= 0)
                 r = envb_from_strv(&b, l);
-        char **v = r >= 0 ? strvec_take(&b.sv) : NULL;
+        char **v = r >= 0 ? strv_builder_take(&b.sv) : NULL;
         if (!v) {
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;
         }
         env_index_done(&b.index);
-        unit_strv_free(*envp);
+        strv_free(*envp);
         *envp = v;
         return 0;
 }
@@ -835,13 +750,13 @@ int unit_env_file_parse(const char *data, size_t size, const char *origin, char 
         struct envb b = {};
         int r = envb_from_strv(&b, *envp);
         int count = r < 0 ? r : env_parse_into(data, size, origin, &b);
-        char **v = count >= 0 ? strvec_take(&b.sv) : NULL;
+        char **v = count >= 0 ? strv_builder_take(&b.sv) : NULL;
         if (!v) {
                 envb_done(&b);
                 return count < 0 ? count : -ENOMEM;
         }
         env_index_done(&b.index);
-        unit_strv_free(*envp);
+        strv_free(*envp);
         *envp = v;
         return count;
 }
@@ -928,13 +843,13 @@ int unit_env_files_load(const char *unit, const struct unit_env_file *files, siz
         int r = envb_from_strv(&b, *envp);
         if (r >= 0)
                 r = env_files_load_into(unit, files, n, &b);
-        char **v = r >= 0 ? strvec_take(&b.sv) : NULL;
+        char **v = r >= 0 ? strv_builder_take(&b.sv) : NULL;
         if (!v) {
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;
         }
         env_index_done(&b.index);
-        unit_strv_free(*envp);
+        strv_free(*envp);
         *envp = v;
         return 0;
 }
@@ -965,7 +880,7 @@ int unit_build_environment(const char *unit, char *const *base, pid_t main_pid, 
                 r = envb_from_strv(&b, environment);
         if (r >= 0)
                 r = env_files_load_into(unit, files, n, &b);
-        char **v = r >= 0 ? strvec_take(&b.sv) : NULL;
+        char **v = r >= 0 ? strv_builder_take(&b.sv) : NULL;
         if (!v) {
                 envb_done(&b);
                 return r < 0 ? r : -ENOMEM;

@@ -10,7 +10,7 @@
  *  - Return 0 (or the count named) on success, a negative errno on failure;
  *    ret_* out-parameters are written only on success.
  *  - A "strv" is a NULL-terminated array of malloc'ed strings in one malloc'ed
- *    array, freed with unit_strv_free(). An "envp" is a strv of "NAME=VALUE".
+ *    array, freed with strv_free(). An "envp" is a strv of "NAME=VALUE".
  *  - Pure and reentrant (no global state) except where a comment says it
  *    reads files; messages go through log.h (thread-safe).
  *
@@ -24,33 +24,10 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "strv.h"
 
 /* The PATH a unit gets when tend's own environment has none (systemd's). */
 #define UNIT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
-
-/* ------------------------------------------------------------------------ */
-/* strv helpers                                                              */
-/* ------------------------------------------------------------------------ */
-
-/* Frees every string and the array; returns NULL. NULL is accepted. */
-char **unit_strv_free(char **l);
-DEFINE_TRIVIAL_CLEANUP_FUNC(char **, unit_strv_free);
-#define _cleanup_unit_strv_free_ _cleanup_(unit_strv_freep)
-
-/*
- * v (a strv, taken: freed also on failure) as one allocation, the pointers
- * followed by the strings: *ret is freed with free() alone, and costs one
- * allocation instead of n + 1. 0, or -ENOMEM.
- */
-int unit_strv_pack(char **v, char ***ret);
-
-/* The number of strings in l (0 for NULL). */
-size_t unit_strv_length(char *const *l);
-
-/* Appends a copy of s (unit_strv_push: takes s itself, which is freed on failure).
- * *l may be NULL. Returns 0 or -ENOMEM. */
-int unit_strv_extend(char ***l, const char *s);
-int unit_strv_push(char ***l, char *s);
 
 /* ------------------------------------------------------------------------ */
 /* Words (systemd.syntax(7) "Quoting")                                       */
@@ -100,7 +77,7 @@ enum {
 struct unit_command {
         char *path;     /* the executable: absolute, or a bare file name looked up in PATH at start
                          * (unit_command_find_executable()) */
-        char **argv;    /* strv, ≥ 1 entry, packed (unit_strv_pack(): freed with free()): argv[0] is
+        char **argv;    /* strv, ≥ 1 entry, packed (strv_pack(): freed with free()): argv[0] is
                          * path, or the word '@' put there */
         unsigned flags; /* UNIT_COMMAND_* */
 };

@@ -80,7 +80,7 @@ static int check_executable(struct parse_ctx *c, const struct key_def *k, const 
 static int parse_command(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value,
                          struct unit_command *cmd, bool *more) {
         _cleanup_free_ char *first = NULL;
-        struct strlist argv = {};
+        struct strv_builder argv = {};
         bool at = false, bad = false;
         int r = uf_next_word(c, k, p, value, &first, &bad);
         if (r <= 0)
@@ -93,7 +93,7 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
                 r = check_executable(c, k, cmd->path);
         if (r >= 0 && !at) {
                 char *s = strdup(cmd->path);
-                r = s ? uf_strlist_push(&argv, s) : -ENOMEM;
+                r = s ? strv_builder_push(&argv, s) : -ENOMEM;
         }
         while (r >= 0) {
                 *p += strspn(*p, WHITESPACE);
@@ -117,7 +117,7 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
                         r = uf_resolve_specifiers(c, k, w, &a);
                 free(w);
                 if (r >= 0)
-                        r = uf_strlist_push(&argv, a);
+                        r = strv_builder_push(&argv, a);
         }
         uf_warn_bad_escape(c, k, value, bad);
         char q[QUOTE_BUF];
@@ -128,10 +128,10 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
                         r = syntax_error(c, "%s=: invalid variable reference in %s (write $$ for a literal $)", k->key,
                                          uf_quote(q, argv.v[i]));
         if (r < 0) {
-                uf_strlist_clear(&argv);
+                strv_builder_clear(&argv);
                 return r;
         }
-        return unit_strv_pack(argv.v, &cmd->argv);
+        return strv_pack(argv.v, &cmd->argv);
 }
 
 int uf_parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value) {

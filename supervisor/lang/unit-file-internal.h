@@ -41,11 +41,6 @@ enum {
         _LIST_MAX,
 };
 
-struct strlist {
-        char **v;
-        size_t n, cap;
-};
-
 struct parse_ctx {
         const char *origin; /* the file, for messages */
         unsigned line;      /* line of the assignment being parsed; 0: the whole file */
@@ -59,7 +54,7 @@ struct parse_ctx {
         bool type_set, timeout_start_set;
         unsigned exec_start_extra_line, restart_line, type_line;
         unsigned ambient_line, syscall_filter_line;
-        struct strlist lists[_LIST_MAX];
+        struct strv_builder lists[_LIST_MAX];
         struct unit_sandbox_keys sb; /* the sandboxing keys while parsing; moved out of line at the end */
         bool sb_set;                 /* a sandboxing key was assigned */
         struct unit_exit_statuses xs; /* the same for the exit status sets */
@@ -114,8 +109,6 @@ bool uf_unit_name_chars(const char *s, size_t n, bool at_ok);
 int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
 
 /* Appends s (taken, freed on failure) to l, keeping it NULL-terminated; 0 or -ENOMEM. */
-int uf_strlist_push(struct strlist *l, char *s);
-void uf_strlist_clear(struct strlist *l);
 
 /* Extracts the next word of an assignment into *ret (owned by the caller),
  * reporting bad quoting; 1, 0 at the end, or an error. */

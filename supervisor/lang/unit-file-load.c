@@ -128,7 +128,7 @@ static int cmp_names(const void *a, const void *b) {
 }
 
 /* The *.service names of dir that are not templates, sorted. */
-static int list_units(const char *dir, struct strlist *names) {
+static int list_units(const char *dir, struct strv_builder *names) {
         DIR *d = opendir(dir);
         if (!d) {
                 int r = negative_errno();
@@ -140,7 +140,7 @@ static int list_units(const char *dir, struct strlist *names) {
                 if (n <= 8 || strcmp(de->d_name + n - 8, ".service") != 0 || unit_name_is_valid(de->d_name, UNIT_NAME_TEMPLATE))
                         continue;
                 char *s = strdup(de->d_name);
-                r = s ? uf_strlist_push(names, s) : -ENOMEM;
+                r = s ? strv_builder_push(names, s) : -ENOMEM;
         }
         if (r >= 0 && errno)
                 r = log_error_errno(errno, "%s: cannot read the unit directory: %m", dir);
@@ -172,7 +172,7 @@ static int set_add(struct unit_set *s, char *name, int error, struct unit_file *
 int unit_load_dir(const char *dir, struct unit_set **ret) {
         if (!dir || !ret)
                 return -EINVAL;
-        struct strlist names = {};
+        struct strv_builder names = {};
         int r = list_units(dir, &names);
         _cleanup_(unit_set_freep) struct unit_set *s = r >= 0 ? calloc(1, sizeof *s) : NULL;
         if (r >= 0 && !s)

@@ -44,9 +44,9 @@ int uf_parse_user(struct parse_ctx *c, const struct key_def *k, const char *valu
 }
 
 int uf_parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct strlist *l = &c->lists[(uintptr_t) k->data];
+        struct strv_builder *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                uf_strlist_clear(l);
+                strv_builder_clear(l);
                 return 0;
         }
         int r;
@@ -64,7 +64,7 @@ int uf_parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, 
                         free(n);
                         break;
                 }
-                r = uf_strlist_push(l, n);
+                r = strv_builder_push(l, n);
                 if (r < 0)
                         break;
         }

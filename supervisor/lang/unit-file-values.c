@@ -17,9 +17,9 @@
 /* ------------------------------------------------------------------------ */
 
 int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct strlist *l = &c->lists[(uintptr_t) k->data];
+        struct strv_builder *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                uf_strlist_clear(l);
+                strv_builder_clear(l);
                 return 0;
         }
         bool bad = false;
@@ -38,7 +38,7 @@ int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const cha
                         free(a);
                         break;
                 }
-                r = uf_strlist_push(l, a);
+                r = strv_builder_push(l, a);
                 if (r < 0)
                         break;
         }
@@ -62,9 +62,9 @@ static bool other_unit_type(const char *name) {
 }
 
 int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct strlist *l = &c->lists[(uintptr_t) k->data];
+        struct strv_builder *l = &c->lists[(uintptr_t) k->data];
         if (!*value) {
-                uf_strlist_clear(l);
+                strv_builder_clear(l);
                 return 0;
         }
         int r;
@@ -98,7 +98,7 @@ int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char
                         free(n);
                         continue;
                 }
-                r = uf_strlist_push(l, n);
+                r = strv_builder_push(l, n);
                 if (r < 0)
                         break;
         }

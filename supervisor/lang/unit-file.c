@@ -210,27 +210,6 @@ int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const ch
 /* Words and lists                                                           */
 /* ------------------------------------------------------------------------ */
 
-int uf_strlist_push(struct strlist *l, char *s) {
-        if (l->n + 2 > l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 8;
-                char **v = realloc(l->v, cap * sizeof *v);
-                if (!v) {
-                        free(s);
-                        return -ENOMEM;
-                }
-                l->v = v;
-                l->cap = cap;
-        }
-        l->v[l->n++] = s;
-        l->v[l->n] = NULL;
-        return 0;
-}
-
-void uf_strlist_clear(struct strlist *l) {
-        unit_strv_free(l->v);
-        *l = (struct strlist) {};
-}
-
 /* Extracts the next word of an assignment, reporting bad quoting; 1, 0 at the end, or an error. */
 int uf_next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
               bool *bad_escape) {
@@ -253,7 +232,7 @@ void uf_warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char
 
 /* Environment=: a later NAME replaces an earlier one in place (systemd's strv_env_replace). */
 static int finish_environment(struct parse_ctx *c) {
-        struct strlist *l = &c->lists[LIST_ENVIRONMENT];
+        struct strv_builder *l = &c->lists[LIST_ENVIRONMENT];
         return l->n ? unit_env_merge(&c->u->environment, l->v) : 0;
 }
 
@@ -268,7 +247,7 @@ static int finish_lists(struct parse_ctx *c) {
         for (int i = 0; i < _LIST_MAX; i++)
                 if (dst[i]) {
                         *dst[i] = c->lists[i].v;
-                        c->lists[i] = (struct strlist) {};
+                        c->lists[i] = (struct strv_builder) {};
                 }
         return finish_environment(c);
 }
@@ -335,7 +314,7 @@ static void verify(struct parse_ctx *c) {
 static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
         free(s->user);
         free(s->group);
-        unit_strv_free(s->supplementary_groups);
+        strv_free(s->supplementary_groups);
         sandbox_syscall_filter_clear(&s->syscall_filter);
         *s = unit_sandbox_defaults;
 }
@@ -347,17 +326,17 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         free(u->path);
         free(u->instance);
         free(u->description);
-        unit_strv_free(u->requires);
-        unit_strv_free(u->wants);
-        unit_strv_free(u->binds_to);
-        unit_strv_free(u->after);
-        unit_strv_free(u->before);
+        strv_free(u->requires);
+        strv_free(u->wants);
+        strv_free(u->binds_to);
+        strv_free(u->after);
+        strv_free(u->before);
         unit_command_list_clear(&u->exec_start_pre);
         unit_command_list_clear(&u->exec_start);
         unit_command_list_clear(&u->exec_start_post);
         unit_command_list_clear(&u->exec_stop);
         unit_command_list_clear(&u->exec_reload);
-        unit_strv_free(u->environment);
+        strv_free(u->environment);
         for (size_t i = 0; i < u->n_environment_files; i++)
                 free(u->environment_files[i].path);
         free(u->environment_files);
@@ -400,7 +379,7 @@ static void ctx_done(struct parse_ctx *c) {
         free(c->prefix);
         free(c->message);
         for (int i = 0; i < _LIST_MAX; i++)
-                uf_strlist_clear(&c->lists[i]);
+                strv_builder_clear(&c->lists[i]);
 }
 
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,

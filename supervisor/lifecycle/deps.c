@@ -12,6 +12,7 @@
 #include "deps.h"
 #include "log.h"
 #include "macro.h"
+#include "strv.h"
 
 bool dep_list_has(const struct dep_list *l, size_t i) {
         for (size_t j = 0; j < l->n; j++)
@@ -106,20 +107,6 @@ static long name_lookup(const struct name_index *x, const char *name) {
         return -1;
 }
 
-static int strv_push(char ***v, const char *s) {
-        size_t n = 0;
-        while (*v && (*v)[n])
-                n++;
-        char **w = realloc(*v, (n + 2) * sizeof *w);
-        if (!w)
-                return -ENOMEM;
-        *v = w;
-        if (!(w[n] = strdup(s)))
-                return -ENOMEM;
-        w[n + 1] = NULL;
-        return 0;
-}
-
 #define NO_REVERSE ((size_t) -1)
 
 /* Adds the edges of node i's names to the list at list_off of node i and,
@@ -130,7 +117,7 @@ static int add_edges(struct dep_graph *g, const struct name_index *x, size_t i, 
         for (char *const *p = names; p && *p; p++) {
                 long t = name_lookup(x, *p);
                 if (t < 0) {
-                        if (missing && strv_push(missing, *p) < 0)
+                        if (missing && strv_extend(missing, *p) < 0)
                                 return -ENOMEM;
                         continue;
                 }

@@ -11,12 +11,12 @@ char **kept_env_take(struct kept_env *k, size_t text_size, uint64_t text_hash) {
 }
 
 void kept_env_keep(struct kept_env *k, char **env, size_t text_size, uint64_t text_hash) {
-        unit_strv_free(k->env);
+        strv_free(k->env);
         /* A file of the same text builds the same environment. */
         *k = (struct kept_env) { .env = env, .size = text_size, .hash = text_hash };
 }
 
 void kept_env_done(struct kept_env *k) {
-        unit_strv_free(k->env);
+        strv_free(k->env);
         *k = (struct kept_env) {};
 }

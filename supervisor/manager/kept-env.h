@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 struct kept_env {
-        char **env;      /* owned (unit_strv_free), NULL when none is kept */
+        char **env;      /* owned (strv_free), NULL when none is kept */
         size_t size;     /* the text of the file env was built from: text_size */
         uint64_t hash;   /* and text_hash */
 };

@@ -146,8 +146,8 @@ struct spawn {
 };
 
 static void spawn_done(struct spawn *s) {
-        unit_strv_free(s->envp);
-        unit_strv_free(s->argv);
+        strv_free(s->envp);
+        strv_free(s->argv);
         free(s->path);
         sandbox_plan_free(s->sb);
 }

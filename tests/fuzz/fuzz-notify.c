@@ -114,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         bool wd = m.extend_timeout_usec > 0 && m.extend_timeout_usec != USEC_INFINITY;
                         CHECK(wd ? env[2] && !strncmp(env[2], "WATCHDOG_USEC=", 14) && !env[3] : !env[2]);
                 }
-                unit_strv_free(env);
+                strv_free(env);
         }
         free(buf);
         return 0;

@@ -53,8 +53,8 @@ static void exercise_list(const struct unit_command_list *l, char *const *envp) 
                 CHECK(unit_command_expand(cmd, envp, &argv, &unset) == 0);
                 check_strv(argv);
                 CHECK(argv[0]); /* never an empty argv */
-                unit_strv_free(argv);
-                unit_strv_free(unset);
+                strv_free(argv);
+                strv_free(unset);
         }
 }
 
@@ -78,7 +78,7 @@ static void exercise(const struct unit_file *u) {
         for (size_t i = 0; i < u->n_environment_files; i++)
                 CHECK(u->environment_files[i].path[0] == '/');
         CHECK(!u->working_directory || u->working_directory[0] == '/');
-        unit_strv_free(envp);
+        strv_free(envp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(r >= 0 || r == -ENOMEM);
         if (r >= 0)
                 check_strv(envp);
-        unit_strv_free(envp);
+        strv_free(envp);
         return 0;
 }
 

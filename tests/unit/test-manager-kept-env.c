@@ -44,7 +44,7 @@ static void test_take_same_text_only(void **state) {
         assert_ptr_equal(t, e);
         assert_null(k.env);                        /* taken: the caller owns it */
         assert_null(kept_env_take(&k, 10, 0xabc));
-        unit_strv_free(t);
+        strv_free(t);
         kept_env_done(&k);
 }
 
@@ -58,7 +58,7 @@ static void test_keep_replaces(void **state) {
         char **t = kept_env_take(&k, 12, 2);
         assert_ptr_equal(t, b);
         assert_string_equal(t[0], "A=2");
-        unit_strv_free(t);
+        strv_free(t);
         kept_env_keep(&k, env_of("B=1"), 1, 1);
         kept_env_done(&k);
         assert_null(k.env);

@@ -208,14 +208,14 @@ static void test_env_add(void **state) {
         assert_string_equal(env[1], "NOTIFY_SOCKET=@abcde");
         assert_string_equal(env[2], "WATCHDOG_USEC=2000000");
         assert_null(env[3]);
-        unit_strv_free(env);
+        strv_free(env);
         /* A unit's own Environment=NOTIFY_SOCKET= wins, as in systemd. */
         env = NULL;
         assert_int_equal(unit_env_set(&env, "NOTIFY_SOCKET=/own"), 0);
         assert_int_equal(notify_env_add(&env, "@abcde", 0), 0);
         assert_string_equal(env[0], "NOTIFY_SOCKET=/own");
         assert_null(env[1]);
-        unit_strv_free(env);
+        strv_free(env);
 }
 
 /* ---- tend's own notifications ---- */

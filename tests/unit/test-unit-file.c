@@ -175,7 +175,7 @@ static char **expand(const struct unit_file *u, const struct unit_command_list *
         assert_true(i < l->n);
         assert_int_equal(unit_build_environment(u->name, NULL, 0, u->environment, NULL, 0, &envp), 0);
         assert_int_equal(unit_command_expand(&l->commands[i], envp, &argv, ret_unset), 0);
-        unit_strv_free(envp);
+        strv_free(envp);
         return argv;
 }
 
@@ -776,7 +776,7 @@ static void test_readiness_keys(void **state) {
 /* Command lines (systemd.service(5) "COMMAND LINES")                        */
 /* ------------------------------------------------------------------------ */
 
-/* A command's argv is one allocation (unit_strv_pack()): the pointers, then the strings. */
+/* A command's argv is one allocation (strv_pack()): the pointers, then the strings. */
 static void test_packed_argv(void **state) {
         struct unit_file *u = parse_ok("[Service]\nExecStart=/bin/echo one \"two words\" %n\n");
         char **argv = u->exec_start.commands[0].argv;
@@ -788,7 +788,7 @@ static void test_packed_argv(void **state) {
         unit_file_free(u);
 
         char **v = NULL;
-        assert_int_equal(unit_strv_pack(NULL, &v), 0);
+        assert_int_equal(strv_pack(NULL, &v), 0);
         assert_non_null(v);
         assert_null(v[0]);
         free(v);
@@ -801,7 +801,7 @@ static void test_command_line_examples(void **state) {
         assert_strv(u->exec_start.commands[0].argv, "echo", "$ONE", "$TWO", "${TWO}", NULL); /* unexpanded at load */
         char **argv = expand(u, &u->exec_start, 0, NULL);
         assert_strv(argv, "echo", "one", "two", "two", "two two", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         unit_file_free(u);
 
         /*
@@ -816,10 +816,10 @@ static void test_command_line_examples(void **state) {
         assert_strv(u->environment, "ONE=one", "TWO='two two' too", "THREE=", NULL);
         argv = expand(u, &u->exec_start, 0, NULL);
         assert_strv(argv, "/bin/echo", "one", "'two two' too", "", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         argv = expand(u, &u->exec_start, 1, NULL);
         assert_strv(argv, "/bin/echo", "one", "two two", "too", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         unit_file_free(u);
 
         /* Example: "ExecStart=echo / >/dev/null & \; \ ls" is echo with five arguments. */
@@ -853,7 +853,7 @@ static void test_command_line_examples(void **state) {
         assert_int_equal(u->exec_start.commands[0].flags, UNIT_COMMAND_NO_ENV_EXPAND);
         argv = expand(u, &u->exec_start, 0, NULL);
         assert_strv(argv, "echo", "$USER", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         assert_int_equal(u->exec_start.commands[1].flags, UNIT_COMMAND_IGNORE_FAILURE);
         assert_strv(u->exec_start.commands[1].argv, "false", NULL);
         assert_string_equal(u->exec_start.commands[2].path, "true");
@@ -918,8 +918,8 @@ static void test_variables(void **state) {
         assert_strv(argv, "/bin/cmd", "-a", "b c", "d", "-a  'b c'  d", "pre-a  'b c'  dpost", "$ARGS", "$", "x", "",
                     "cost$5", "$$x", NULL);
         assert_strv(unset, "UNSET", "UNSET", NULL);
-        unit_strv_free(argv);
-        unit_strv_free(unset);
+        strv_free(argv);
+        strv_free(unset);
         unit_file_free(u);
         n_msgs = 0;
 
@@ -929,21 +929,21 @@ static void test_variables(void **state) {
         char *envp1[] = { S("A=first"), NULL }, *envp2[] = { S("A=second one"), NULL };
         assert_int_equal(unit_command_expand(cmd, envp1, &argv, NULL), 0);
         assert_strv(argv, "/bin/cmd", "first", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         assert_int_equal(unit_command_expand(cmd, envp2, &argv, NULL), 0);
         assert_strv(argv, "/bin/cmd", "second", "one", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         cmd->flags |= UNIT_COMMAND_NO_ENV_EXPAND;
         assert_int_equal(unit_command_expand(cmd, envp2, &argv, NULL), 0);
         assert_strv(argv, "/bin/cmd", "$A", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         unit_file_free(u);
 
         /* '@' with an argv[0] that expands to nothing never gives an empty argv. */
         u = parse_ok("[Service]\nExecStart=@/bin/cmd $NOTHING\n");
         argv = expand(u, &u->exec_start, 0, NULL);
         assert_strv(argv, "/bin/cmd", NULL);
-        unit_strv_free(argv);
+        strv_free(argv);
         unit_file_free(u);
 }
 
@@ -1103,7 +1103,7 @@ static void test_environment_builder(void **state) {
         assert_int_equal(unit_build_environment("a.service", base, 0, NULL, NULL, 0, &envp), 0);
         assert_strv(envp, "HOME=/root", "FOO=base", "WATCHDOG=kept", "NOTIFY_SOCKETS=kept", "LANG=C.UTF-8",
                     "PATH=" UNIT_DEFAULT_PATH, NULL);
-        envp = unit_strv_free(envp);
+        envp = strv_free(envp);
 
         /* Overrides in place, in order: tend's, MAINPID, Environment=, then EnvironmentFile=. */
         char path[PATH_MAX], optional[PATH_MAX], glob[PATH_MAX];
@@ -1120,10 +1120,10 @@ static void test_environment_builder(void **state) {
         assert_int_equal(unit_build_environment("a.service", base2, 4242, environment, files, 3, &envp), 0);
         assert_strv(envp, "PATH=/bin", "FOO=from file", "BAR=quoted # not a comment", "MAINPID=file", "ONLY=unit",
                     "NEW=x", "GLOB=2", NULL);
-        envp = unit_strv_free(envp);
+        envp = strv_free(envp);
         assert_int_equal(unit_build_environment("a.service", base2, 4242, NULL, NULL, 0, &envp), 0);
         assert_strv(envp, "PATH=/bin", "FOO=tend", "BAR=tend", "MAINPID=4242", NULL);
-        envp = unit_strv_free(envp);
+        envp = strv_free(envp);
         expect_no_msgs();
 
         /* A missing file without '-' fails the start, naming the unit and the file. */
@@ -1138,7 +1138,7 @@ static void test_environment_builder(void **state) {
         write_file("env", "FOO=changed\n");
         assert_int_equal(unit_build_environment("a.service", NULL, 0, NULL, files, 1, &envp), 0);
         assert_strv(envp, "PATH=" UNIT_DEFAULT_PATH, "FOO=changed", NULL);
-        envp = unit_strv_free(envp);
+        envp = strv_free(envp);
 
         /* A directory is not an environment file. */
         const struct unit_env_file d = { dir, false };
@@ -1175,7 +1175,7 @@ static void test_environment_file_format(void **state) {
         assert_strv(envp, "A=last wins", "B=two  words", "C=quoted \"x\" $HOME \\n \\ `", "D=single $x \\n",
                     "E=continued", "F=multi\nline", "G=unquoted # not a comment", "H=", "I=abc", "J=escaped space",
                     "K=unterminated", NULL);
-        unit_strv_free(envp);
+        strv_free(envp);
         expect_msgs(LOG_WARNING, "f:14: invalid variable name \"1BAD\", ignoring", LOG_WARNING,
                     "f:15: line without '=' ignored: \"NOEQ\"", -1);
 }
