@@ -192,7 +192,7 @@ static int ctl_daemon_reload(void *userdata, struct json_object *report) {
 static int ctl_shutdown(void *userdata) {
         struct manager *m = userdata;
         log_info("shutdown requested through the control socket");
-        manager_begin_shutdown(m, m->cmd_done ? m->cmd_status : 0);
+        manager_begin_shutdown(m, m->cmd.done ? m->cmd.status : 0);
         return 0;
 }
 

@@ -55,8 +55,8 @@ static void process_exit(struct manager *m, exit_id_t id) {
 
 /* After LAGGED: take the outcome of every process tend owns. */
 static void recover_exits(struct manager *m) {
-        if (m->cmd)
-                process_exit(m, exit_process_id(m->cmd));
+        if (m->cmd.process)
+                process_exit(m, exit_process_id(m->cmd.process));
         int k = exit_routes_recover(&m->routes, &exit_ops, m);
         if (k < 0)
                 log_error_errno(k, "recovering exits after the exit queue overflowed: %m");

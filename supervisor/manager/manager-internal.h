@@ -54,6 +54,16 @@ struct unit_data {
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
 };
 
+/* Combined mode's CMD (SPEC §1; cmd.c, entrypoint/cmd-run.h). */
+struct cmd_state {
+        const int *inherited;         /* fds for CMD (socket activation); tend keeps no copy */
+        size_t n_inherited;
+        rlim_t nofile_soft_inherited; /* CMD gets it back (SPEC §7) */
+        struct exit_process *process; /* while CMD runs */
+        bool started, done;
+        int status;                   /* CMD's exit status, once done */
+};
+
 struct manager {
         const struct tend_options *opts;
         sd_event *event;
@@ -82,13 +92,7 @@ struct manager {
         sd_event_source *shutdown_timer;
         int exit_status;
 
-        /* combined mode */
-        const int *inherited;
-        size_t n_inherited;
-        rlim_t nofile_soft_inherited; /* CMD gets it back (SPEC §7) */
-        struct exit_process *cmd;
-        bool cmd_started, cmd_done;
-        int cmd_status;
+        struct cmd_state cmd;          /* combined mode's CMD (cmd.c) */
 };
 
 static inline struct unit_data *data(const struct unit *u) {

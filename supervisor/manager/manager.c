@@ -47,8 +47,8 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         char b[24];
         bool terminate = sig == SIGTERM || sig == SIGINT || (sig == SIGPWR && getpid() == 1);
 
-        if (m->opts->cmd && m->cmd && !terminate) {
-                (void) exit_process_signal(m->cmd, options_remap(m->opts, sig)); /* forwarded to CMD */
+        if (m->opts->cmd && m->cmd.process && !terminate) {
+                (void) exit_process_signal(m->cmd.process, options_remap(m->opts, sig)); /* forwarded to CMD */
                 return 0;
         }
         if (terminate) {
@@ -58,7 +58,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                         return 0;
                 }
                 log_info("%s: shutting down", signal_to_string(sig, b));
-                manager_begin_shutdown(m, m->cmd_done ? m->cmd_status : 0);
+                manager_begin_shutdown(m, m->cmd.done ? m->cmd.status : 0);
                 return 0;
         }
         if (sig == SIGHUP) {
@@ -124,7 +124,7 @@ static void raise_nofile(struct manager *m) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
                 return;
-        m->nofile_soft_inherited = rl.rlim_cur;
+        m->cmd.nofile_soft_inherited = rl.rlim_cur;
         rl.rlim_cur = rl.rlim_max;
         (void) setrlimit(RLIMIT_NOFILE, &rl);
 }
@@ -200,7 +200,7 @@ static void manager_done(struct manager *m) {
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
-        exit_process_unref(m->cmd);
+        exit_process_unref(m->cmd.process);
         logs_manager_free(m->logs);
         cgroup_tree_leave_leaf(m->cgroups);
         cgroup_tree_free(m->cgroups);
@@ -215,7 +215,7 @@ static void manager_done(struct manager *m) {
 }
 
 int manager_run(const struct tend_options *opts, const int *inherited, size_t n_inherited) {
-        struct manager m = { .opts = opts, .inherited = inherited, .n_inherited = opts->cmd ? n_inherited : 0 };
+        struct manager m = { .opts = opts, .cmd = { .inherited = inherited, .n_inherited = opts->cmd ? n_inherited : 0 } };
         if (!opts->cmd)
                 for (size_t i = 0; i < n_inherited; i++)
                         close(inherited[i]);

@@ -26,7 +26,7 @@ static bool all_units_dead(struct manager *m) {
 }
 
 void manager_check_shutdown_done(struct manager *m) {
-        if (!m->shutting_down || m->cmd || !all_units_dead(m))
+        if (!m->shutting_down || m->cmd.process || !all_units_dead(m))
                 return;
         if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
                 /* As PID 1 the remaining processes get SIGTERM, then, at the
@@ -48,8 +48,8 @@ void manager_kill_everything(struct manager *m) {
                 struct unit *u = m->units[i];
                 (void) unit_group_signal(data(u)->group, u->file->final_kill_signal, u->main != NULL);
         }
-        if (m->cmd)
-                (void) exit_process_signal(m->cmd, SIGKILL);
+        if (m->cmd.process)
+                (void) exit_process_signal(m->cmd.process, SIGKILL);
         if (getpid() == 1)
                 (void) kill(-1, SIGKILL);
 }
@@ -71,9 +71,9 @@ static void stop_all_units(struct manager *m) {
 
 static int on_cmd_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
-        if (m->cmd) {
+        if (m->cmd.process) {
                 log_warning("%s did not exit within --stop-timeout: SIGKILL", m->opts->cmd[0]);
-                (void) exit_process_signal(m->cmd, SIGKILL);
+                (void) exit_process_signal(m->cmd.process, SIGKILL);
         }
         return 0;
 }
@@ -86,9 +86,9 @@ void manager_begin_shutdown(struct manager *m, int status) {
         notify_upstream_stopping(m->upstream);
         usec_t deadline = now_usec(CLOCK_MONOTONIC) + m->opts->shutdown_timeout;
         (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, deadline, 1, on_shutdown_deadline, m);
-        if (m->cmd) {
+        if (m->cmd.process) {
                 /* Combined mode: CMD first, within the same deadline. */
-                (void) exit_process_signal(m->cmd, SIGTERM);
+                (void) exit_process_signal(m->cmd.process, SIGTERM);
                 usec_t t = now_usec(CLOCK_MONOTONIC) + m->opts->stop_timeout;
                 (void) sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC, t < deadline ? t : deadline, 1,
                                          on_cmd_stop_timeout, m);
