@@ -112,37 +112,29 @@ static void set_or_null(json_object *o, const char *key, json_object *v, bool se
 }
 
 void record_fields_of(const struct unit *u, int waiters, struct record_fields *ret) {
-        struct unit_shown s;
-        unit_get_shown(u, &s); /* the fields at the change being reported */
-        *ret = (struct record_fields) {
-                .state = s.state,
-                .result = s.result,
-                .main_pid = s.main_pid,
-                .since_realtime = s.since_realtime,
-                .since_monotonic = s.since_monotonic,
-                .restarts = s.restarts,
-                .has_last_exit = s.has_last_exit,
-                .last_exit = s.has_last_exit ? s.last_exit : (struct exit_reason) {},
-                .waiters = waiters > 0 ? waiters : 0,
-                .has_status = u->status_text != NULL,
-        };
-        if (ret->last_exit.kind != EXIT_REASON_KILLED) /* shown only with a signal */
-                ret->last_exit.core_dumped = 0;
-        ret->last_exit.reserved = 0;
+        *ret = (struct record_fields) { .waiters = waiters > 0 ? waiters : 0, .has_status = u->status_text != NULL };
+        unit_get_shown(u, &ret->shown); /* the fields at the change being reported */
+        struct exit_reason *e = &ret->shown.last_exit;
+        if (!ret->shown.has_last_exit)
+                *e = (struct exit_reason) {};
+        if (e->kind != EXIT_REASON_KILLED) /* shown only with a signal */
+                e->core_dumped = 0;
+        e->reserved = 0;
 }
 
 bool record_fields_equal(const struct record_fields *a, const struct record_fields *b) {
-        return !a->has_status && !b->has_status && a->state == b->state && a->result == b->result &&
-               a->main_pid == b->main_pid && a->since_realtime == b->since_realtime &&
-               a->since_monotonic == b->since_monotonic && a->restarts == b->restarts &&
-               a->has_last_exit == b->has_last_exit && a->last_exit.kind == b->last_exit.kind &&
-               a->last_exit.status == b->last_exit.status && a->last_exit.core_dumped == b->last_exit.core_dumped &&
+        const struct unit_shown *x = &a->shown, *y = &b->shown;
+        return !a->has_status && !b->has_status && x->state == y->state && x->result == y->result &&
+               x->main_pid == y->main_pid && x->since_realtime == y->since_realtime &&
+               x->since_monotonic == y->since_monotonic && x->restarts == y->restarts &&
+               x->has_last_exit == y->has_last_exit && x->last_exit.kind == y->last_exit.kind &&
+               x->last_exit.status == y->last_exit.status && x->last_exit.core_dumped == y->last_exit.core_dumped &&
                a->waiters == b->waiters;
 }
 
 const char *record_writer_format_fields(struct record_writer *w, const char *name_text, const char *status_text,
                                        const struct record_fields *f, size_t *ret_len) {
-        if (f->state >= _UNIT_STATE_MAX || f->result >= _UNIT_RESULT_MAX)
+        if (f->shown.state >= _UNIT_STATE_MAX || f->shown.result >= _UNIT_RESULT_MAX)
                 return NULL;
         /* Strings are new values: json-c 0.16 (Debian 12) mishandles a
          * json_object_set_string() that shrinks a string it had grown. */
@@ -155,18 +147,18 @@ const char *record_writer_format_fields(struct record_writer *w, const char *nam
         }
         (void) json_object_object_add(w->root, "name", name);
         (void) json_object_object_add(w->root, "status", status);
-        set_or_null(w->root, "state", w->states[f->state], true);
-        set_or_null(w->root, "result", w->results[f->result], true);
-        json_object_set_int(w->main_pid, f->main_pid);
-        set_or_null(w->root, "main_pid", w->main_pid, f->main_pid > 0);
-        json_object_set_int64(w->since, (int64_t) f->since_realtime);
-        json_object_set_int64(w->since_monotonic, (int64_t) f->since_monotonic);
-        json_object_set_int64(w->restarts, (int64_t) f->restarts);
-        bool exited = f->has_last_exit && f->last_exit.kind == EXIT_REASON_EXITED;
-        json_object_set_int(w->code, f->last_exit.status);
-        json_object_set_int(w->signal, f->last_exit.status);
-        json_object_set_boolean(w->core_dumped, f->last_exit.core_dumped);
-        set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, f->has_last_exit);
+        set_or_null(w->root, "state", w->states[f->shown.state], true);
+        set_or_null(w->root, "result", w->results[f->shown.result], true);
+        json_object_set_int(w->main_pid, f->shown.main_pid);
+        set_or_null(w->root, "main_pid", w->main_pid, f->shown.main_pid > 0);
+        json_object_set_int64(w->since, (int64_t) f->shown.since_realtime);
+        json_object_set_int64(w->since_monotonic, (int64_t) f->shown.since_monotonic);
+        json_object_set_int64(w->restarts, (int64_t) f->shown.restarts);
+        bool exited = f->shown.has_last_exit && f->shown.last_exit.kind == EXIT_REASON_EXITED;
+        json_object_set_int(w->code, f->shown.last_exit.status);
+        json_object_set_int(w->signal, f->shown.last_exit.status);
+        json_object_set_boolean(w->core_dumped, f->shown.last_exit.core_dumped);
+        set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, f->shown.has_last_exit);
         json_object_set_int(w->waiters, f->waiters);
         /* The canonical form control-watch.h splices into watch messages unparsed. */
         return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,

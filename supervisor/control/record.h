@@ -38,13 +38,7 @@ const char *record_writer_format(struct record_writer *w, const struct unit *u, 
 /* What a record is made of: equal fields make an equal record, so a change
  * that changed none of them (a phase within the same state) needs no new one. */
 struct record_fields {
-        enum unit_state state;
-        enum unit_result result;
-        pid_t main_pid;
-        usec_t since_realtime, since_monotonic;
-        uint64_t restarts;
-        bool has_last_exit;
-        struct exit_reason last_exit;
+        struct unit_shown shown; /* what the unit shows (unit.h), last_exit zeroed when there is none */
         int waiters;
         bool has_status; /* STATUS= text: never compared, a record with one is always written */
 };

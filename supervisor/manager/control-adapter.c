@@ -117,7 +117,7 @@ static bool record_says_down(struct unit *u) {
         struct unit_data *d = data(u);
         if (u->record_revision == 0)
                 return true;
-        return d->record_written && state_is_down(d->record.state);
+        return d->record_written && state_is_down(d->record.shown.state);
 }
 
 static int ctl_stop(void *userdata, const char *name) {
@@ -130,7 +130,7 @@ static int ctl_stop(void *userdata, const char *name) {
 }
 
 void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f) {
-        if (state_is_down(f->state))
+        if (state_is_down(f->shown.state))
                 control_server_unit_stopped(m->control, u->name);
 }
 

@@ -91,15 +91,17 @@ static void test_records(void **state) {
         for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
                 for (int shape = 0; shape < 4; shape++) {
                         struct record_fields f = {
-                                .state = (enum unit_state) (shape % 2 ? UNIT_RUNNING : UNIT_FAILED),
-                                .result = shape % 2 ? UNIT_RESULT_SUCCESS : UNIT_RESULT_EXIT_CODE,
-                                .main_pid = shape % 2 ? 4242 : 0,
-                                .since_realtime = 1796026420287743ull,
-                                .since_monotonic = 5000000ull * (uint64_t) shape,
-                                .restarts = (uint64_t) i,
-                                .has_last_exit = shape > 0,
-                                .last_exit = { .kind = shape == 1 ? EXIT_REASON_EXITED : EXIT_REASON_KILLED,
-                                               .status = shape == 1 ? 3 : 9, .core_dumped = shape == 3 },
+                                .shown = {
+                                        .state = (enum unit_state) (shape % 2 ? UNIT_RUNNING : UNIT_FAILED),
+                                        .result = shape % 2 ? UNIT_RESULT_SUCCESS : UNIT_RESULT_EXIT_CODE,
+                                        .main_pid = shape % 2 ? 4242 : 0,
+                                        .since_realtime = 1796026420287743ull,
+                                        .since_monotonic = 5000000ull * (uint64_t) shape,
+                                        .restarts = (uint64_t) i,
+                                        .has_last_exit = shape > 0,
+                                        .last_exit = { .kind = shape == 1 ? EXIT_REASON_EXITED : EXIT_REASON_KILLED,
+                                                       .status = shape == 1 ? 3 : 9, .core_dumped = shape == 3 },
+                                },
                                 .waiters = (int) i,
                                 .has_status = statuses[i] != NULL,
                         };

@@ -37,14 +37,14 @@ static char unit_a, unit_b;
 #define B ((struct unit *) &unit_b)
 
 static struct record_fields fields(enum unit_state state, uint64_t restarts, bool status) {
-        return (struct record_fields) { .state = state, .restarts = restarts, .has_status = status };
+        return (struct record_fields) { .shown = { .state = state, .restarts = restarts }, .has_status = status };
 }
 
 static void assert_write(const struct fake_store *s, size_t i, struct unit *u, enum unit_state state, uint64_t restarts) {
         assert_true(i < s->n);
         assert_ptr_equal(s->w[i].u, u);
-        assert_int_equal(s->w[i].f.state, state);
-        assert_int_equal(s->w[i].f.restarts, restarts);
+        assert_int_equal(s->w[i].f.shown.state, state);
+        assert_int_equal(s->w[i].f.shown.restarts, restarts);
         assert_int_equal(s->w[i].revision, i + 1);
 }
 
@@ -68,7 +68,7 @@ static void test_held_in_order_after_release(void **state) {
         struct record_fields stop = fields(UNIT_STOPPING, 0, false), back = fields(UNIT_BACKOFF, 1, false),
                              start = fields(UNIT_RUNNING, 1, false), other = fields(UNIT_FAILED, 0, false);
         assert_true(held_records_write(&h, A, &stop, store, &s));
-        stop.state = UNIT_INACTIVE; /* the caller's copy changes: the held one does not */
+        stop.shown.state = UNIT_INACTIVE; /* the caller's copy changes: the held one does not */
         assert_true(held_records_write(&h, B, &other, store, &s));
         assert_true(held_records_write(&h, A, &back, store, &s));
         assert_true(held_records_write(&h, A, &start, store, &s));
