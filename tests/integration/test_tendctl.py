@@ -838,7 +838,11 @@ class DaemonReload(CtlTestCase):
             wait_until(lambda: os.readlink('/proc/%d/exe' % pid).endswith('/sleep'), 5,
                        'pid %d never exec\'d /bin/sleep (its spawn is stuck?)' % pid)
             with open('/proc/%d/environ' % pid) as f:
-                return [e for e in f.read().split('\0') if e.startswith('GREETING=')]
+                got = [e for e in f.read().split('\0') if e.startswith('GREETING=')]
+            if not got:  # a process that exits has no environ left: say what tend did
+                print('pid %d: no GREETING=; status %r; tend said:\n%s'
+                      % (pid, self.st('envy'), self.stderr()[-3000:]), file=sys.stderr)
+            return got
 
         self.unit('envy', '[Service]\nEnvironment=GREETING=one\nExecStart=/bin/sleep 1040\nRestart=always\n'
                           'RestartSec=0\n')
