@@ -137,6 +137,9 @@ static void step_stop(struct unit *u) {
         if (ran && u->file->exec_stop.n > 0 && !u->control) {
                 u->cmd_index = 0;
                 unit_sm_set_pos(u, UNIT_POS_STOP_CMD);
+                /* TimeoutStopSec= bounds ExecStop= too (SPEC §4 "Stop"), as
+                 * systemd: a hung one must not hold the stop forever. */
+                unit_sm_arm(u, u->file->timeout_stop);
                 unit_sm_queue_step(u, UNIT_STEP_RUN);
                 return;
         }
@@ -372,7 +375,7 @@ static const struct {
         [UNIT_STEP_START_DONE] = { step_start_done, F(RUNNING) | F(STOP) },
         /* → RUNNING: the watchdog lease, the flight answered ok */
         [UNIT_STEP_RUNNING] = { step_running, 0 },
-        /* → STOP_CMD (ExecStop=) */
+        /* → STOP_CMD (ExecStop=): TimeoutStopSec= */
         [UNIT_STEP_STOP] = { step_stop, F(RUN) | F(STOP_SIGTERM) },
         /* → STOP_SIGTERM with KillSignal= or WatchdogSignal=, STOP_SIGKILL
          * with FinalKillSignal=: TimeoutStopSec=, or done at once */

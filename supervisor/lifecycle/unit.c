@@ -580,7 +580,12 @@ static void stop_timed_out(struct unit *u) {
                 unit_sm_queue_step(u, UNIT_STEP_STOP);
                 return;
         case UNIT_POS_STOP_CMD:
-                log_warning("%s: ExecStop= timed out", u->name);
+                log_warning("%s: ExecStop= still running after %s: killing it, then the stop signal", u->name,
+                            "TimeoutStopSec=");
+                /* As systemd (its SERVICE_STOP timeout): the stop timed out;
+                 * the signals per KillMode= follow. */
+                if (u->result == UNIT_RESULT_SUCCESS)
+                        u->result = UNIT_RESULT_TIMEOUT;
                 if (u->control)
                         (void) exit_process_signal(u->control, SIGKILL);
                 unit_sm_queue_step(u, UNIT_STEP_STOP_SIGTERM);
