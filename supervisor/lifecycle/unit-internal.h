@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Between the files of the unit state machine (unit.c, unit-notify.c,
- * unit-policy.c); nothing else includes it. unit.h says how an event runs.
+ * Between the files of the unit state machine (unit.c, unit-steps.c,
+ * unit-state.c, unit-notify.c, unit-policy.c); nothing else includes it.
+ * unit.h says how an event runs.
  */
 #pragma once
 
@@ -39,10 +40,11 @@ void unit_sm_queue_changed(struct unit *u);
 void unit_sm_deliver_changes(struct unit *u);
 usec_t unit_sm_now(struct unit *u);
 
-/* ---- unit.c: the machine's steps ---- */
+/* ---- unit.c: the event bracket and the helpers the steps share ---- */
 
-/* Every public event runs between these: the last end applies the queued
- * requests, then delivers the queued changes to the manager. */
+/* Every public event runs between these: its end runs the steps it queued,
+ * and the last end applies the queued requests (running their steps after
+ * each), then delivers the queued changes to the manager. */
 void unit_sm_event_begin(struct unit *u);
 void unit_sm_event_end(struct unit *u);
 
@@ -51,10 +53,27 @@ void unit_sm_arm(struct unit *u, usec_t timeout);
 void unit_sm_disarm(struct unit *u);
 /* p (taken, may be NULL) becomes u's main process. */
 void unit_sm_set_main(struct unit *u, struct exit_process *p);
-/* The start job is done for u's Type= (READY=1, exec, fork, oneshot). */
-void unit_sm_main_started(struct unit *u);
-/* Sends sig per KillMode= (the final kill signal when final) and waits. */
-void unit_sm_enter_stop_signal_as(struct unit *u, int sig, bool final);
+/* l's command i, NULL past the end. */
+const struct unit_command *unit_sm_command(const struct unit_command_list *l, size_t i);
+/* Answers u's flight, if any (ok, or not with reason: may be NULL), ends
+ * the work's share of it and queues the change for the manager. */
+void unit_sm_answer_flight(struct unit *u, bool ok, const char *reason);
+
+/* ---- unit-steps.c: what follows an event, one table ---- */
+
+/* Names the step that follows (asserts the slot is free and, inside a step,
+ * that the table lets s follow it). */
+void unit_sm_queue_step(struct unit *u, enum unit_step s);
+/* Runs the queued steps until none is left. */
+void unit_sm_run_steps(struct unit *u);
+/* A start failed before the unit ran: the result, the answer, the stop. */
+void unit_sm_start_failed(struct unit *u, enum unit_result result);
+/* Whether the processes the current KillMode= waits for are gone. */
+bool unit_sm_stop_complete(struct unit *u);
+/* The commands u's position runs, NULL where it runs none. */
+const struct unit_command_list *unit_sm_commands_of(const struct unit *u);
+/* A daemon-reload's new file becomes u's (no process of u runs). */
+void unit_sm_take_next_file(struct unit *u);
 
 /* ---- unit-notify.c: the watchdog lease ---- */
 

@@ -2,7 +2,8 @@
 /*
  * The unit state machine's notifications (SPEC §4 "Readiness and notify")
  * and watchdog lease (SPEC §4 "Watchdog"). Each public function is an event
- * of the machine (unit.h "How an event runs").
+ * of the machine (unit.h "How an event runs"); a notification's keys act
+ * in order, each on the position the one before left.
  */
 #include <errno.h>
 #include <signal.h>
@@ -55,7 +56,7 @@ static void watchdog_fire(struct unit *u, const char *why) {
         u->result = UNIT_RESULT_WATCHDOG;
         /* As systemd: no ExecStop=; the signal per KillMode=, then
          * TimeoutStopSec= and the final kill signal. */
-        unit_sm_enter_stop_signal_as(u, u->file->watchdog_signal, false);
+        unit_sm_queue_step(u, UNIT_STEP_STOP_WATCHDOG);
 }
 
 void unit_watchdog_expired(struct unit *u) {
@@ -181,7 +182,7 @@ static void notify_ready(struct unit *u) {
         /* The start job of a Type=notify unit (SPEC §4 "Start jobs"); in
          * any other position READY=1 changes nothing. */
         if (u->pos == UNIT_POS_START && u->file->type == UNIT_TYPE_NOTIFY && u->main)
-                unit_sm_main_started(u);
+                unit_sm_queue_step(u, UNIT_STEP_MAIN_STARTED);
 }
 
 static void notify_stopping(struct unit *u) {
@@ -230,12 +231,17 @@ void unit_notify(struct unit *u, const struct notify_message *m) {
                 log_debug("%s: RELOADING=1", u->name);
         if (m->ready)
                 notify_ready(u);
+        /* Each key acts on the position the one before left: its steps run
+         * first (READY=1 then STOPPING=1 in one message stops a running
+         * unit). */
+        unit_sm_run_steps(u);
         if (m->stopping)
                 notify_stopping(u);
         if (m->has_extend_timeout)
                 notify_extend(u, m->extend_timeout_usec);
         if (m->watchdog_trigger)
                 watchdog_fire(u, "triggered (WATCHDOG=trigger)");
+        unit_sm_run_steps(u);
         if (m->watchdog_ping && u->watchdog_held && watchdog_applies(u))
                 unit_sm_watchdog_renew(u);
         unit_sm_event_end(u);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The unit state machine (SPEC §4); unit.h lists the positions, the events,
- * the invariants and how an event runs. Here: the position table, the
- * change queue and the queued requests, then the transitions, then the
- * events. Notifications and the watchdog are in unit-notify.c, the restart
- * policy and the start limit in unit-policy.c.
+ * the invariants and how an event runs. Here: the helpers the steps share,
+ * the flight's answer, the queued requests and the event bracket, then the
+ * events: each moves the position and names the step that follows, which
+ * unit-steps.c's table runs. Notifications and the watchdog are in
+ * unit-notify.c, the restart policy and the start limit in unit-policy.c,
+ * the position table and the changes in unit-state.c.
  */
 #include <assert.h>
 #include <errno.h>
@@ -36,7 +38,7 @@ void unit_sm_set_main(struct unit *u, struct exit_process *p) {
         u->ops->main_pid_changed(u->userdata, u, u->main_pid);
 }
 
-static const struct unit_command *command(const struct unit_command_list *l, size_t i) {
+const struct unit_command *unit_sm_command(const struct unit_command_list *l, size_t i) {
         return i < l->n ? &l->commands[i] : NULL;
 }
 
@@ -57,9 +59,7 @@ static void outcome_free(void *outcome, void *userdata) {
 
 const sf_outcome_ops unit_outcome_ops = { .copy = outcome_copy, .free = outcome_free };
 
-/* Answers the current flight, if any, and ends the work's share of it;
- * reason (may be NULL) says why it is not ok beyond the result. */
-static void answer_flight_why(struct unit *u, bool ok, const char *reason) {
+void unit_sm_answer_flight(struct unit *u, bool ok, const char *reason) {
         if (!u->resolution)
                 return;
         struct unit_outcome *o = malloc(sizeof *o);
@@ -72,331 +72,6 @@ static void answer_flight_why(struct unit *u, bool ok, const char *reason) {
         /* Without an answer (out of memory) freeing it answers `abandoned`. */
         u->resolution = sf_resolution_free(u->resolution);
         unit_sm_queue_change(u, UNIT_CHANGE_ANSWERED, UNIT_ACTION_NONE, 0);
-}
-
-static void answer_flight(struct unit *u, bool ok) {
-        answer_flight_why(u, ok, NULL);
-}
-
-/* ---- the end of a run ---- */
-
-static void begin_start(struct unit *u);
-
-static void enter_dead(struct unit *u) {
-        unit_sm_disarm(u);
-        unit_sm_watchdog_release(u);
-        bool ok = u->result == UNIT_RESULT_SUCCESS;
-        /* An explicit restart goes straight on to its start (a queued
-         * request): a dead state published in between would end a `tendctl
-         * stop` waiting for "inactive" while the stop it queued behind the
-         * restart (SPEC §2.3) is still to come. */
-        if (u->queued & UNIT_QUEUED_RESTART)
-                unit_sm_move(u, UNIT_POS_WAIT_RESTART);
-        else
-                unit_sm_set_pos(u, ok ? UNIT_POS_INACTIVE : UNIT_POS_FAILED);
-        answer_flight(u, false);
-        if (!ok)
-                log_warning("%s: failed with result '%s'", u->name, unit_result_to_string(u->result));
-        unit_action action = ok ? u->file->success_action : u->file->failure_action;
-        if (action != UNIT_ACTION_NONE && u->want_up) {
-                int status = u->has_last_exit ? exit_reason_to_shell_status(&u->last_exit) : (ok ? 0 : 1);
-                unit_sm_queue_change(u, UNIT_CHANGE_ACTION, action, status);
-        }
-}
-
-static void enter_backoff_or_dead(struct unit *u) {
-        unit_sm_disarm(u);
-        if (!unit_sm_restart_wanted(u)) {
-                enter_dead(u);
-                return;
-        }
-        unit_sm_set_pos(u, UNIT_POS_BACKOFF);
-        u->queued |= UNIT_QUEUED_BACKOFF; /* the restart's flight, after the event */
-}
-
-/* The stop sequence is done: nothing of the unit runs any more. */
-static void stop_finished(struct unit *u) {
-        /* SPEC §4 "Stop": KillMode=process leaves the rest; say so. */
-        if (u->file->kill_mode == UNIT_KILL_PROCESS && u->ops->populated(u->userdata, u) > 0)
-                log_warning("%s: processes of the unit are left running (KillMode=process)", u->name);
-        if (u->want_up && !(u->queued & UNIT_QUEUED_RESTART))
-                enter_backoff_or_dead(u);
-        else
-                enter_dead(u);
-}
-
-/* Whether the processes the current KillMode= waits for are gone. */
-static bool stop_complete(struct unit *u) {
-        if (u->main || u->control)
-                return false;
-        if (u->file->kill_mode == UNIT_KILL_PROCESS)
-                return true;
-        int k = u->ops->populated(u->userdata, u);
-        return k <= 0;
-}
-
-static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
-        char b[24];
-        bool all = u->file->kill_mode == UNIT_KILL_CONTROL_GROUP ||
-                   (u->file->kill_mode == UNIT_KILL_MIXED && final);
-        if (all) {
-                int k = u->ops->signal_all(u->userdata, u, sig);
-                if (k < 0)
-                        log_warning_errno(k, "%s: sending %s: %m", u->name, signal_to_string(sig, b));
-                if (!final)
-                        (void) u->ops->signal_all(u->userdata, u, SIGCONT);
-                return;
-        }
-        if (u->main) {
-                (void) exit_process_signal(u->main, sig);
-                if (!final)
-                        (void) exit_process_signal(u->main, SIGCONT);
-        }
-        if (u->control) /* a control process is never left behind */
-                (void) exit_process_signal(u->control, sig);
-}
-
-void unit_sm_enter_stop_signal_as(struct unit *u, int sig, bool final) {
-        if (final && !u->file->send_sigkill) {
-                log_warning("%s: processes survive the stop (SendSIGKILL=no)", u->name);
-                stop_finished(u);
-                return;
-        }
-        signal_for_kill_mode(u, sig, final);
-        unit_sm_set_pos(u, final ? UNIT_POS_STOP_SIGKILL : UNIT_POS_STOP_SIGTERM);
-        if (stop_complete(u)) {
-                stop_finished(u);
-                return;
-        }
-        unit_sm_arm(u, u->file->timeout_stop);
-}
-
-static void enter_stop_signal(struct unit *u, bool final) {
-        unit_sm_enter_stop_signal_as(u, final ? u->file->final_kill_signal : u->file->kill_signal, final);
-}
-
-static void run_next(struct unit *u);
-
-/* Runs ExecStop= if the start job was done (ran), then the signals. */
-static void enter_stop_ran(struct unit *u, bool ran) {
-        unit_sm_disarm(u);
-        unit_sm_watchdog_release(u);
-        if (u->control) {
-                /* A start's control process is part of what is stopped. */
-                (void) exit_process_signal(u->control, u->file->kill_signal);
-        }
-        if (ran && u->file->exec_stop.n > 0 && !u->control) {
-                u->cmd_index = 0;
-                unit_sm_set_pos(u, UNIT_POS_STOP_CMD);
-                run_next(u);
-                return;
-        }
-        enter_stop_signal(u, false);
-}
-
-static void enter_stop(struct unit *u) {
-        enter_stop_ran(u, unit_sm_row(u)->ran);
-}
-
-/* A start failed before the unit ran: record why, then stop what is left. */
-static void start_failed(struct unit *u, enum unit_result result) {
-        u->result = result;
-        answer_flight(u, false);
-        enter_stop(u);
-}
-
-/* ---- starting ---- */
-
-static void enter_running(struct unit *u) {
-        unit_sm_disarm(u); /* TimeoutStartSec= no longer applies */
-        unit_sm_set_pos(u, UNIT_POS_RUNNING);
-        unit_sm_watchdog_renew(u); /* the lease exists from here (SPEC §4) */
-        answer_flight(u, true);
-}
-
-/* Every command of the start ran, ExecStartPost= included. A oneshot
- * without RemainAfterExit= is then done: nothing to restart. */
-static void start_commands_done(struct unit *u) {
-        if (u->file->type != UNIT_TYPE_ONESHOT || u->file->remain_after_exit) {
-                enter_running(u);
-                return;
-        }
-        u->finished = true;
-        answer_flight(u, true);
-        enter_stop_ran(u, true);
-}
-
-/* The start job is done for the unit's Type= (SPEC §4 "Start jobs"), after
- * ExecStartPost= (a oneshot's too, with or without RemainAfterExit=). */
-void unit_sm_main_started(struct unit *u) {
-        if (u->file->exec_start_post.n > 0) {
-                u->cmd_index = 0;
-                unit_sm_set_pos(u, UNIT_POS_START_POST);
-                run_next(u);
-                return;
-        }
-        start_commands_done(u);
-}
-
-/* The commands the position runs, NULL where it runs none. */
-static const struct unit_command_list *commands_of(const struct unit *u) {
-        switch (u->pos) {
-        case UNIT_POS_START_PRE:
-                return &u->file->exec_start_pre;
-        case UNIT_POS_START:
-                return &u->file->exec_start;
-        case UNIT_POS_START_POST:
-                return &u->file->exec_start_post;
-        case UNIT_POS_STOP_CMD:
-                return &u->file->exec_stop;
-        case UNIT_POS_RELOAD:
-                return &u->file->exec_reload;
-        default:
-                return NULL;
-        }
-}
-
-/* The position's commands all ran: its next step. */
-static void commands_done(struct unit *u) {
-        switch (u->pos) {
-        case UNIT_POS_START_PRE:
-                u->cmd_index = 0;
-                unit_sm_move(u, UNIT_POS_START);
-                run_next(u);
-                return;
-        case UNIT_POS_START: /* oneshot: every ExecStart= succeeded (or there was none) */
-                unit_sm_main_started(u); /* ExecStartPost=, then done or running */
-                return;
-        case UNIT_POS_START_POST:
-                start_commands_done(u);
-                return;
-        case UNIT_POS_STOP_CMD:
-                enter_stop_signal(u, false);
-                return;
-        case UNIT_POS_RELOAD:
-                unit_sm_set_pos(u, UNIT_POS_RUNNING);
-                return;
-        default:
-                return;
-        }
-}
-
-/* SPEC §2.3: the first fork of any of the unit's processes is the point of
- * no return of its flight. false when the flight was cancelled first: the
- * unit is back to inactive. */
-static bool publish(struct unit *u) {
-        if (!u->resolution || sf_resolution_begin_publishing(u->resolution) != -ECANCELED)
-                return true;
-        log_debug("%s: start cancelled before its first process", u->name);
-        u->resolution = sf_resolution_free(u->resolution);
-        u->result = UNIT_RESULT_SUCCESS;
-        u->want_up = false;
-        enter_dead(u);
-        return false;
-}
-
-/* Spawns the position's command at cmd_index; moves on when none is left. */
-static void run_next(struct unit *u) {
-        const struct unit_command_list *l = commands_of(u);
-        if (!l)
-                return;
-        const struct unit_command *cmd = command(l, u->cmd_index);
-        if (!cmd) {
-                commands_done(u);
-                return;
-        }
-        if (!publish(u))
-                return;
-        bool main = u->pos == UNIT_POS_START;
-        struct exit_process *p = NULL;
-        int k = u->ops->spawn(u->userdata, u, cmd, main, &p);
-        if (k < 0) { /* said by the spawn op */
-                if (u->pos == UNIT_POS_STOP_CMD || u->pos == UNIT_POS_RELOAD) {
-                        u->cmd_index++;
-                        run_next(u);
-                } else
-                        start_failed(u, k == -ENOEXEC ? UNIT_RESULT_EXEC_FAILED : UNIT_RESULT_RESOURCES);
-                return;
-        }
-        if (!main) {
-                u->control = p;
-                return;
-        }
-        unit_sm_set_main(u, p);
-        if (u->file->type == UNIT_TYPE_SIMPLE) {
-                unit_sm_main_started(u);
-                return;
-        }
-        /* exec: started at the exec status; notify: at its READY=1
-         * (unit_notify); oneshot: at its exit. The record shows the main
-         * pid meanwhile. */
-        unit_sm_queue_changed(u);
-}
-
-/* A new file takes effect where no process of the unit runs. The start-limit
- * ring is sized by StartLimitBurst=, which the new file may change. */
-static void take_next_file(struct unit *u) {
-        if (!u->next_file)
-                return;
-        unit_file_free(u->file);
-        u->file = TAKE_PTR(u->next_file);
-        free(u->start_times);
-        u->start_times = NULL;
-        unit_sm_start_limit_reset(u);
-}
-
-static void enter_start(struct unit *u) {
-        take_next_file(u);
-        if (!unit_sm_start_limit_ok(u)) {
-                log_error("%s: start limit hit (more than %u starts within the interval): no more automatic restarts",
-                          u->name, u->file->start_limit_burst);
-                u->result = UNIT_RESULT_START_LIMIT;
-                unit_sm_set_pos(u, UNIT_POS_FAILED);
-                answer_flight(u, false);
-                return;
-        }
-        u->result = UNIT_RESULT_SUCCESS;
-        u->finished = false;
-        u->cmd_index = 0; /* last_exit stays: the previous instance's, until this one exits */
-        unit_sm_set_pos(u, UNIT_POS_START_PRE);
-        unit_sm_arm(u, u->file->timeout_start);
-        int k = u->ops->prepare(u->userdata, u);
-        if (k < 0) {
-                log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
-                start_failed(u, UNIT_RESULT_RESOURCES);
-                return;
-        }
-        run_next(u);
-}
-
-/* The WAIT position for a start from p, showing what p shows. */
-static enum unit_pos wait_pos_of(enum unit_pos p) {
-        switch (p) {
-        case UNIT_POS_FAILED:
-                return UNIT_POS_WAIT_FAILED;
-        case UNIT_POS_BACKOFF:
-                return UNIT_POS_WAIT_BACKOFF;
-        case UNIT_POS_WAIT_RESTART:
-                return UNIT_POS_WAIT_RESTART;
-        default:
-                return UNIT_POS_WAIT_INACTIVE;
-        }
-}
-
-/* Every start goes through its start job: it may wait for its dependencies
- * (SPEC §4 "Start jobs") in a WAIT position, showing the state it had. */
-static void begin_start(struct unit *u) {
-        unit_sm_move(u, wait_pos_of(u->pos));
-        if (u->ops->start_job(u->userdata, u) != 0 && unit_is_waiting(u)) {
-                /* Behind a restart's stop nothing new runs yet: the queued
-                 * stop applies after the event. Else the old instance is
-                 * gone: the restart waits, shown inactive. */
-                if (u->pos == UNIT_POS_WAIT_RESTART && !(u->queued & UNIT_QUEUED_STOP))
-                        unit_sm_set_pos(u, UNIT_POS_WAIT_INACTIVE);
-                return;
-        }
-        if (unit_is_waiting(u))
-                enter_start(u);
 }
 
 /* Back to where the WAIT position was entered from; the flight ends
@@ -424,11 +99,18 @@ static void restart_start(struct unit *u) {
         u->resolution = TAKE_PTR(u->next_resolution);
         u->want_up = true;
         u->restarts++;
-        begin_start(u);
+        unit_sm_queue_step(u, UNIT_STEP_BEGIN_START);
 }
 
 /* Applies one queued request the position allows; false when none does. */
 static bool apply_one_request(struct unit *u) {
+        if (u->queued & UNIT_QUEUED_AUTO_RESTART) {
+                /* After u's own start job exists, so that the dependents it
+                 * restarts wait for it (SPEC §4 "Propagation"). */
+                u->queued &= ~UNIT_QUEUED_AUTO_RESTART;
+                u->ops->auto_restart(u->userdata, u);
+                return true;
+        }
         if (u->queued & UNIT_QUEUED_RESTART) {
                 /* A stop queued behind it waits for the restart's publication. */
                 if (u->pos != UNIT_POS_WAIT_RESTART)
@@ -455,18 +137,28 @@ static bool apply_one_request(struct unit *u) {
         return false;
 }
 
+/* Each queued request once, the steps it names run before the next. */
+static void apply_requests(struct unit *u) {
+        while (apply_one_request(u))
+                unit_sm_run_steps(u);
+}
+
 void unit_sm_event_begin(struct unit *u) {
+        /* Every step names its next one last, after its ops calls: an event
+         * from inside a callback finds no step pending. */
+        assert(u->next_step == UNIT_STEP_NONE);
         u->event_depth++;
+        u->running_step = UNIT_STEP_NONE; /* the event, not that step, names what follows */
 }
 
 void unit_sm_event_end(struct unit *u) {
         assert(u->event_depth > 0);
-        if (u->event_depth > 1) { /* an event inside an event (a request's callback) */
+        unit_sm_run_steps(u);
+        if (u->event_depth > 1) { /* an event inside an event (a callback's) */
                 u->event_depth--;
                 return;
         }
-        while (apply_one_request(u))
-                ;
+        apply_requests(u);
         u->event_depth = 0;
         unit_sm_deliver_changes(u);
 }
@@ -488,15 +180,15 @@ static void start(struct unit *u, sf_resolution *resolution, bool explicit_reque
         switch (u->pos) {
         case UNIT_POS_RUNNING:
         case UNIT_POS_RELOAD:
-                answer_flight(u, true);
+                unit_sm_answer_flight(u, true, NULL);
                 return;
         case UNIT_POS_BACKOFF:
                 unit_sm_disarm(u);
-                begin_start(u);
+                unit_sm_queue_step(u, UNIT_STEP_BEGIN_START);
                 return;
         case UNIT_POS_INACTIVE:
         case UNIT_POS_FAILED:
-                begin_start(u);
+                unit_sm_queue_step(u, UNIT_STEP_BEGIN_START);
                 return;
         case UNIT_POS_STOP_NOTIFY:
         case UNIT_POS_STOP_CMD:
@@ -551,7 +243,7 @@ static void propagated_restart(struct unit *u, sf_resolution *resolution) {
         u->queued |= UNIT_QUEUED_RESTART;
         u->want_up = false;
         if (!is_stop_signalling(u))
-                enter_stop(u);
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
 }
 
 void unit_propagated_restart(struct unit *u, sf_resolution *resolution) {
@@ -571,7 +263,7 @@ static void stop(struct unit *u, bool flight_publishing) {
         if (unit_is_waiting(u)) {
                 /* Nothing was spawned: the stop wins, even over a restart's
                  * publishing flight, which is answered `failed`. */
-                answer_flight(u, false);
+                unit_sm_answer_flight(u, false, NULL);
                 u->next_resolution = sf_resolution_free(u->next_resolution);
                 u->queued &= ~UNIT_QUEUED_RESTART;
                 leave_wait(u);
@@ -592,29 +284,29 @@ static void stop(struct unit *u, bool flight_publishing) {
                  * publication now — its waiters are answered that the start
                  * was stopped — and applies at once (docs/singleflight.md). */
                 u->queued &= ~UNIT_QUEUED_STOP;
-                answer_flight_why(u, false, "stopped before it was up");
-                enter_stop(u);
+                unit_sm_answer_flight(u, false, "stopped before it was up");
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
                 return;
         }
         switch (u->pos) {
         case UNIT_POS_FAILED: /* stop of a failed unit leaves it failed */
-                answer_flight(u, false);
+                unit_sm_answer_flight(u, false, NULL);
                 return;
         case UNIT_POS_INACTIVE:
-                answer_flight(u, false);
+                unit_sm_answer_flight(u, false, NULL);
                 unit_sm_set_pos(u, UNIT_POS_INACTIVE);
                 return;
         case UNIT_POS_BACKOFF:
-                answer_flight(u, false);
+                unit_sm_answer_flight(u, false, NULL);
                 u->result = UNIT_RESULT_SUCCESS;
-                enter_dead(u);
+                unit_sm_queue_step(u, UNIT_STEP_DEAD);
                 return;
         case UNIT_POS_STOP_CMD:
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
                 return;
         default:
-                enter_stop(u);
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
         }
 }
 
@@ -655,7 +347,7 @@ void unit_dependencies_ready(struct unit *u) {
         if (!unit_is_waiting(u))
                 return;
         unit_sm_event_begin(u);
-        enter_start(u);
+        unit_sm_queue_step(u, UNIT_STEP_START);
         unit_sm_event_end(u);
 }
 
@@ -667,7 +359,7 @@ void unit_dependency_failed(struct unit *u, const char *why) {
         u->queued &= ~UNIT_QUEUED_STOP;
         u->result = UNIT_RESULT_DEPENDENCY;
         unit_sm_set_pos(u, UNIT_POS_FAILED);
-        answer_flight_why(u, false, why);
+        unit_sm_answer_flight(u, false, why);
         unit_sm_event_end(u);
 }
 
@@ -691,7 +383,7 @@ int unit_reload(struct unit *u) {
         unit_sm_event_begin(u);
         u->cmd_index = 0;
         unit_sm_move(u, UNIT_POS_RELOAD);
-        run_next(u);
+        unit_sm_queue_step(u, UNIT_STEP_RUN);
         unit_sm_event_end(u);
         return 0;
 }
@@ -700,7 +392,7 @@ bool unit_set_next_file(struct unit *u, struct unit_file *f) {
         unit_file_free(u->next_file);
         u->next_file = f;
         if (unit_is_dead(u)) {
-                take_next_file(u);
+                unit_sm_take_next_file(u);
                 return false;
         }
         /* Up with processes of the old file; stopping: a restart's start, or
@@ -746,23 +438,23 @@ static void log_exec_failure(struct unit *u, const struct unit_command *cmd, int
 /* The main process exited while its start job was not done (START). */
 static void main_exited_starting(struct unit *u, const struct exit_reason *r, bool exec_failed) {
         if (exec_failed) {
-                start_failed(u, UNIT_RESULT_EXEC_FAILED);
+                unit_sm_start_failed(u, UNIT_RESULT_EXEC_FAILED);
                 return;
         }
         if (u->file->type == UNIT_TYPE_ONESHOT) {
                 bool ignore = u->file->exec_start.commands[u->cmd_index].flags & UNIT_COMMAND_IGNORE_FAILURE;
                 if (!unit_sm_exit_is_clean(u, r) && !ignore) {
-                        start_failed(u, unit_sm_result_of_exit(u, r));
+                        unit_sm_start_failed(u, unit_sm_result_of_exit(u, r));
                         return;
                 }
                 u->cmd_index++;
-                run_next(u);
+                unit_sm_queue_step(u, UNIT_STEP_RUN);
                 return;
         }
         /* exec type dying before its exec status, notify type before its
          * READY=1: a failed start. */
         enum unit_result res = unit_sm_result_of_exit(u, r);
-        start_failed(u, res == UNIT_RESULT_SUCCESS ? UNIT_RESULT_EXIT_CODE : res);
+        unit_sm_start_failed(u, res == UNIT_RESULT_SUCCESS ? UNIT_RESULT_EXIT_CODE : res);
 }
 
 static void main_exited(struct unit *u, const struct exit_reason *r) {
@@ -773,7 +465,7 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
         unit_sm_set_main(u, NULL);
         if (exec_failed)
                 /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
-                log_exec_failure(u, command(&u->file->exec_start, u->pos == UNIT_POS_START ? u->cmd_index : 0),
+                log_exec_failure(u, unit_sm_command(&u->file->exec_start, u->pos == UNIT_POS_START ? u->cmd_index : 0),
                                  exec, stage);
 
         switch (u->pos) {
@@ -786,15 +478,15 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
         case UNIT_POS_STOP_NOTIFY:
                 u->result = exec_failed ? UNIT_RESULT_EXEC_FAILED : unit_sm_result_of_exit(u, r);
                 if (u->pos == UNIT_POS_START_POST)
-                        answer_flight(u, false);
+                        unit_sm_answer_flight(u, false, NULL);
                 /* As systemd: ExecStop=, then the rest of the unit's processes
                  * per KillMode=, before the restart policy decides. */
-                enter_stop(u);
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (stop_complete(u))
-                        stop_finished(u);
+                if (unit_sm_stop_complete(u))
+                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
                 return;
         default: /* STOP_CMD: ExecStop= is still running, it decides */
                 return;
@@ -804,12 +496,12 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
 /* A control process's exit was ok: the next command of the position. */
 static void control_next(struct unit *u) {
         u->cmd_index++;
-        run_next(u);
+        unit_sm_queue_step(u, UNIT_STEP_RUN);
 }
 
 static void control_exited(struct unit *u, const struct exit_reason *r) {
-        const struct unit_command_list *l = commands_of(u);
-        const struct unit_command *cmd = l ? command(l, u->cmd_index) : NULL;
+        const struct unit_command_list *l = unit_sm_commands_of(u);
+        const struct unit_command *cmd = l ? unit_sm_command(l, u->cmd_index) : NULL;
         int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->control, &stage);
         bool exec_failed = exec < 0 && exec != -EINPROGRESS;
         u->control = exit_process_unref(u->control);
@@ -827,7 +519,7 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 }
                 if (!exec_failed)
                         log_warning("%s: %s failed", u->name, cmd ? cmd->path : "a control process");
-                start_failed(u, exec_failed ? UNIT_RESULT_EXEC_FAILED : unit_sm_result_of_exit(u, r));
+                unit_sm_start_failed(u, exec_failed ? UNIT_RESULT_EXEC_FAILED : unit_sm_result_of_exit(u, r));
                 return;
         case UNIT_POS_RELOAD:
                 if (ok) {
@@ -842,8 +534,8 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (stop_complete(u))
-                        stop_finished(u);
+                if (unit_sm_stop_complete(u))
+                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
                 return;
         default:
                 return;
@@ -865,16 +557,16 @@ void unit_exec_result(struct unit *u, struct exit_process *p, int error) {
         if (p != u->main || u->pos != UNIT_POS_START || error < 0 || u->file->type != UNIT_TYPE_EXEC)
                 return;
         unit_sm_event_begin(u);
-        unit_sm_main_started(u);
+        unit_sm_queue_step(u, UNIT_STEP_MAIN_STARTED);
         unit_sm_event_end(u);
 }
 
 void unit_check_processes(struct unit *u) {
         bool signalled = u->pos == UNIT_POS_STOP_SIGTERM || u->pos == UNIT_POS_STOP_SIGKILL;
-        if (!signalled || !stop_complete(u))
+        if (!signalled || !unit_sm_stop_complete(u))
                 return;
         unit_sm_event_begin(u);
-        stop_finished(u);
+        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
         unit_sm_event_end(u);
 }
 
@@ -885,13 +577,18 @@ static void stop_timed_out(struct unit *u) {
         case UNIT_POS_STOP_NOTIFY:
                 log_warning("%s: still running %s after STOPPING=1: stopping it", u->name, "TimeoutStopSec=");
                 u->result = UNIT_RESULT_TIMEOUT;
-                enter_stop(u);
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
                 return;
         case UNIT_POS_STOP_CMD:
-                log_warning("%s: ExecStop= timed out", u->name);
+                log_warning("%s: ExecStop= still running after %s: killing it, then the stop signal", u->name,
+                            "TimeoutStopSec=");
+                /* As systemd (its SERVICE_STOP timeout): the stop timed out;
+                 * the signals per KillMode= follow. */
+                if (u->result == UNIT_RESULT_SUCCESS)
+                        u->result = UNIT_RESULT_TIMEOUT;
                 if (u->control)
                         (void) exit_process_signal(u->control, SIGKILL);
-                enter_stop_signal(u, false);
+                unit_sm_queue_step(u, UNIT_STEP_STOP_SIGTERM);
                 return;
         case UNIT_POS_STOP_SIGTERM:
                 log_warning("%s: still running %s after the stop signal: sending the final kill signal",
@@ -899,11 +596,11 @@ static void stop_timed_out(struct unit *u) {
                 /* As systemd: a stop that needs the final kill signal timed out. */
                 if (u->result == UNIT_RESULT_SUCCESS)
                         u->result = UNIT_RESULT_TIMEOUT;
-                enter_stop_signal(u, true);
+                unit_sm_queue_step(u, UNIT_STEP_STOP_SIGKILL);
                 return;
         case UNIT_POS_STOP_SIGKILL:
                 log_error("%s: processes survived the final kill signal; giving up on them", u->name);
-                stop_finished(u);
+                unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
                 return;
         default:
                 return;
@@ -913,7 +610,7 @@ static void stop_timed_out(struct unit *u) {
 static void timer_fired(struct unit *u) {
         if (unit_sm_row(u)->starting) {
                 log_warning("%s: start timed out", u->name);
-                start_failed(u, UNIT_RESULT_TIMEOUT);
+                unit_sm_start_failed(u, UNIT_RESULT_TIMEOUT);
                 return;
         }
         if (u->pos != UNIT_POS_BACKOFF) {
@@ -921,10 +618,8 @@ static void timer_fired(struct unit *u) {
                 return;
         }
         u->restarts++;
-        begin_start(u);
-        /* After its own start job exists, so that the dependents it
-         * restarts wait for it (SPEC §4 "Propagation"). */
-        u->ops->auto_restart(u->userdata, u);
+        u->queued |= UNIT_QUEUED_AUTO_RESTART;
+        unit_sm_queue_step(u, UNIT_STEP_BEGIN_START);
 }
 
 void unit_timer_fired(struct unit *u) {

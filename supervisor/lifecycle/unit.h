@@ -52,14 +52,25 @@
  *
  * ---- How an event runs ----
  *
- *  1. The handler moves the position and does the event's own effects
- *     through struct unit_ops (spawn, signal, arm, answer the flight).
- *  2. Queued requests (u->queued) are applied, once each, by one function
- *     (apply_requests): an explicit restart's start once its old instance
- *     is gone, a stop queued behind a publishing restart (SPEC §2.3) once the
- *     new instance runs, the restart policy's flight (ops->request_restart)
- *     once in backoff.
- *  3. Only then does the manager hear of the changes: every change (each
+ *  1. The handler (a public function below) moves the position, does the
+ *     event's own effects through struct unit_ops (spawn, signal, arm,
+ *     answer the flight), and names at most one step to follow
+ *     (u->next_step: unit_sm_queue_step). It calls no transition itself.
+ *  2. The steps run until none is left (unit_sm_run_steps): each step is
+ *     one small function of unit-steps.c's table (enum unit_step) that
+ *     moves the position, does the new position's effects, and names at
+ *     most one next step, as its last act — e.g. a main process's exit:
+ *     STOP → RUN (ExecStop=) … its exit: STOP_SIGTERM → STOP_FINISHED →
+ *     BACKOFF_OR_DEAD. The table lists which steps may follow each one,
+ *     and unit_sm_queue_step() asserts it. A notification's keys act in
+ *     order, the steps of each running before the next key.
+ *  3. Queued requests (u->queued) are applied, once each, by one function
+ *     (apply_requests), their steps run after each: the back-off's end
+ *     (ops->auto_restart, once u's new start job exists), an explicit
+ *     restart's start once its old instance is gone, a stop queued behind
+ *     a publishing restart (SPEC §2.3) once the new instance runs, the
+ *     restart policy's flight (ops->request_restart) once in backoff.
+ *  4. Only then does the manager hear of the changes: every change (each
  *     shown state passed through, each answer, a SuccessAction=/
  *     FailureAction=) was queued with the record's fields at that moment and
  *     is delivered in order (ops->changed, ops->answered, ops->action); while
@@ -67,6 +78,13 @@
  *     unit_get_shown() give that change's fields, so that each transition
  *     still gets its own record (SPEC §5). The manager may call any event of
  *     the unit from there: it runs as an event of its own.
+ *
+ * An event the manager causes from inside an ops callback of a step (u's
+ * start from start_job(), say) runs steps 1–2 there and leaves 3–4 to the
+ * outer event. The step queue is one slot and never overflows: a step is
+ * named last, after every ops call, and the loop empties the slot before
+ * it runs a step (asserted at each naming and at each event's begin).
+ * Nothing is allocated per step.
  *
  * ---- Invariants ----
  *
@@ -84,6 +102,8 @@
  *    restart (UNIT_QUEUED_RESTART), whose start takes it.
  *  - UNIT_QUEUED_STOP waits only while a restart is queued or the new
  *    instance has not spawned; it never outlives the event otherwise.
+ *  - Between events no step is pending (u->next_step is UNIT_STEP_NONE)
+ *    and no transition runs: every move is a step or an event's own.
  *
  * ---- Desired versus current ----
  *
@@ -153,11 +173,31 @@ enum unit_pos {
         _UNIT_POS_MAX,
 };
 
+/* What follows an event (u->next_step): unit-steps.c's table. */
+enum unit_step {
+        UNIT_STEP_NONE,
+        UNIT_STEP_BEGIN_START,    /* a start job: a WAIT position, ops->start_job */
+        UNIT_STEP_START,          /* past its wait: the start limit, START_PRE */
+        UNIT_STEP_RUN,            /* the position's next command, or the next position */
+        UNIT_STEP_MAIN_STARTED,   /* the start job done for Type=: ExecStartPost= */
+        UNIT_STEP_START_DONE,     /* every start command ran */
+        UNIT_STEP_RUNNING,        /* RUNNING */
+        UNIT_STEP_STOP,           /* the stop sequence: ExecStop= if the job was done */
+        UNIT_STEP_STOP_SIGTERM,   /* KillSignal= */
+        UNIT_STEP_STOP_WATCHDOG,  /* WatchdogSignal= (no ExecStop=) */
+        UNIT_STEP_STOP_SIGKILL,   /* FinalKillSignal= */
+        UNIT_STEP_STOP_FINISHED,  /* nothing runs any more: the restart policy */
+        UNIT_STEP_BACKOFF_OR_DEAD,
+        UNIT_STEP_DEAD,           /* INACTIVE, FAILED, or on to a restart's start */
+        _UNIT_STEP_MAX,
+};
+
 /* Requests that wait for a position, applied after the event (u->queued). */
 enum {
         UNIT_QUEUED_RESTART = 1 << 0, /* an explicit restart: start once stopped */
         UNIT_QUEUED_STOP = 1 << 1,    /* a stop behind a publishing restart (SPEC §2.3) */
         UNIT_QUEUED_BACKOFF = 1 << 2, /* the restart policy's flight: ops->request_restart */
+        UNIT_QUEUED_AUTO_RESTART = 1 << 3, /* the back-off passed: ops->auto_restart */
 };
 
 /* A flight's outcome (SPEC §2.3): success with the new main pid, or failure
@@ -271,6 +311,8 @@ struct unit {
         /* Desired. */
         bool want_up;                   /* up unless explicitly stopped */
         unsigned queued;                /* UNIT_QUEUED_*: requests applied after the event */
+        enum unit_step next_step;       /* the step that follows, run after the event's move */
+        enum unit_step running_step;    /* the step running, for the table's assert */
         size_t cmd_index;               /* the command of the position's list that runs */
 
         struct exit_process *main;      /* while unreaped */

@@ -284,6 +284,37 @@ class Stop(ServiceTestCase):
         self.assertEqual((r['state'], r['result'], r['main_pid']), ('failed', 'timeout', None))
         self.assertEqual(r['last_exit'], {'signal': 9, 'core_dumped': False})
 
+    def test_hung_exec_stop_is_killed_after_timeout_stop(self):
+        # SPEC §4 "Stop": TimeoutStopSec= bounds ExecStop= too; at the
+        # deadline it is killed and KillSignal= follows (systemd: result
+        # timeout; tests/unit/test-unit.c test_stop_cmd_timeout).
+        pidfile = self.path('stop-pid')
+        hang = self.script('hang.sh', 'echo $$ > "$1"\nexec sleep 1000\n')
+        self.unit('hung', '''
+            [Service]
+            ExecStart=/bin/sleep 1000
+            ExecStop=/bin/sh %s %s
+            TimeoutStopSec=1s
+        ''' % (hang, pidfile))
+        self.start_tend()
+        main = self.wait_running('hung')['main_pid']
+        t0 = time.monotonic()
+        try:
+            self.ctl('stop', 'hung', timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail('tendctl stop still waits 10 s into a stop with TimeoutStopSec=1s: the hung ExecStop= '
+                      'holds the stop (no deadline while it runs?); record %r; tend stderr %r'
+                      % (self.st('hung'), self.stderr()[-2000:]))
+        elapsed = time.monotonic() - t0
+        stop_pid = int(wait_until(lambda: self.lines(pidfile), 1, 'ExecStop= never wrote its pid')[0])
+        self.assertGreaterEqual(elapsed, 1.0, 'ExecStop= cut short before TimeoutStopSec=1s')
+        self.assertLess(elapsed, 5, 'the stop took too long after TimeoutStopSec=1s')
+        self.assertFalse(pid_alive(stop_pid), 'the hung ExecStop= survived its deadline')
+        self.assertFalse(pid_alive(main), 'KillSignal= never stopped the main process')
+        r = self.st('hung')
+        self.assertEqual((r['state'], r['result'], r['main_pid']), ('failed', 'timeout', None))
+        self.assertIn('ExecStop= still running after TimeoutStopSec=', self.stderr())
+
     def test_kill_mode_process_leaves_the_child_and_logs_it(self):
         child = self.path('child')
         run = self.script('keep.sh', KEEP_CHILD)

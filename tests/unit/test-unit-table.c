@@ -525,6 +525,7 @@ static void check_pair(enum unit_pos p, enum ev e) {
                 fail_msg("%s + %s: got %s [%s] {%s}, want %s [%s] {%s}", unit_pos_to_string(p), ev_names[e],
                          unit_pos_to_string(u->pos), f->states, got, unit_pos_to_string(r->to), r->states, want);
         assert_int_equal(unit_get_state(u), shown_of[r->to]);
+        assert_int_equal(u->next_step, UNIT_STEP_NONE); /* unit.h: no step outlives its event */
         fake_free(f, u);
 }
 
@@ -534,6 +535,20 @@ static void test_every_pair(void **state) {
                         continue; /* only inside an event: see test_restart_waits */
                 for (enum ev e = 0; e < _EV_MAX; e++)
                         check_pair(p, e);
+        }
+}
+
+/* Every stop phase has its deadline, ExecStop= included (SPEC §4 "Stop":
+ * TimeoutStopSec= bounds the stop): a hung one cannot hold it forever. */
+static void test_stop_phases_armed(void **state) {
+        static const enum unit_pos stopping[] = { P(STOP_NOTIFY), P(STOP_CMD), P(STOP_SIGTERM), P(STOP_SIGKILL) };
+        for (size_t i = 0; i < sizeof stopping / sizeof stopping[0]; i++) {
+                struct fake *f = fake_new();
+                struct unit *u = make_unit(f, unit_text);
+                reach(f, u, stopping[i]);
+                if (f->armed != f->now + 3 * USEC_PER_SEC)
+                        fail_msg("%s: no TimeoutStopSec=3 deadline", unit_pos_to_string(stopping[i]));
+                fake_free(f, u);
         }
 }
 
@@ -731,6 +746,7 @@ int main(void) {
         log_set_max_level(LOG_EMERG); /* the machine's warnings are expected here */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_pair),
+                cmocka_unit_test(test_stop_phases_armed),
                 cmocka_unit_test(test_start_while_stopping),
                 cmocka_unit_test(test_restart_waits),
                 cmocka_unit_test(test_seq_crash_loop),

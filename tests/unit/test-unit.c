@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -336,6 +338,51 @@ static void test_stop_escalation(void **state) {
         f->populated = 0;
         exit_main(u, EXIT_REASON_KILLED, SIGKILL);
         /* As systemd: a stop that needed the final kill signal timed out. */
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
+        assert_int_equal(u->result, UNIT_RESULT_TIMEOUT);
+        assert_int_equal(f->armed, USEC_INFINITY);
+        unit_free(u);
+}
+
+/* p's exit, within 5 s: it must have been killed by sig (not reaped: no
+ * hub loop runs here, so its zombie waits). */
+static void assert_killed_by(struct exit_process *p, int sig) {
+        struct pollfd pfd = { .fd = exit_process_pidfd(p), .events = POLLIN };
+        if (poll(&pfd, 1, 5000) != 1)
+                fail_msg("pid %d still runs 5 s after its deadline: ExecStop= was not killed", (int) exit_process_pid(p));
+        siginfo_t si = { 0 };
+        assert_int_equal(waitid(P_PIDFD, (id_t) pfd.fd, &si, WEXITED | WNOWAIT), 0);
+        assert_int_equal(si.si_code, CLD_KILLED);
+        assert_int_equal(si.si_status, sig);
+}
+
+/* A hung ExecStop= does not hold the stop: TimeoutStopSec= runs from
+ * entering it; at the deadline it is killed, KillSignal= follows, and the
+ * result is timeout (systemd's SERVICE_STOP timeout). */
+static void test_stop_cmd_timeout(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "h.service", "[Service]\nExecStart=/bin/true\nExecStop=/bin/true\nTimeoutStopSec=4\n");
+        sf_waiter_free(start(f, u));
+        f->populated = 1;
+        unit_stop(u, false);
+        assert_int_equal(u->pos, UNIT_POS_STOP_CMD);
+        assert_non_null(u->control);
+        assert_int_equal(f->armed - f->now, 4 * USEC_PER_SEC);
+        assert_int_equal(f->n_signals, 0);
+        struct exit_process *stop_cmd = exit_process_ref(u->control);
+        fire(f, u);
+        assert_int_equal(u->pos, UNIT_POS_STOP_SIGTERM);
+        assert_killed_by(stop_cmd, SIGKILL);
+        assert_int_equal(f->n_signals, 2);
+        assert_int_equal(f->signals[0], SIGTERM);
+        assert_int_equal(f->signals[1], SIGCONT);
+        assert_int_equal(f->armed - f->now, 4 * USEC_PER_SEC); /* the signal's own TimeoutStopSec= */
+        struct exit_reason killed = { .kind = EXIT_REASON_KILLED, .status = SIGKILL };
+        unit_process_exited(u, stop_cmd, &killed);
+        exit_process_unref(stop_cmd);
+        assert_null(u->control);
+        f->populated = 0;
+        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
         assert_int_equal(unit_get_state(u), UNIT_FAILED);
         assert_int_equal(u->result, UNIT_RESULT_TIMEOUT);
         assert_int_equal(f->armed, USEC_INFINITY);
@@ -986,6 +1033,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_start_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_escalation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_cmd_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_main_exit_stops_the_rest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_during_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_backoff_flight_cancelled, setup, teardown),
