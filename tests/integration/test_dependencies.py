@@ -327,6 +327,9 @@ class Requirements(DepsTestCase):
         self.start_tend()
         self.wait_running('web')
         self.assertEqual(self.st('db@blue')['state'], 'running')
+        # Type=simple is running at the fork: the instance's stamp comes once
+        # its shell ran child-probe (a race under load when read at once).
+        self.wait_stamp('db', 'start.blue')
         self.assertTrue(os.path.exists(self.stamp_path('db', 'start') + '.blue'))
 
 
