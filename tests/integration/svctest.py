@@ -318,3 +318,21 @@ def kill_pid(pid, sig=signal.SIGKILL):
 
 def monotonic_us():
     return int(time.monotonic() * 1e6)
+
+
+def wait_exec(pid, timeout=5):
+    """Waits until PID (a unit's process) has exec'd its command: until then
+    it is tend's fork, with tend's environ, cmdline and fds. A Type=simple
+    unit is `running` at the fork and any unit has its main_pid from the
+    fork on, so /proc/PID/environ, cmdline or fd read right after the state
+    changed may show tend's (seen under load). Returns PID's exe."""
+    tend = os.path.realpath(TEND)
+
+    def exe():
+        try:
+            path = os.readlink('/proc/%d/exe' % pid)
+        except FileNotFoundError:
+            raise AssertionError('pid %d is gone before its exec was seen' % pid)
+        return path if path != tend else None
+    return wait_until(exe, timeout, 'pid %d is still tend\'s fork: it never exec\'d its command '
+                      '(its spawn is stuck?)' % pid)
