@@ -194,6 +194,55 @@ class ServiceTestCase(TendTestCase):
         os.chmod(p, mode)
         return p
 
+    def gate_unit(self, name):
+        """A Type=oneshot unit NAME that ends once the test opens its gate
+        (open_gate): a unit ordered After= it is held at boot until then, so
+        the test can watch it from its first start. The gate is a FIFO the
+        unit's shell reads."""
+        gate = self.path(name + '.gate')
+        os.mkfifo(gate)
+        self.unit(name, """
+            [Service]
+            Type=oneshot
+            ExecStart=/bin/sh -c 'read x < %s'
+        """ % gate)
+        return gate
+
+    def open_gate(self, name, timeout=5):
+        """Lets gate_unit NAME end: a FIFO opens for writing without blocking
+        only once its reader is there."""
+        gate = self.path(name + '.gate')
+
+        def try_open():
+            try:
+                fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                return None  # ENXIO: the unit's shell is not reading yet
+            os.write(fd, b'go\n')
+            os.close(fd)
+            return True
+        wait_until(try_open, timeout, lambda: 'the gate unit %s never read its FIFO; statuses %r; tend stderr %r'
+                   % (name, self.statuses(), self.stderr()[-2000:]))
+
+    def watch_records(self, name):
+        """`tendctl watch service/NAME.service --json` as a process, once its
+        snapshot (NAME's record now) was read: every change after that comes
+        as one line (read with next_record)."""
+        full = name if name.endswith('.service') else name + '.service'
+        w = self.start([TENDCTL, '--control-socket', self.sock, 'watch', 'service/' + full, '--json'],
+                       stdin=subprocess.DEVNULL)
+        json.loads(w.readline(10, 'tendctl watch gave no snapshot of %s' % full))
+        return w
+
+    def next_record(self, w, timeout, message):
+        """The next record of watch_records' w; message (a callable is
+        called then) says why none came within timeout."""
+        try:
+            line = w.readline(timeout, 'no record from tendctl watch')
+        except AssertionError as e:
+            raise AssertionError('%s (%s)' % (message() if callable(message) else message, e)) from None
+        return json.loads(line)
+
     def start_tend(self, *extra, cmd=None, cgroup=True, wrap=None, wait_ready=True, log_level='info', env=None):
         """Starts tend in service mode (combined mode with cmd), in a fresh
         cgroup of its own when possible (cgroup=True) or in the given cgroup
@@ -318,3 +367,21 @@ def kill_pid(pid, sig=signal.SIGKILL):
 
 def monotonic_us():
     return int(time.monotonic() * 1e6)
+
+
+def wait_exec(pid, timeout=5):
+    """Waits until PID (a unit's process) has exec'd its command: until then
+    it is tend's fork, with tend's environ, cmdline and fds. A Type=simple
+    unit is `running` at the fork and any unit has its main_pid from the
+    fork on, so /proc/PID/environ, cmdline or fd read right after the state
+    changed may show tend's (seen under load). Returns PID's exe."""
+    tend = os.path.realpath(TEND)
+
+    def exe():
+        try:
+            path = os.readlink('/proc/%d/exe' % pid)
+        except FileNotFoundError:
+            raise AssertionError('pid %d is gone before its exec was seen' % pid)
+        return path if path != tend else None
+    return wait_until(exe, timeout, 'pid %d is still tend\'s fork: it never exec\'d its command '
+                      '(its spawn is stuck?)' % pid)

@@ -242,7 +242,12 @@ class Stopping(DepsTestCase):
         self.start_tend()
         self.wait_stamp('n', 'start')
         start = self.start([TENDCTL, '--control-socket', self.sock, 'start', 'n'], stdin=subprocess.DEVNULL)
-        self.wait_state('n', lambda r: r['waiters'] >= 1, 5, 'the start request never joined')
+        # tend's own start at boot is one waiter of the flight already: the
+        # client's request has joined only once there are two. Seen under
+        # load: with `>= 1` the stop ran before tendctl's request arrived,
+        # which then started the unit anew (starting, a new pid, 1 waiter).
+        self.wait_state('n', lambda r: r['waiters'] >= 2, 5,
+                        'the start request never joined (tend\'s own boot start is the other waiter)')
         self.ctl('stop', 'n')
         r = self.st('n')
         self.assertEqual((r['state'], r['result'], r['main_pid']), ('inactive', 'success', None), r)
@@ -322,6 +327,9 @@ class Requirements(DepsTestCase):
         self.start_tend()
         self.wait_running('web')
         self.assertEqual(self.st('db@blue')['state'], 'running')
+        # Type=simple is running at the fork: the instance's stamp comes once
+        # its shell ran child-probe (a race under load when read at once).
+        self.wait_stamp('db', 'start.blue')
         self.assertTrue(os.path.exists(self.stamp_path('db', 'start') + '.blue'))
 
 

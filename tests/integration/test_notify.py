@@ -18,11 +18,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import PROBE, wait_until  # noqa: E402
-from svctest import TENDCTL, ServiceTestCase, free_port, monotonic_us  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase, free_port, monotonic_us, wait_exec  # noqa: E402
 
 
 def proc_env(pid):
-    """{NAME: VALUE} of /proc/PID/environ."""
+    """{NAME: VALUE} of /proc/PID/environ, once PID exec'd its command: a
+    unit has its main_pid (and a Type=simple one is running) at the fork,
+    when the child's environ is still tend's (seen under load)."""
+    wait_exec(pid)
     with open('/proc/%d/environ' % pid, 'rb') as f:
         items = [x.decode(errors='replace') for x in f.read().split(b'\0') if x]
     return dict(x.split('=', 1) for x in items if '=' in x)

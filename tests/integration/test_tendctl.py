@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import PROBE, TEND, wait_until  # noqa: E402
-from svctest import RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, pid_alive  # noqa: E402
+from svctest import RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, pid_alive, wait_exec  # noqa: E402
 
 COMPLETION = os.environ.get('TENDCTL_COMPLETION', os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                                '../../supervisor/client/tendctl.bash-completion'))
@@ -765,6 +765,7 @@ class DaemonReload(CtlTestCase):
         self.wait_running('added')
         r = self.wait_running('change', other_than=pids['change'])
         self.assertEqual(r['restarts'], 1, 'a changed unit restarts')
+        wait_exec(r['main_pid'])  # running at the fork: before its exec the cmdline is tend's
         with open('/proc/%d/cmdline' % r['main_pid']) as f:
             self.assertEqual(f.read().split('\0')[:2], ['/bin/sleep', '1011'], 'the changed unit runs its new file')
         self.assertFalse(pid_alive(pids['change']))
@@ -870,7 +871,9 @@ class DaemonReload(CtlTestCase):
         self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['web.service'])
         self.assertEqual(self.st('web')['state'], 'inactive', 'a stopped unit is not started by a reload')
         self.ctl('start', 'web')
-        with open('/proc/%d/cmdline' % self.st('web')['main_pid']) as f:
+        pid = self.st('web')['main_pid']
+        wait_exec(pid)  # the start is answered at the fork: before its exec the cmdline is tend's
+        with open('/proc/%d/cmdline' % pid) as f:
             self.assertEqual(f.read().split('\0')[1], '1031')
 
 
