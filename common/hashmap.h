@@ -202,44 +202,45 @@ static inline void hashmap_done_(struct hashmap *m) {
  *   void   NAME_clear(struct NAME *m)                  remove all, keep the memory
  *   void   NAME_done(struct NAME *m)                   free the memory; the table is empty and usable
  *
- * Use as a declaration: HASHMAP_DEFINE(NAME, type);
+ * Use as a declaration: HASHMAP_DEFINE(NAME, type); the functions a file does not
+ * use are marked unused (clang warns of unused static inline functions in a .c).
  */
 #define HASHMAP_DEFINE(name, type)                                                                  \
         struct name {                                                                               \
                 struct hashmap raw;                                                                 \
         };                                                                                          \
-        static inline size_t name##_size(const struct name *m) {                                    \
+        static inline __attribute__((unused)) size_t name##_size(const struct name *m) {                                    \
                 return m->raw.n;                                                                    \
         }                                                                                           \
-        static inline int name##_reserve(struct name *m, size_t want) {                             \
+        static inline __attribute__((unused)) int name##_reserve(struct name *m, size_t want) {                             \
                 return hashmap_reserve_(&m->raw, sizeof(type), want);                               \
         }                                                                                           \
-        static inline type *name##_put(struct name *m, type entry) {                                \
+        static inline __attribute__((unused)) type *name##_put(struct name *m, type entry) {                                \
                 return hashmap_put_(&m->raw, sizeof(type), &entry);                                 \
         }                                                                                           \
-        static inline int name##_insert(struct name *m, type entry) {                               \
+        static inline __attribute__((unused)) int name##_insert(struct name *m, type entry) {                               \
                 int r_ = hashmap_reserve_(&m->raw, sizeof(type), m->raw.n + 1);                     \
                 if (r_ < 0)                                                                         \
                         return r_;                                                                  \
                 (void) hashmap_put_(&m->raw, sizeof(type), &entry);                                 \
                 return 0;                                                                           \
         }                                                                                           \
-        static inline type *name##_get(const struct name *m, uint64_t key) {                        \
+        static inline __attribute__((unused)) type *name##_get(const struct name *m, uint64_t key) {                        \
                 return hashmap_get_(&m->raw, sizeof(type), key);                                    \
         }                                                                                           \
-        static inline type *name##_get_next(const struct name *m, const type *e) {                  \
+        static inline __attribute__((unused)) type *name##_get_next(const struct name *m, const type *e) {                  \
                 return hashmap_get_next_(&m->raw, sizeof(type), e);                                 \
         }                                                                                           \
-        static inline void name##_remove(struct name *m, type *e) {                                 \
+        static inline __attribute__((unused)) void name##_remove(struct name *m, type *e) {                                 \
                 hashmap_remove_(&m->raw, sizeof(type), e);                                          \
         }                                                                                           \
-        static inline type *name##_next(const struct name *m, const type *prev) {                   \
+        static inline __attribute__((unused)) type *name##_next(const struct name *m, const type *prev) {                   \
                 return hashmap_next_(&m->raw, sizeof(type), prev);                                  \
         }                                                                                           \
-        static inline void name##_clear(struct name *m) {                                           \
+        static inline __attribute__((unused)) void name##_clear(struct name *m) {                                           \
                 hashmap_clear_(&m->raw, sizeof(type));                                              \
         }                                                                                           \
-        static inline void name##_done(struct name *m) {                                            \
+        static inline __attribute__((unused)) void name##_done(struct name *m) {                                            \
                 hashmap_done_(&m->raw);                                                             \
         }                                                                                           \
         _Static_assert(offsetof(type, key) == 0 &&                                                  \

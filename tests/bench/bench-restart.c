@@ -71,6 +71,7 @@ static long opt_count = 200, opt_warmup = 5, opt_hold_ms = 1500, opt_timeout_ms 
 static const char *opt_cgroup;
 static bool opt_no_cgroup2;
 
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void die(const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
