@@ -374,14 +374,20 @@ def wait_exec(pid, timeout=5):
     it is tend's fork, with tend's environ, cmdline and fds. A Type=simple
     unit is `running` at the fork and any unit has its main_pid from the
     fork on, so /proc/PID/environ, cmdline or fd read right after the state
-    changed may show tend's (seen under load). Returns PID's exe."""
+    changed may show tend's (seen under load). And inside execve the new exe
+    shows before the new stack's arguments and environment are in place
+    (/proc/PID/cmdline and environ read empty in between: seen under load), so
+    the exec is done once the exe is not tend's and the cmdline is not
+    empty. Returns PID's exe."""
     tend = os.path.realpath(TEND)
 
     def exe():
         try:
             path = os.readlink('/proc/%d/exe' % pid)
-        except FileNotFoundError:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                args = f.read()
+        except (FileNotFoundError, ProcessLookupError):
             raise AssertionError('pid %d is gone before its exec was seen' % pid)
-        return path if path != tend else None
+        return path if path != tend and args else None
     return wait_until(exe, timeout, 'pid %d is still tend\'s fork: it never exec\'d its command '
                       '(its spawn is stuck?)' % pid)

@@ -834,10 +834,9 @@ class DaemonReload(CtlTestCase):
         op_spawn): a restart after a reload must get the new file's, and the
         restarts after that the new one too."""
         def environ(pid):
-            # Type=simple is running at the fork: before its exec the child's
-            # environ is still tend's (seen under load). Wait for the exec.
-            wait_until(lambda: os.readlink('/proc/%d/exe' % pid).endswith('/sleep'), 5,
-                       'pid %d never exec\'d /bin/sleep (its spawn is stuck?)' % pid)
+            # Type=simple is running at the fork: before its exec (and inside
+            # it) the child's environ is tend's or empty (seen under load).
+            wait_exec(pid)
             with open('/proc/%d/environ' % pid) as f:
                 got = [e for e in f.read().split('\0') if e.startswith('GREETING=')]
             if not got:  # a process that exits has no environ left: say what tend did
