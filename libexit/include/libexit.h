@@ -373,6 +373,10 @@ enum exit_spawn_flags {
                                            * close-on-exec reaches the child at its number (an
                                            * entrypoint passing inherited fds on). The caller
                                            * guarantees its own fds are O_CLOEXEC. */
+        EXIT_SPAWN_NO_VFORK = 1u << 9,    /* never the vfork path for this child: spawn returns
+                                           * once it exists, not once it has exec'd, so a slow
+                                           * exec (a binary on a hung mount) never suspends the
+                                           * caller; its exec status comes as for any fork */
 };
 
 #define EXIT_SPAWN_FD_INHERIT (-1) /* stdio slot: keep the caller's fd of that number */

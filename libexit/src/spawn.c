@@ -471,7 +471,8 @@ bool spawn_vfork_cgroup_available(void) {
 }
 
 bool spawn_plan_vfork_ok(const struct spawn_plan *plan) {
-        return spawn_vfork_available() && !plan->pre_exec && (!plan->cwd || streq(plan->cwd, "/")) &&
+        return spawn_vfork_available() && !plan->pre_exec && !(plan->flags & EXIT_SPAWN_NO_VFORK) &&
+               (!plan->cwd || streq(plan->cwd, "/")) &&
                (plan->cgroup_fd < 0 || spawn_vfork_cgroup_available());
 }
 

@@ -35,9 +35,9 @@ static bool env_names_us(const char *name) {
         return v && streq(v, self);
 }
 
-int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft,
+int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft, bool beside_units,
                   struct exit_process **ret_process) {
-        uint32_t flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS;
+        uint32_t flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS | (beside_units ? EXIT_SPAWN_NO_VFORK : 0);
         /* Socket activation and the watchdog name tend's pid: they mean CMD. */
         if (env_names_us("LISTEN_PID"))
                 flags |= EXIT_SPAWN_LISTEN_PID;

@@ -14,6 +14,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "libexit.h"
@@ -48,9 +49,13 @@ int cmd_run_status(int exec, int stage, const struct exit_reason *reason);
  * RLIMIT_NOFILE soft limit (SPEC §7: the one tend inherited). Returns 0 and
  * *ret_process (the caller's reference), or the spawn's negative errno,
  * already logged ("cannot start CMD: …"). An exec failure is no error here:
- * it arrives as CMD's exec result.
+ * it arrives as CMD's exec result. beside_units (combined mode): the loop
+ * serves units while CMD starts, so CMD never takes the vfork path
+ * (EXIT_SPAWN_NO_VFORK): a slow exec (a binary on a hung mount) never
+ * suspends tend. Entrypoint mode has nothing else to serve until CMD runs
+ * and keeps the cheaper vfork.
  */
-int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft,
+int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft, bool beside_units,
                   struct exit_process **ret_process);
 
 /*

@@ -290,7 +290,7 @@ int entrypoint_collect_inherited_fds(int **ret_fds, size_t *ret_n) {
  * tend's soft RLIMIT_NOFILE, raised only after this (raise_nofile). */
 static int spawn_cmd(struct entrypoint *e) {
         bool fg_before = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-        int k = cmd_run_spawn(e->reaper, e->opts->cmd, 0, &e->child);
+        int k = cmd_run_spawn(e->reaper, e->opts->cmd, 0, false, &e->child);
         if (k < 0)
                 return k;
         e->child_pgid = exit_process_pid(e->child); /* its own group: EXIT_SPAWN_FOREGROUND implies SETPGID */

@@ -57,7 +57,7 @@ void manager_maybe_start_cmd(struct manager *m) {
                                 unit_result_to_string(m->units[i]->result));
         /* Its exec result comes through the loop (manager_cmd_exec_result):
          * this callback never waits for it. */
-        int k = cmd_run_spawn(m->reaper, m->opts->cmd, m->cmd.nofile_soft_inherited, &m->cmd.process);
+        int k = cmd_run_spawn(m->reaper, m->opts->cmd, m->cmd.nofile_soft_inherited, true, &m->cmd.process);
         for (size_t i = 0; i < m->cmd.n_inherited; i++)
                 close(m->cmd.inherited[i]); /* CMD has them; tend keeps no copy */
         m->cmd.n_inherited = 0;
