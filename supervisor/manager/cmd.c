@@ -88,7 +88,10 @@ bool manager_cmd_exited(struct manager *m, exit_id_t id) {
                 /* Combined mode exits with CMD's status, also when a
                  * signal to tend began the shutdown (SPEC §1). */
                 m->exit_status = m->cmd.status;
-                manager_begin_shutdown(m, m->cmd.status);
+                if (m->shutting_down)
+                        manager_shutdown_cmd_gone(m); /* the shutdown that signalled CMD goes on */
+                else
+                        manager_begin_shutdown(m, m->cmd.status);
         }
         return true;
 }

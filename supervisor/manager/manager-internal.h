@@ -88,6 +88,7 @@ struct manager {
         struct jobs *jobs;             /* start and stop jobs over units[] (jobs.h) */
 
         bool shutting_down;
+        bool units_stopping;           /* the shutdown's stop jobs exist (after CMD in combined mode) */
         bool force_killed;
         sd_event_source *shutdown_timer;
         int exit_status;
@@ -169,7 +170,12 @@ int manager_setup_control(struct manager *m);
 void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f);
 
 /* shutdown.c (SPEC §4 "Shutdown") */
+/* Shutdown begins with status (once; later calls do nothing): in combined
+ * mode CMD gets SIGTERM first and the units stop once it is gone, else the
+ * units stop at once; all within --shutdown-timeout. */
 void manager_begin_shutdown(struct manager *m, int status);
+/* CMD is gone: a shutdown under way goes on to the units. */
+void manager_shutdown_cmd_gone(struct manager *m);
 void manager_check_shutdown_done(struct manager *m);
 void manager_kill_everything(struct manager *m);
 

@@ -64,6 +64,9 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
 }
 
 static void stop_all_units(struct manager *m) {
+        if (m->units_stopping)
+                return;
+        m->units_stopping = true;
         /* Reverse order of After=/Before=; independent units in parallel. */
         jobs_stop_all(m->jobs);
         manager_check_shutdown_done(m);
@@ -87,11 +90,19 @@ void manager_begin_shutdown(struct manager *m, int status) {
         usec_t deadline = now_usec(CLOCK_MONOTONIC) + m->opts->shutdown_timeout;
         (void) sd_event_add_time(m->event, &m->shutdown_timer, CLOCK_MONOTONIC, deadline, 1, on_shutdown_deadline, m);
         if (m->cmd.process) {
-                /* Combined mode: CMD first, within the same deadline. */
+                /* Combined mode (SPEC §1): CMD first, within the same deadline;
+                 * the units stop once CMD is gone (manager_shutdown_cmd_gone),
+                 * so a CMD that talks to them on its way out still finds them. */
                 (void) exit_process_signal(m->cmd.process, SIGTERM);
                 usec_t t = now_usec(CLOCK_MONOTONIC) + m->opts->stop_timeout;
                 (void) sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC, t < deadline ? t : deadline, 1,
                                          on_cmd_stop_timeout, m);
+                return;
         }
         stop_all_units(m);
+}
+
+void manager_shutdown_cmd_gone(struct manager *m) {
+        if (m->shutting_down)
+                stop_all_units(m);
 }

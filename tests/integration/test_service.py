@@ -653,6 +653,33 @@ class Combined(ServiceTestCase):
         os.kill(p.pid, signal.SIGTERM)
         self.assertEqual(p.wait(10, 'tend did not exit after SIGTERM'), 5, 'tend must exit with CMD\'s status')
 
+    def test_units_stop_after_cmd_on_sigterm(self):
+        # SPEC §1, combined mode: SIGTERM → KillSignal to CMD, wait for it
+        # (up to --stop-timeout), then the units stop: a CMD that still
+        # talks to its sidecars on its way out finds them up (QA: they were
+        # stopped at the same time as CMD).
+        stamps = self.path('stamps')
+        os.mkdir(stamps)
+        self.unit('side', '''
+            [Service]
+            ExecStart=/bin/sh -c 'trap "date +%%%%s.%%%%N > %s/side-term; exit 0" TERM; while :; do sleep 0.05; done'
+        ''' % stamps)
+        ready = self.path('cmd-ready')
+        cmd = ['sh', '-c', 'trap \'date +%s.%N > "$1/cmd-term"; sleep 1; date +%s.%N > "$1/cmd-exit"; exit 5\' TERM; '
+               'touch "$0"; while :; do sleep 0.05; done', ready, stamps]
+        p = self.start_tend(cmd=cmd, wait_ready=False)
+        wait_until(lambda: os.path.exists(ready), 5, 'CMD never started (units not settled?)')
+        os.kill(p.pid, signal.SIGTERM)
+        self.assertEqual(p.wait(10, 'tend did not exit after SIGTERM'), 5, 'tend must exit with CMD\'s status')
+
+        def stamp(name):
+            with open(os.path.join(stamps, name)) as f:
+                return float(f.read())
+        for name in ('cmd-term', 'cmd-exit', 'side-term'):
+            self.assertTrue(os.path.exists(os.path.join(stamps, name)), '%s missing: %s' % (name, self.stderr()))
+        self.assertGreaterEqual(stamp('side-term'), stamp('cmd-exit'),
+                                'the units were stopped before CMD had exited (SPEC §1: CMD first, then the units)')
+
     def test_cmd_exec_failure_127_126_as_in_entrypoint_mode(self):
         # SPEC §6: exec failure → 127 not found (ENOENT, ENOTDIR), 126 not
         # executable (EACCES); the same codes and message as entrypoint mode
