@@ -50,8 +50,14 @@ def num(s):
 
 # ---- parts: each returns {metric: (value, higher_is_better)} per build ----
 
-def service(old, new, quick, units):
-    """One bench-service run holds both builds (rows tend / tend B): returns (old, new)."""
+def service(old, new, quick, units, swap):
+    """One bench-service run holds both builds (rows tend / tend B): returns (old, new).
+    swap puts old in the rows "tend" and new in "tend B" (the rows' order
+    matters: in the restart bench the row killed first was seen 10-15 % slower
+    whichever build it ran, so the builds take turns)."""
+    if swap:
+        o, n = service(new, old, quick, units, False)
+        return n, o
     b = os.path.join(new, 'tests', 'bench')
     argv = ['python3', os.path.join(HERE, 'bench-service.py'), '--rows', 'tend,tend-pg,tend-b,tend-pg-b',
             '--rounds', '1', '--repeats', '1']
@@ -136,11 +142,12 @@ def main():
     ratios = {}  # metric -> [new/old per round]
     for r in range(rounds):
         order = [(old, 'old'), (new, 'new')] if r % 2 == 0 else [(new, 'new'), (old, 'old')]
-        print('\n=== round %d of %d (order: %s), load %.2f' % (r + 1, rounds, ', '.join(n for _, n in order),
-                                                             os.getloadavg()[0]), flush=True)
+        print('\n=== round %d of %d (order: %s; service rows: %s), load %.2f'
+              % (r + 1, rounds, ', '.join(n for _, n in order), 'tend = old' if r % 2 else 'tend = new',
+                 os.getloadavg()[0]), flush=True)
         vals = {'old': {}, 'new': {}}
         if 'service' in only:
-            o, n = service(old, new, quick, units)
+            o, n = service(old, new, quick, units, r % 2 == 1)
             vals['old'].update(o)
             vals['new'].update(n)
         for part, fn in (('hub', hub), ('storm', storm), ('sf', sf)):
