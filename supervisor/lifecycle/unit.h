@@ -212,13 +212,13 @@ extern const sf_outcome_ops unit_outcome_ops;
 
 /* What a record shows of u (SPEC §5), as unit_get_shown() gives it. */
 struct unit_shown {
+        usec_t since_realtime, since_monotonic;
+        uint64_t restarts;
         enum unit_state state;
         enum unit_result result;
         pid_t main_pid;
-        usec_t since_realtime, since_monotonic;
-        uint64_t restarts;
-        bool has_last_exit;
         struct exit_reason last_exit;
+        bool has_last_exit;
 };
 
 /* A change queued for the manager (delivered after the event). */
@@ -304,33 +304,36 @@ struct unit {
         void *userdata;
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
 
+        /* (The fields are ordered to leave no hole: 1,000 units keep one each.) */
         /* Current: the position, and the last run's outcome. */
         enum unit_pos pos;              /* the one position; read through the accessors */
         enum unit_result result;
-        bool finished;                  /* a oneshot's commands all succeeded: no restart */
         /* Desired. */
-        bool want_up;                   /* up unless explicitly stopped */
         unsigned queued;                /* UNIT_QUEUED_*: requests applied after the event */
         enum unit_step next_step;       /* the step that follows, run after the event's move */
         enum unit_step running_step;    /* the step running, for the table's assert */
-        size_t cmd_index;               /* the command of the position's list that runs */
+        unsigned cmd_index;             /* the command of the position's list that runs */
+        pid_t main_pid;                 /* the main process's pid, 0 when gone */
+        int status_errno;               /* the last ERRNO=, 0 if none */
+        unsigned restart_step;          /* RestartSteps= position */
+        unsigned n_start_times, start_times_head;
+        unsigned event_depth;           /* > 0: an event runs */
+        uint32_t n_changes, n_changes_max;
+        bool finished;                  /* a oneshot's commands all succeeded: no restart */
+        bool want_up;                   /* up unless explicitly stopped */
+        bool has_last_exit;
+        bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
 
         struct exit_process *main;      /* while unreaped */
         struct exit_process *control;
-        pid_t main_pid;                 /* the main process's pid, 0 when gone */
-        bool has_last_exit;
         struct exit_reason last_exit;   /* of the last main process */
         char *status_text;              /* the last STATUS=, or NULL */
-        int status_errno;               /* the last ERRNO=, 0 if none */
-        bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
         usec_t deadline;                /* the armed timer (absolute), USEC_INFINITY if none */
 
         usec_t since_realtime;          /* last change of the shown state, µs */
         usec_t since_monotonic;
         uint64_t restarts;              /* automatic and requested, since tend started */
-        unsigned restart_step;          /* RestartSteps= position */
         usec_t *start_times;            /* the last StartLimitBurst+1 starts (ring) */
-        unsigned n_start_times, start_times_head;
 
         sf_resolution *resolution;      /* the current start flight's work, or NULL */
         sf_resolution *next_resolution; /* a queued restart's flight */
@@ -338,9 +341,7 @@ struct unit {
 
         /* The changes for the manager, delivered after the event. */
         struct unit_change *changes;
-        size_t n_changes, n_changes_max;
         const struct unit_shown *report; /* the change being delivered, or NULL */
-        unsigned event_depth;           /* > 0: an event runs */
 };
 
 /* Creates a unit from its loaded file (taken on success). */
