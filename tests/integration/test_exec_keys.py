@@ -76,20 +76,20 @@ class ExecKeys(ServiceTestCase):
         any of it, '!' as root with NoNewPrivileges= kept, '!!' (a kernel
         with ambient capabilities) as nobody, no prefix as nobody; ':' keeps
         $FOO and ${FOO} as written."""
-        view = "grep -E '^(Uid|NoNewPrivs):' /proc/self/status | tr -s '\\t ' ' ' >> %s"
+        # Each command writes its label and view itself (the unit's stdout is a pipe through tend: no order).
+        view = "{ echo %s; grep -E '^(Uid|NoNewPrivs):' /proc/self/status | tr -s '\\t ' ' '; } >> " + self.out('pfx')
         self.unit('pfx', '''[Service]
             Type=oneshot
             User=nobody
             NoNewPrivileges=yes
             Environment=FOO=bar
-            ExecStartPre=+/bin/sh -c "echo plus; %s"
-            ExecStartPre=!/bin/sh -c "echo bang; %s"
-            ExecStartPre=-!!/bin/sh -c "echo bangbang; %s"
-            ExecStartPre=/bin/sh -c "echo none; %s"
-            ExecStart=:/bin/echo $FOO ${FOO}
-            ExecStart=/bin/echo $FOO ${FOO}
-            StandardOutput=append:%s
-            ''' % ((view % self.out('pfx'),) * 4 + (self.out('pfx'),)))
+            ExecStartPre=+/bin/sh -c "%s"
+            ExecStartPre=!/bin/sh -c "%s"
+            ExecStartPre=-!!/bin/sh -c "%s"
+            ExecStartPre=/bin/sh -c "%s"
+            ExecStart=:/bin/sh -c 'echo "$1 $2" >> %s' sh $FOO ${FOO}
+            ExecStart=/bin/sh -c 'echo "$$1 $$2" >> %s' sh $FOO ${FOO}
+            ''' % (view % 'plus', view % 'bang', view % 'bangbang', view % 'none', self.out('pfx'), self.out('pfx')))
         with open(self.out('pfx'), 'w'):
             pass
         os.chmod(self.out('pfx'), 0o666)  # nobody appends to it too
@@ -112,7 +112,7 @@ class ExecKeys(ServiceTestCase):
             'none': ['Uid: %d %d %d %d' % ((u,) * 4), 'NoNewPrivs: 1'],
         }
         self.assertEqual(blocks, want, text)
-        self.assertIn('$FOO ${FOO}\nbar bar\n', text)
+        self.assertTrue(text.endswith('\n$FOO ${FOO}\nbar bar\n'), text)
 
     # ---- directories ----
 
