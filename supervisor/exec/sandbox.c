@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/capability.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -20,6 +22,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include "exec-dirs.h"
 #include "libexit.h"
 #include "log.h"
 #include "sandbox-values-internal.h"
@@ -333,24 +336,27 @@ static rlim_t nr_open(void) {
         return n > 0 && sandbox_parse_u64(buf, strcspn(buf, "\n"), &v) >= 0 ? (rlim_t) v : 1024 * 1024;
 }
 
+/* Limit*= as the child asks for it (LimitNOFILE=infinity: nr_open). */
+static struct rlimit wanted_limit(const struct unit_sandbox_keys *sb, int i) {
+        struct rlimit rl = sb->limits[i].rl;
+        if (i == RLIMIT_NOFILE) {
+                rlim_t max = nr_open();
+                rl.rlim_cur = rl.rlim_cur == RLIM_INFINITY ? max : rl.rlim_cur;
+                rl.rlim_max = rl.rlim_max == RLIM_INFINITY ? max : rl.rlim_max;
+        }
+        return rl;
+}
+
+/* The child sets each limit, or the closest value the hard limit allows
+ * (systemd's setrlimit_closest): never a refusal here (sandbox_start_notices()). */
 static int plan_limits(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                        struct sandbox_plan *p) {
         const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
-        bool resource_ok = has_cap(self->effective, CAP_SYS_RESOURCE);
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++) {
                 if (!sb->limits[i].set)
                         continue;
-                struct rlimit rl = sb->limits[i].rl;
-                if (i == RLIMIT_NOFILE) {
-                        rlim_t max = nr_open();
-                        rl.rlim_cur = rl.rlim_cur == RLIM_INFINITY ? max : rl.rlim_cur;
-                        rl.rlim_max = rl.rlim_max == RLIM_INFINITY ? max : rl.rlim_max;
-                }
-                if (rl.rlim_max > self->limits[i].rlim_max && !resource_ok) {
-                        return needs_privileges(unit, sandbox_rlimit_key_eq(i));
-                }
                 p->limits[p->n_limits].resource = i;
-                p->limits[p->n_limits++].rl = rl;
+                p->limits[p->n_limits++].rl = wanted_limit(sb, i);
         }
         return 0;
 }
@@ -515,7 +521,61 @@ static bool needs_self(const struct unit_file *f) {
         return false;
 }
 
-int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+/* Whether the kernel has ambient capabilities (Linux ≥ 4.3): '!!' is then no prefix at all. */
+static bool ambient_supported(void) {
+        return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, 0, 0, 0) >= 0;
+}
+
+/* The sandbox a command's prefixes leave out (systemd.service(5) "COMMAND LINES"). */
+static void plan_prefixes(unsigned cmd_flags, struct sandbox_plan *p) {
+        bool no_setuid = cmd_flags & (UNIT_COMMAND_FULL_PRIVILEGES | UNIT_COMMAND_NO_SETUID) ||
+                         (cmd_flags & UNIT_COMMAND_AMBIENT_MAGIC && !ambient_supported());
+        if (no_setuid)
+                p->set_uid = p->set_gid = p->set_groups = false;
+}
+
+/* The directories' variables under the unit's Environment= (which may override them, as in systemd). */
+static int plan_directories(const char *unit, const struct unit_file *f, struct sandbox_plan *p) {
+        if (!exec_dirs_any(f))
+                return 0;
+        char **env = NULL;
+        int r = exec_dirs_environment(f, &env);
+        if (r >= 0 && (p->environment_owned ? p->environment : f->environment))
+                r = unit_env_merge(&env, p->environment_owned ? p->environment : f->environment);
+        if (r < 0) {
+                strv_free(env);
+                return r == -ENXIO ? log_error_errno(r, "%s: the directories have no root: $XDG_RUNTIME_DIR or $HOME "
+                                                     "is not set", unit) : r;
+        }
+        if (p->environment_owned)
+                strv_free(p->environment);
+        p->environment = env;
+        p->environment_owned = true;
+        return 0;
+}
+
+/* Nice=, OOMScoreAdjust=, the schedulers, CPUAffinity=, StandardInput=tty*: for the child. */
+static void plan_process(const struct unit_file *f, struct sandbox_plan *p) {
+        const struct unit_exec_keys *e = unit_file_exec(f);
+        p->tty_force = e->standard_input == UNIT_INPUT_TTY_FORCE ? 1
+                     : e->standard_input == UNIT_INPUT_TTY || e->standard_input == UNIT_INPUT_TTY_FAIL ? 0 : -1;
+        if ((p->oom_set = e->oom_score_adjust_set))
+                snprintf(p->oom_text, sizeof p->oom_text, "%d", e->oom_score_adjust);
+        p->nice_set = e->nice_set, p->nice = e->nice;
+        p->sched_set = e->cpu_sched_set;
+        p->sched_policy = e->cpu_sched_policy | (e->cpu_sched_reset_on_fork ? SCHED_RESET_ON_FORK : 0);
+        p->sched_priority = e->cpu_sched_priority;
+        if ((p->affinity_set = e->cpu_affinity_set))
+                memcpy(p->affinity, e->cpu_affinity, sizeof p->affinity);
+        p->ioprio_set = e->io_set;
+        p->ioprio = e->io_class << 13 | (e->io_class == 3 || e->io_class == 0 ? 0 : e->io_priority);
+}
+
+static bool plan_has_process(const struct sandbox_plan *p) {
+        return p->tty_force >= 0 || p->oom_set || p->nice_set || p->sched_set || p->affinity_set || p->ioprio_set;
+}
+
+int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_flags, const struct sandbox_self *self,
                      struct sandbox_plan **ret) {
         if (!unit || !f || !ret)
                 return -EINVAL;
@@ -531,24 +591,79 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct s
         _cleanup_(sandbox_plan_freep) struct sandbox_plan *p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
+        bool full = cmd_flags & UNIT_COMMAND_FULL_PRIVILEGES;
         int r = plan_credentials(unit, f, self, p);
+        plan_prefixes(cmd_flags, p);
         if (r >= 0)
                 r = check_credentials(unit, f, self, p);
         if (r >= 0)
                 r = plan_limits(unit, f, self, p);
-        if (r >= 0)
+        if (r >= 0 && !full)
                 r = plan_capabilities(unit, f, self, p);
-        if (r >= 0)
+        if (r >= 0 && !full)
                 r = plan_seccomp(unit, f, self, p);
+        if (r >= 0)
+                r = plan_directories(unit, f, p);
         if (r < 0)
                 return r;
+        plan_process(f, p);
         if (!p->environment_owned)
                 p->environment = f->environment; /* borrowed */
         p->working_directory = f->working_directory_home ? p->home : f->working_directory;
         p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
-                  p->no_new_privs || p->seccomp_filter;
+                  p->no_new_privs || p->seccomp_filter || plan_has_process(p);
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+int sandbox_owner(const char *unit, const struct unit_file *f, uid_t *ret_uid, gid_t *ret_gid) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        struct user_info u = {};
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
+        int r = 0;
+        if (sb->user && (r = resolve_user(unit, sb->user, &u)) >= 0)
+                uid = u.uid, gid = u.gid;
+        if (r >= 0 && sb->group)
+                r = resolve_group(unit, "Group", sb->group, &gid);
+        user_info_done(&u);
+        if (r < 0)
+                return r;
+        *ret_uid = uid;
+        *ret_gid = gid;
+        return 0;
+}
+
+/* tend's own /proc/self/oom_score_adj, or 0. */
+static int own_oom_score_adj(void) {
+        char buf[16] = {};
+        int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        safe_close(fd);
+        return n > 0 ? atoi(buf) : 0;
+}
+
+void sandbox_start_notices(const char *unit, const struct unit_file *f) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        const struct unit_exec_keys *e = unit_file_exec(f);
+        struct sandbox_self self;
+        if (sandbox_self_get(&self) < 0)
+                return;
+        bool resource_ok = has_cap(self.effective, CAP_SYS_RESOURCE);
+        for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++) {
+                if (!sb->limits[i].set)
+                        continue;
+                struct rlimit rl = wanted_limit(sb, i);
+                rlim_t hard = self.limits[i].rlim_max;
+                bool over = (rl.rlim_max > hard && !resource_ok) || (i == RLIMIT_NOFILE && rl.rlim_max > nr_open());
+                if (over && hard != RLIM_INFINITY)
+                        log_notice("%s: %s%llu is above the hard limit tend may set: the closest value, %llu, is used",
+                                   unit, sandbox_rlimit_key_eq(i), (unsigned long long) rl.rlim_max,
+                                   (unsigned long long) hard);
+        }
+        if (e->oom_score_adjust_set && !resource_ok && e->oom_score_adjust < own_oom_score_adj())
+                log_notice("%s: OOMScoreAdjust=%d: tend may not lower the OOM score adjustment (no CAP_SYS_RESOURCE): "
+                           "skipped, as systemd does in a container", unit, e->oom_score_adjust);
 }
 
 void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a) {
@@ -590,10 +705,58 @@ static int raise_ambient(const struct sandbox_plan *p, const uint32_t data[6]) {
                 return errno > 0 ? -errno : -EIO;        \
         } while (0)
 
+/* setrlimit, or on EPERM the closest value the hard limit allows (systemd's setrlimit_closest). */
+static int set_limit_closest(int resource, const struct rlimit *rl) {
+        if (setrlimit(resource, rl) >= 0)
+                return 0;
+        struct rlimit cur;
+        if (errno != EPERM || getrlimit(resource, &cur) < 0)
+                return -1;
+        if (cur.rlim_max == RLIM_INFINITY) {
+                errno = EPERM;
+                return -1;
+        }
+        struct rlimit fixed = { MIN(rl->rlim_cur, cur.rlim_max), MIN(rl->rlim_max, cur.rlim_max) };
+        return setrlimit(resource, &fixed);
+}
+
+/* OOMScoreAdjust=: a refusal by privilege is skipped (systemd: "assuming containerized execution"). */
+static int set_oom(const struct sandbox_plan *p) {
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == EACCES || errno == EPERM ? 0 : -1;
+        ssize_t n = write(fd, p->oom_text, strlen(p->oom_text));
+        int e = errno;
+        close(fd);
+        errno = e;
+        return n >= 0 || e == EACCES || e == EPERM ? 0 : -1;
+}
+
+/* The process keys, in systemd's order (exec_child): terminal, OOM, nice, scheduler, affinity, I/O. */
+static int apply_process(const struct sandbox_plan *p, int *ret_stage) {
+        if (p->tty_force >= 0 && ioctl(STDIN_FILENO, TIOCSCTTY, p->tty_force) < 0)
+                FAIL(SANDBOX_STAGE_TTY);
+        if (p->oom_set && set_oom(p) < 0)
+                FAIL(SANDBOX_STAGE_OOM);
+        if (p->nice_set && setpriority(PRIO_PROCESS, 0, p->nice) < 0)
+                FAIL(SANDBOX_STAGE_NICE);
+        struct sched_param sp = { .sched_priority = p->sched_priority };
+        if (p->sched_set && syscall(SYS_sched_setscheduler, 0, p->sched_policy, &sp) < 0)
+                FAIL(SANDBOX_STAGE_SCHED);
+        if (p->affinity_set && syscall(SYS_sched_setaffinity, 0, sizeof p->affinity, p->affinity) < 0)
+                FAIL(SANDBOX_STAGE_AFFINITY);
+        if (p->ioprio_set && syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, p->ioprio) < 0)
+                FAIL(SANDBOX_STAGE_IOPRIO);
+        return 0;
+}
+
 int sandbox_pre_exec(void *userdata, int *ret_stage) {
         const struct sandbox_plan *p = userdata;
+        int r = apply_process(p, ret_stage);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < p->n_limits; i++)
-                if (setrlimit(p->limits[i].resource, &p->limits[i].rl) < 0)
+                if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
                 if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
@@ -649,6 +812,12 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
                 [SANDBOX_STAGE_PDEATHSIG] = { "User=", "PR_SET_PDEATHSIG after the uid change" },
                 [SANDBOX_STAGE_NO_NEW_PRIVS] = { "NoNewPrivileges=", "PR_SET_NO_NEW_PRIVS" },
                 [SANDBOX_STAGE_SECCOMP] = { "SystemCallFilter=", "PR_SET_SECCOMP" },
+                [SANDBOX_STAGE_TTY] = { "StandardInput=", "TIOCSCTTY" },
+                [SANDBOX_STAGE_OOM] = { "OOMScoreAdjust=", "writing /proc/self/oom_score_adj" },
+                [SANDBOX_STAGE_NICE] = { "Nice=", "setpriority" },
+                [SANDBOX_STAGE_SCHED] = { "CPUSchedulingPolicy=", "sched_setscheduler" },
+                [SANDBOX_STAGE_AFFINITY] = { "CPUAffinity=", "sched_setaffinity" },
+                [SANDBOX_STAGE_IOPRIO] = { "IOSchedulingClass=", "ioprio_set" },
         };
         int s = stage - EXIT_STAGE_HOOK;
         const char *key = NULL, *step = NULL;

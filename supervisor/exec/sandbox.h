@@ -47,6 +47,7 @@
 
 #include "macro.h"
 #include "sandbox-values.h"
+#include "unit-file.h"
 
 struct exit_spawn_attr;
 struct unit_file;
@@ -80,6 +81,13 @@ enum {
         SANDBOX_STAGE_PDEATHSIG,
         SANDBOX_STAGE_NO_NEW_PRIVS,
         SANDBOX_STAGE_SECCOMP,
+        /* exec (issue 16): the process keys, before the limits */
+        SANDBOX_STAGE_TTY,
+        SANDBOX_STAGE_OOM,
+        SANDBOX_STAGE_NICE,
+        SANDBOX_STAGE_SCHED,
+        SANDBOX_STAGE_AFFINITY,
+        SANDBOX_STAGE_IOPRIO,
         SANDBOX_STAGE_LIMIT = 32, /* + the resource */
         _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
 };
@@ -119,11 +127,24 @@ struct sandbox_plan {
         bool no_new_privs;
         void *seccomp_filter;     /* struct sock_filter[seccomp_len] */
         unsigned short seccomp_len;
+        /* exec (issue 16): the process keys, applied first (systemd's order) */
+        int tty_force;            /* StandardInput=tty*: TIOCSCTTY's argument; -1: no terminal */
+        bool oom_set, nice_set, sched_set, affinity_set, ioprio_set;
+        char oom_text[8];         /* OOMScoreAdjust= as written to /proc/self/oom_score_adj */
+        int nice, sched_policy, sched_priority, ioprio;
+        uint64_t affinity[UNIT_CPU_SET_WORDS];
 };
 
 /*
  * Builds the plan of one process of unit (its name, for messages) from the
- * keys of f. User=, Group=, SupplementaryGroups= are resolved now (numeric
+ * keys of f, for a command with the prefixes cmd_flags (UNIT_COMMAND_*,
+ * systemd.service(5)): '+' plans none of User=, Group=, SupplementaryGroups=,
+ * capabilities, NoNewPrivileges=, SystemCallFilter= (limits and the process
+ * keys still apply); '!' none of User=, Group=, SupplementaryGroups= (the rest
+ * applies); '!!' is '!' on a kernel without ambient capabilities, else
+ * nothing. The environment gets the directories' variables (exec-dirs.h).
+ * Limit*= above what tend may set is not refused: the child sets the closest
+ * value (systemd's setrlimit_closest; sandbox_start_notices() says so). User=, Group=, SupplementaryGroups= are resolved now (numeric
  * ids accepted), so a start after a user is created sees it. self is tend's
  * credentials (NULL: read them now). Every failure is logged, naming the unit
  * and the key, and returned:
@@ -136,8 +157,23 @@ struct sandbox_plan {
  * On success *ret is owned by the caller (sandbox_plan_free()); it must
  * outlive the spawn it is applied to.
  */
-int sandbox_plan_new(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_flags, const struct sandbox_self *self,
                      struct sandbox_plan **ret);
+
+/*
+ * The owner of f's directories: User='s uid and its primary gid (Group='s if
+ * set); without User=, tend's own ids. Logged and returned as
+ * sandbox_plan_new() does (-ESRCH, -ENOMEM). Exec-dirs.h's caller.
+ */
+int sandbox_owner(const char *unit, const struct unit_file *f, uid_t *ret_uid, gid_t *ret_gid);
+
+/*
+ * Once per start (the manager's prepare): a notice for each setting the
+ * child will not get as written, as systemd says it: a Limit*= above the hard
+ * limit tend may set (clamped to the closest value), an OOMScoreAdjust= below
+ * tend's own without CAP_SYS_RESOURCE (skipped). Returns nothing.
+ */
+void sandbox_start_notices(const char *unit, const struct unit_file *f);
 
 /* Frees p; returns NULL. NULL is accepted. */
 struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p);

@@ -67,6 +67,10 @@ bool unit_utf8_is_valid(const char *s, size_t len);
 enum {
         UNIT_COMMAND_IGNORE_FAILURE = 1 << 0, /* '-': a failed exit counts as success */
         UNIT_COMMAND_NO_ENV_EXPAND = 1 << 1,  /* ':': no $VAR / ${VAR} expansion */
+        UNIT_COMMAND_FULL_PRIVILEGES = 1 << 2, /* '+': none of the sandbox (User=, capabilities, seccomp…) */
+        UNIT_COMMAND_NO_SETUID = 1 << 3,      /* '!': User=, Group=, SupplementaryGroups= not applied */
+        UNIT_COMMAND_AMBIENT_MAGIC = 1 << 4,  /* '!!': as '!' on a kernel without ambient capabilities,
+                                               * otherwise no effect (systemd.service(5)) */
 };
 
 /*

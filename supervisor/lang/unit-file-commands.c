@@ -36,8 +36,13 @@ static int command_list_append(struct unit_command_list *l, struct unit_command 
         return 0;
 }
 
-/* The prefixes of the first word ('-', '@', ':'); '+', '!', '!!' are refused. */
-static int command_prefixes(struct parse_ctx *c, const struct key_def *k, const char **f, unsigned *flags, bool *at) {
+/*
+ * The prefixes of the first word, in any order, each once (systemd.service(5)
+ * "COMMAND LINES"): '-', '@', ':', and one of '+', '!', '!!' (a second '!'
+ * anywhere in the prefixes makes "!!", as in systemd).
+ */
+static int command_prefixes(const char **f, unsigned *flags, bool *at) {
+        const unsigned privileged = UNIT_COMMAND_FULL_PRIVILEGES | UNIT_COMMAND_NO_SETUID | UNIT_COMMAND_AMBIENT_MAGIC;
         for (;; (*f)++) {
                 if (**f == '-' && !(*flags & UNIT_COMMAND_IGNORE_FAILURE))
                         *flags |= UNIT_COMMAND_IGNORE_FAILURE;
@@ -45,9 +50,11 @@ static int command_prefixes(struct parse_ctx *c, const struct key_def *k, const 
                         *at = true;
                 else if (**f == ':' && !(*flags & UNIT_COMMAND_NO_ENV_EXPAND))
                         *flags |= UNIT_COMMAND_NO_ENV_EXPAND;
-                else if (**f == '+' || **f == '!')
-                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=: the \"%s\" prefix is not supported yet", k->key,
-                                      **f == '+' ? "+" : (*f)[1] == '!' ? "!!" : "!");
+                else if (**f == '+' && !(*flags & privileged))
+                        *flags |= UNIT_COMMAND_FULL_PRIVILEGES;
+                else if (**f == '!' && !(*flags & (UNIT_COMMAND_FULL_PRIVILEGES | UNIT_COMMAND_AMBIENT_MAGIC)))
+                        *flags = *flags & UNIT_COMMAND_NO_SETUID ? (*flags & ~UNIT_COMMAND_NO_SETUID) | UNIT_COMMAND_AMBIENT_MAGIC
+                                                                 : *flags | UNIT_COMMAND_NO_SETUID;
                 else
                         return 0;
         }
@@ -86,9 +93,8 @@ static int parse_command(struct parse_ctx *c, const struct key_def *k, const cha
         if (r <= 0)
                 return r < 0 ? r : -EINVAL;
         const char *f = first;
-        r = command_prefixes(c, k, &f, &cmd->flags, &at);
-        if (r >= 0)
-                r = uf_resolve_specifiers(c, k, f, &cmd->path);
+        command_prefixes(&f, &cmd->flags, &at);
+        r = uf_resolve_specifiers(c, k, f, &cmd->path);
         if (r >= 0)
                 r = check_executable(c, k, cmd->path);
         if (r >= 0 && !at) {

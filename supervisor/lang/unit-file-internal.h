@@ -160,6 +160,17 @@ int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const ch
 int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
 
+/* exec: unit-file-process.c (issue 16's directories and process keys) */
+int uf_parse_exec_directory(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_exec_directory_mode(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_process(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_cpu_affinity(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_standard_input(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* The process keys that depend on each other (CPUSchedulingPriority= by policy); at the end of a file. */
+void uf_verify_process(struct parse_ctx *c);
+
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
 /* ------------------------------------------------------------------------ */

@@ -173,7 +173,7 @@ int uf_parse_working_directory(struct parse_ctx *c, const struct key_def *k, con
 }
 
 int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        static const char *const unsupported[] = { "tty", "kmsg", "journal+console", "kmsg+console", "syslog",
+        static const char *const unsupported[] = { "kmsg", "journal+console", "kmsg+console", "syslog",
                                                    "syslog+console", "socket", "fd:", "truncate:" };
         struct unit_output *o = FIELD(c, k, struct unit_output);
         bool is_stderr = streq(k->key, "StandardError");
@@ -188,6 +188,8 @@ int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *va
                 n.kind = UNIT_OUTPUT_NULL;
         else if (streq(value, "journal"))
                 n.kind = UNIT_OUTPUT_JOURNAL;
+        else if (streq(value, "tty")) /* exec: TTYPath= */
+                n.kind = UNIT_OUTPUT_TTY;
         else if (strncmp(value, "file:", 5) == 0)
                 n.kind = UNIT_OUTPUT_FILE, path = value + 5;
         else if (strncmp(value, "append:", 7) == 0)

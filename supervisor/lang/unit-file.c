@@ -309,6 +309,7 @@ static void verify(struct parse_ctx *c) {
                 u->restart_sec = u->restart_max_delay;
         }
         verify_sandbox(c);
+        uf_verify_process(c); /* exec */
 }
 
 static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
@@ -316,6 +317,9 @@ static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
         free(s->group);
         strv_free(s->supplementary_groups);
         sandbox_syscall_filter_clear(&s->syscall_filter);
+        if (s->exec) /* exec: issue 16's process keys */
+                unit_exec_keys_clear(s->exec);
+        free(s->exec);
         *s = unit_sandbox_defaults;
 }
 

@@ -87,6 +87,7 @@ typedef enum unit_output_kind {
         UNIT_OUTPUT_JOURNAL,
         UNIT_OUTPUT_FILE,   /* file:PATH, opened for writing without truncation */
         UNIT_OUTPUT_APPEND, /* append:PATH */
+        UNIT_OUTPUT_TTY,    /* tty: TTYPath= (exec helper, issue 16) */
 } unit_output_kind;
 
 struct unit_output {
@@ -197,7 +198,63 @@ struct unit_sandbox_keys {
         uint64_t ambient_capabilities;   /* AmbientCapabilities=, a mask: 0 */
         struct sandbox_syscall_filter syscall_filter; /* SystemCallFilter=: not set */
         int syscall_error_number;        /* SystemCallErrorNumber=: 0, a denied call kills with SIGSYS */
+        /* exec (issue 16): directories and process keys (exec-dirs.h, sandbox.h) */
+        struct unit_exec_keys *exec;     /* owned; NULL: every key at its default (unit_sandbox_exec()) */
 };
+
+/* RuntimeDirectory=, StateDirectory=, CacheDirectory=, LogsDirectory=, ConfigurationDirectory=. */
+typedef enum unit_exec_dir {
+        UNIT_EXEC_DIR_RUNTIME,
+        UNIT_EXEC_DIR_STATE,
+        UNIT_EXEC_DIR_CACHE,
+        UNIT_EXEC_DIR_LOGS,
+        UNIT_EXEC_DIR_CONFIGURATION,
+        _UNIT_EXEC_DIR_MAX,
+} unit_exec_dir;
+
+typedef enum unit_preserve {
+        UNIT_PRESERVE_NO,
+        UNIT_PRESERVE_YES,
+        UNIT_PRESERVE_RESTART,
+} unit_preserve;
+
+typedef enum unit_input_kind {
+        UNIT_INPUT_NULL,
+        UNIT_INPUT_TTY,       /* TTYPath= as the controlling terminal, if free (tend does not wait) */
+        UNIT_INPUT_TTY_FORCE, /* taken from another session if need be */
+        UNIT_INPUT_TTY_FAIL,  /* the start fails if another session has it */
+        UNIT_INPUT_FILE,      /* file:PATH, read-only */
+        UNIT_INPUT_DATA,      /* StandardInputText=: the text, through a memfd */
+} unit_input_kind;
+
+#define UNIT_CPU_SET_WORDS 16 /* CPUAffinity=: CPUs 0…1023 */
+
+/* The process keys of issue 16 (sandbox.h applies them; docs/tend.service.5.md "PROCESS"). */
+struct unit_exec_keys {
+        char **directories[_UNIT_EXEC_DIR_MAX]; /* relative, safe paths ("a", "a/b"); NULL: none */
+        mode_t directory_modes[_UNIT_EXEC_DIR_MAX]; /* *DirectoryMode=, 0755 */
+        unit_preserve runtime_directory_preserve; /* RuntimeDirectoryPreserve=, no */
+        bool nice_set, oom_score_adjust_set, io_set, cpu_sched_set, cpu_sched_reset_on_fork, cpu_affinity_set;
+        int nice;                        /* Nice=, -20…19 */
+        int oom_score_adjust;            /* OOMScoreAdjust=, -1000…1000 */
+        int io_class, io_priority;       /* IOSchedulingClass= (IOPRIO_CLASS_*), IOSchedulingPriority= 0…7 */
+        int cpu_sched_policy, cpu_sched_priority; /* CPUSchedulingPolicy= (SCHED_*), CPUSchedulingPriority= */
+        uint64_t cpu_affinity[UNIT_CPU_SET_WORDS]; /* CPUAffinity=, bit n: CPU n */
+        unit_input_kind standard_input;  /* StandardInput=, null */
+        char *standard_input_path;       /* file:PATH */
+        char *standard_input_text;       /* StandardInputText=, lines joined with '\n' */
+        char *tty_path;                  /* TTYPath=, NULL: /dev/console */
+        bool tty_reset, tty_vhangup, tty_vt_disallocate;
+};
+
+/* Every process key at its default (what a NULL unit_sandbox_keys.exec means). */
+extern const struct unit_exec_keys unit_exec_defaults;
+
+/* f's process keys: never NULL, borrowed from f (or static). Thread-safe. */
+const struct unit_exec_keys *unit_file_exec(const struct unit_file *f);
+
+/* Frees what e owns and resets it to the defaults (unit-file-process.c). */
+void unit_exec_keys_clear(struct unit_exec_keys *e);
 
 /* Every sandboxing key at its default (what a NULL unit_file.sandbox means). */
 extern const struct unit_sandbox_keys unit_sandbox_defaults;

@@ -16,6 +16,8 @@
 
 #include "cgroup.h"
 #include "due-timer.h"
+#include "exec-dirs.h"
+#include "exec-stdio.h"
 #include "exit-routes.h"
 #include "group-cache.h"
 #include "kept-env.h"
@@ -153,8 +155,8 @@ static void spawn_done(struct spawn *s) {
 }
 
 /* User=, Group=… resolved at each start, all the child needs computed now (sandbox.h). */
-static int spawn_plan(struct spawn *s, struct unit *u) {
-        int k = sandbox_plan_new(u->name, u->file, NULL, &s->sb);
+static int spawn_plan(struct spawn *s, struct unit *u, const struct unit_command *cmd) {
+        int k = sandbox_plan_new(u->name, u->file, cmd->flags, NULL, &s->sb);
         s->said = k < 0 && k != -ENOMEM;
         return k;
 }
@@ -201,7 +203,11 @@ static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, boo
         struct unit_data *d = data(u);
         const struct unit_file *f = u->file;
         int out = -1, err = -1;
-        int k = logs_stream_prepare_spawn(d->logs, &out, &err);
+        _cleanup_(exec_stdio_close) struct exec_stdio io = { { -1, -1, -1 } };
+        int k = exec_stdio_open(u->name, f, &io); /* exec: StandardInput=, tty */
+        s->said = k < 0;
+        if (k >= 0)
+                k = logs_stream_prepare_spawn(d->logs, &out, &err);
         if (k < 0)
                 return k;
         struct exit_spawn_attr a = {
@@ -211,7 +217,8 @@ static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, boo
                 .envp = s->envp,
                 .path = s->path,
                 .cwd = s->sb->working_directory ? s->sb->working_directory : "/",
-                .stdio = { EXIT_SPAWN_FD_NULL, out, err },
+                .stdio = { io.fd[0] >= 0 ? io.fd[0] : EXIT_SPAWN_FD_NULL, io.fd[1] >= 0 ? io.fd[1] : out,
+                           io.fd[2] >= 0 ? io.fd[2] : err },
                 .ignore_signals = f->ignore_sigpipe ? 1ull << (SIGPIPE - 1) : 0,
                 .umask = unit_file_sandbox(f)->umask,
                 /* SPEC §7: units get soft 1024 unless LimitNOFILE= (systemd's default). */
@@ -241,7 +248,7 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 
         /* Each step that fails says why, but for running out of memory; the
          * rest is said once at the end. */
-        int k = spawn_plan(&s, u);
+        int k = spawn_plan(&s, u, cmd);
         if (k >= 0)
                 k = spawn_environment(&s, m, u, main);
         if (k >= 0)
@@ -310,10 +317,23 @@ static bool group_known_empty(struct manager *m, const struct unit_data *d) {
         return group_cache_known_empty(&d->group_cache, loop_iteration(m));
 }
 
+/* exec: the unit's directories before its start (exec-dirs.h), and what its processes will not get as written. */
+static int prepare_exec(struct unit *u) {
+        uid_t uid;
+        gid_t gid;
+        sandbox_start_notices(u->name, u->file);
+        if (!exec_dirs_any(u->file))
+                return 0;
+        int k = sandbox_owner(u->name, u->file, &uid, &gid);
+        return k < 0 ? k : exec_dirs_setup(u->name, u->file, uid, gid);
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
-        int k = manager_logs_renew(m, u);
+        int k = prepare_exec(u);
+        if (k >= 0)
+                k = manager_logs_renew(m, u);
         if (k < 0)
                 return k;
         /* A restart in the dispatch of the exit that found its open cgroup
@@ -397,6 +417,8 @@ void own_waiter_settle(struct unit_data *d) {
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
+        if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
+                exec_dirs_remove_runtime(u->name, u->file, u->pos == UNIT_POS_BACKOFF);
         record_write(m, u);
         jobs_changed(m->jobs, u);
         manager_upstream_update(m);

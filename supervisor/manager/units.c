@@ -33,6 +33,7 @@ struct logs_target manager_output_target(const struct unit_output *o, bool is_st
         case UNIT_OUTPUT_INHERIT:
                 return (struct logs_target) { LOGS_TARGET_INHERIT, NULL };
         case UNIT_OUTPUT_NULL:
+        case UNIT_OUTPUT_TTY: /* exec: the spawn opens TTYPath= (exec-stdio.h) */
                 return (struct logs_target) { LOGS_TARGET_NULL, NULL };
         case UNIT_OUTPUT_JOURNAL:
                 return (struct logs_target) { LOGS_TARGET_JOURNAL, NULL };

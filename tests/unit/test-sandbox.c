@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -466,12 +467,15 @@ static struct sandbox_self unprivileged_self(uid_t uid, gid_t gid) {
         return s;
 }
 
+/* The command prefixes the next plan() is for (UNIT_COMMAND_*). */
+static unsigned plan_flags;
+
 /* Builds the plan of text's unit for self: its error, and on success *ret. */
 static int plan(const char *text, const struct sandbox_self *self, struct sandbox_plan **ret,
                 struct unit_file **ret_unit) {
         struct unit_file *u = parse_ok(text);
         n_msgs = 0;
-        int r = sandbox_plan_new("a.service", u, self, ret);
+        int r = sandbox_plan_new("a.service", u, plan_flags, self, ret);
         if (ret_unit)
                 *ret_unit = u;
         else
@@ -661,8 +665,11 @@ static void test_plan_unprivileged(void **state) {
         char text[256];
         self.limits[RLIMIT_NOFILE].rlim_max = 4096;
         snprintf(text, sizeof text, EXEC "LimitNOFILE=1024:8192\n");
-        assert_int_equal(plan(text, &self, &p, NULL), -EPERM);
-        expect_msgs(LOG_ERR, "a.service: LimitNOFILE= needs privileges tend lacks (EPERM)", -1);
+        /* Not refused (issue 16): the child sets the closest value it may (systemd's setrlimit_closest). */
+        assert_int_equal(plan(text, &self, &p, NULL), 0);
+        assert_int_equal(p->n_limits, 1);
+        assert_int_equal(p->limits[0].rl.rlim_max, 8192);
+        sandbox_plan_free(p);
         /* Lowering is fine. */
         assert_int_equal(plan(EXEC "LimitNOFILE=512:2048\n", &self, &p, NULL), 0);
         sandbox_plan_free(p);
@@ -731,6 +738,31 @@ static int check_limits_nnp(void) {
         return 0;
 }
 
+static struct rlimit hard_before;
+
+static int check_nofile_closest(void) {
+        struct rlimit rl;
+        return getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur != hard_before.rlim_max ||
+               rl.rlim_max != hard_before.rlim_max;
+}
+
+static int check_process_keys(void) {
+        cpu_set_t set;
+        char buf[16] = {};
+        errno = 0;
+        if (getpriority(PRIO_PROCESS, 0) != 7 || errno)
+                return 1;
+        if (sched_getaffinity(0, sizeof set, &set) < 0 || CPU_COUNT(&set) != 1 || !CPU_ISSET(0, &set))
+                return 2;
+        if (syscall(SYS_ioprio_get, 1, 0) != 3 << 13)
+                return 3;
+        int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, buf, sizeof buf - 1) <= 0 || atoi(buf) != 500)
+                return 4;
+        close(fd);
+        return 0;
+}
+
 static int check_chroot_eperm(void) {
         if (chroot("/") == 0 || errno != EPERM)
                 return 1;
@@ -775,12 +807,25 @@ static void test_hook_in_child(void **state) {
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS);
 
         /* A failing step: its stage names the key; the child stops there, before the exec. */
-        char text[128];
-        snprintf(text, sizeof text, EXEC "LimitNOFILE=%llu\n", 1ull << 40); /* above nr_open, even for root */
-        status = run_hook(text, AS_RESOURCE, check_limits_nnp, &error, &stage);
-        assert_int_equal(error, -EPERM);
-        assert_int_equal(stage, EXIT_STAGE_HOOK + SANDBOX_STAGE_LIMIT + RLIMIT_NOFILE);
+        status = run_hook(EXEC "CPUAffinity=1023\n", AS_SELF, check_limits_nnp, &error, &stage); /* no such CPU */
+        assert_int_equal(error, -EINVAL);
+        assert_int_equal(stage, EXIT_STAGE_HOOK + SANDBOX_STAGE_AFFINITY);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+
+        /* A limit above what even root may set (nr_open): the closest value, the current hard limit. */
+        char text[128];
+        getrlimit(RLIMIT_NOFILE, &hard_before);
+        snprintf(text, sizeof text, EXEC "LimitNOFILE=%llu\n", 1ull << 40);
+        status = run_hook(text, AS_RESOURCE, check_nofile_closest, &error, &stage);
+        assert_int_equal(error, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        /* The process keys, each read back by the child. */
+        status = run_hook(EXEC "Nice=7\nCPUAffinity=0\nIOSchedulingClass=idle\nOOMScoreAdjust=500\n", AS_SELF,
+                          check_process_keys, &error, &stage);
+        assert_int_equal(error, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("the child's process keys: check %d", WEXITSTATUS(status));
 
         if (getuid() != 0 || !getpwnam("nobody"))
                 return; /* the rest changes credentials: root only */
@@ -789,6 +834,89 @@ static void test_hook_in_child(void **state) {
         assert_int_equal(error, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 fail_msg("the child's view after User=nobody + ambient: check %d", WEXITSTATUS(status));
+}
+
+/* exec (issue 16): the command prefixes, parsed and planned. */
+static void test_command_prefixes(void **state) {
+        static const struct {
+                const char *word;
+                unsigned flags;
+        } table[] = {
+                { "+/bin/true", UNIT_COMMAND_FULL_PRIVILEGES },
+                { "!/bin/true", UNIT_COMMAND_NO_SETUID },
+                { "!!/bin/true", UNIT_COMMAND_AMBIENT_MAGIC },
+                { "-+/bin/true", UNIT_COMMAND_FULL_PRIVILEGES | UNIT_COMMAND_IGNORE_FAILURE },
+                { ":-!!/bin/true", UNIT_COMMAND_AMBIENT_MAGIC | UNIT_COMMAND_IGNORE_FAILURE | UNIT_COMMAND_NO_ENV_EXPAND },
+                { "@!-/bin/true x", UNIT_COMMAND_NO_SETUID | UNIT_COMMAND_IGNORE_FAILURE },
+                { "!-!/bin/true", UNIT_COMMAND_AMBIENT_MAGIC | UNIT_COMMAND_IGNORE_FAILURE },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                char text[256];
+                snprintf(text, sizeof text, "[Service]\nExecStart=%s\n", table[i].word);
+                struct unit_file *u = parse_ok(text);
+                assert_int_equal(u->exec_start.commands[0].flags, table[i].flags);
+                assert_string_equal(u->exec_start.commands[0].path, "/bin/true");
+                unit_file_free(u);
+        }
+        parse_fails("[Service]\nExecStart=+!/bin/true\n", -EINVAL, ":2: ExecStart=: neither an absolute path nor a file name: \"!/bin/true\"");
+        parse_fails("[Service]\nExecStart=!!!/bin/true\n", -EINVAL, ":2: ExecStart=: neither an absolute path nor a file name: \"!/bin/true\"");
+
+        struct sandbox_self self = root_self();
+        struct sandbox_plan *p = NULL;
+        const char *text = EXEC "User=nobody\nNoNewPrivileges=yes\nCapabilityBoundingSet=CAP_CHOWN\nLimitCORE=0\n";
+        plan_flags = UNIT_COMMAND_FULL_PRIVILEGES; /* '+': nothing of the sandbox but the limits */
+        assert_int_equal(plan(text, &self, &p, NULL), 0);
+        assert_false(p->set_uid || p->set_gid || p->set_groups || p->no_new_privs || p->bounding_drop);
+        assert_int_equal(p->n_limits, 1);
+        assert_string_equal(p->environment[0], "USER=nobody"); /* User='s environment still (systemd) */
+        sandbox_plan_free(p);
+        plan_flags = UNIT_COMMAND_NO_SETUID; /* '!': the rest of the sandbox stays */
+        assert_int_equal(plan(text, &self, &p, NULL), 0);
+        assert_false(p->set_uid || p->set_gid || p->set_groups);
+        assert_true(p->no_new_privs && p->bounding_drop);
+        sandbox_plan_free(p);
+        plan_flags = UNIT_COMMAND_AMBIENT_MAGIC; /* '!!' on a kernel with ambient capabilities: no effect */
+        assert_int_equal(plan(text, &self, &p, NULL), 0);
+        assert_true(p->set_uid && p->set_gid && p->no_new_privs);
+        sandbox_plan_free(p);
+        plan_flags = 0;
+        expect_msgs(-1);
+}
+
+/* exec (issue 16): the directories' and process keys' values. */
+static void test_process_keys(void **state) {
+        struct unit_file *u = parse_ok(EXEC "RuntimeDirectory=sshd a/b\nRuntimeDirectory=c\nRuntimeDirectoryMode=0700\n"
+                                            "StateDirectory=s\nRuntimeDirectoryPreserve=restart\nNice=-5\n"
+                                            "OOMScoreAdjust=-900\nIOSchedulingPriority=6\nCPUSchedulingPolicy=fifo\n"
+                                            "CPUAffinity=0-2 5\nCPUAffinity=7\nStandardInput=tty-force\nTTYPath=tty3\n"
+                                            "StandardOutput=tty\n");
+        const struct unit_exec_keys *e = unit_file_exec(u);
+        assert_string_equal(e->directories[UNIT_EXEC_DIR_RUNTIME][0], "sshd");
+        assert_string_equal(e->directories[UNIT_EXEC_DIR_RUNTIME][1], "a/b");
+        assert_string_equal(e->directories[UNIT_EXEC_DIR_RUNTIME][2], "c");
+        assert_int_equal(e->directory_modes[UNIT_EXEC_DIR_RUNTIME], 0700);
+        assert_int_equal(e->directory_modes[UNIT_EXEC_DIR_STATE], 0755);
+        assert_int_equal(e->runtime_directory_preserve, UNIT_PRESERVE_RESTART);
+        assert_true(e->nice_set && e->nice == -5 && e->oom_score_adjust == -900);
+        assert_true(e->io_set && e->io_class == 2 && e->io_priority == 6); /* a priority alone: best-effort */
+        assert_int_equal(e->cpu_sched_priority, 1); /* fifo's lowest */
+        assert_int_equal(e->cpu_affinity[0], 0x7 | 1 << 5 | 1 << 7);
+        assert_int_equal(e->standard_input, UNIT_INPUT_TTY_FORCE);
+        assert_string_equal(e->tty_path, "/dev/tty3");
+        assert_int_equal(u->standard_output.kind, UNIT_OUTPUT_TTY);
+        unit_file_free(u);
+        u = parse_ok(EXEC);
+        assert_ptr_equal(unit_file_exec(u), &unit_exec_defaults);
+        unit_file_free(u);
+        parse_fails(EXEC "RuntimeDirectory=../etc\n", -EINVAL, ":3: RuntimeDirectory=: not a relative path without \"..\": \"../etc\"");
+        parse_fails(EXEC "StateDirectory=/var/lib/x\n", -EINVAL, ":3: StateDirectory=: not a relative path without \"..\": \"/var/lib/x\"");
+        parse_fails(EXEC "LogsDirectory=a/../b\n", -EINVAL, ":3: LogsDirectory=: not a relative path without \"..\": \"a/../b\"");
+        parse_fails(EXEC "Nice=20\n", -EINVAL, ":3: Nice=: out of range: \"20\"");
+        parse_fails(EXEC "OOMScoreAdjust=-1001\n", -EINVAL, ":3: OOMScoreAdjust=: out of range: \"-1001\"");
+        parse_fails(EXEC "CPUAffinity=3-1\n", -EINVAL, ":3: CPUAffinity=: invalid value \"3-1\"");
+        parse_fails(EXEC "RuntimeDirectoryMode=999\n", -EINVAL, ":3: RuntimeDirectoryMode=: invalid value \"999\"");
+        parse_fails(EXEC "StandardInput=socket\n", -EOPNOTSUPP, ":3: StandardInput=\"socket\" is not supported (null, tty, tty-force, tty-fail, data, file:PATH are)");
+        expect_msgs(-1);
 }
 
 static void test_stage_messages(void **state) {
@@ -824,6 +952,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_plan_unprivileged, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_hook_in_child, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stage_messages, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_command_prefixes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_process_keys, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
