@@ -38,6 +38,15 @@ enum {
         LIST_AFTER,
         LIST_BEFORE,
         LIST_SUPPLEMENTARY_GROUPS,
+        /* deps: the dependency keys' lists (unit-file-deps.c moves them into unit_dep_keys) */
+        LIST_REQUISITE,
+        LIST_PART_OF,
+        LIST_CONFLICTS,
+        LIST_UPHOLDS,
+        LIST_ON_FAILURE,
+        LIST_ON_SUCCESS,
+        LIST_PROPAGATES_RELOAD_TO,
+        LIST_RELOAD_PROPAGATED_FROM,
         _LIST_MAX,
 };
 
@@ -147,6 +156,15 @@ int uf_parse_environment_file(struct parse_ctx *c, const struct key_def *k, cons
 int uf_parse_working_directory(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_exit_status(struct parse_ctx *c, const struct key_def *k, const char *value);
+
+/* deps: unit-file-deps.c, the dependency keys beyond Requires=/Wants=/BindsTo= */
+/* OnFailureJobMode=: replace or fail; systemd's other modes are refused. */
+int uf_parse_job_mode(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* Moves the LIST_REQUISITE … LIST_RELOAD_PROPAGATED_FROM lists into c->u->dep_keys
+ * (allocated only when one is not empty). 0 or -ENOMEM. */
+int uf_finish_dep_keys(struct parse_ctx *c);
+/* Frees k and its lists; NULL. */
+struct unit_dep_keys *uf_dep_keys_free(struct unit_dep_keys *k);
 
 /* unit-file-commands.c */
 int uf_parse_exec(struct parse_ctx *c, const struct key_def *k, const char *value);

@@ -328,6 +328,17 @@ static const struct key_def unit_keys[] = {
         { S, "StandardInput", uf_parse_standard_input, 0, 0, NULL },
         { S, "StandardInputText", uf_parse_standard_input_text, 0, 0, NULL },
         { S, "TTYPath", uf_parse_tty_path, 0, 0, NULL },
+        /* deps: the dependency keys beyond Requires=/Wants=/BindsTo=/After=/Before= (jobs.h) */
+        { U, "Requisite", uf_parse_unit_names, 0, 0, LIST(LIST_REQUISITE) },
+        { U, "PartOf", uf_parse_unit_names, 0, 0, LIST(LIST_PART_OF) },
+        { U, "Conflicts", uf_parse_unit_names, 0, 0, LIST(LIST_CONFLICTS) },
+        { U, "Upholds", uf_parse_unit_names, 0, 0, LIST(LIST_UPHOLDS) },
+        { U, "OnFailure", uf_parse_unit_names, 0, 0, LIST(LIST_ON_FAILURE) },
+        { U, "OnSuccess", uf_parse_unit_names, 0, 0, LIST(LIST_ON_SUCCESS) },
+        { U, "PropagatesReloadTo", uf_parse_unit_names, 0, 0, LIST(LIST_PROPAGATES_RELOAD_TO) },
+        { U, "ReloadPropagatedFrom", uf_parse_unit_names, 0, 0, LIST(LIST_RELOAD_PROPAGATED_FROM) },
+        { U, "StopWhenUnneeded", parse_bool, F(stop_when_unneeded), NULL },
+        { U, "OnFailureJobMode", uf_parse_job_mode, F(on_failure_mode_fail), NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

@@ -249,7 +249,8 @@ static int finish_lists(struct parse_ctx *c) {
                         *dst[i] = c->lists[i].v;
                         c->lists[i] = (struct strv_builder) {};
                 }
-        return finish_environment(c);
+        int k = uf_finish_dep_keys(c);
+        return k < 0 ? k : finish_environment(c);
 }
 
 /* The sandboxing keys that depend on each other (sandbox.h). */
@@ -335,6 +336,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         strv_free(u->binds_to);
         strv_free(u->after);
         strv_free(u->before);
+        uf_dep_keys_free(u->dep_keys);
         unit_command_list_clear(&u->exec_start_pre);
         unit_command_list_clear(&u->exec_start);
         unit_command_list_clear(&u->exec_start_post);

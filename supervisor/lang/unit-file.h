@@ -170,7 +170,29 @@ struct unit_file {
         /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at
          * each start: out of line, few units set any (unit_file_sandbox()). */
         struct unit_sandbox_keys *sandbox; /* owned; NULL: every key at its default */
+
+        /* deps: the dependency keys beyond Requires=/Wants=/BindsTo=/After=/Before=
+         * (docs/tend.service.5.md "DEPENDENCIES"): lists out of line, few units set them. */
+        struct unit_dep_keys *dep_keys;  /* owned; NULL: every list empty (unit_file_dep_keys()) */
+        bool stop_when_unneeded;         /* StopWhenUnneeded=, no */
+        bool on_failure_mode_fail;       /* OnFailureJobMode=fail; no: replace (the default) */
 };
+
+/* deps: the lists of the dependency keys (service names, other unit types
+ * dropped as for Requires=; NULL when empty). Conflicts= is symmetric and
+ * ReloadPropagatedFrom= is PropagatesReloadTo= turned around: the graph
+ * (lifecycle/deps.h) joins both directions. */
+struct unit_dep_keys {
+        char **requisite, **part_of, **conflicts, **upholds;
+        char **on_failure, **on_success;
+        char **propagates_reload_to, **reload_propagated_from;
+};
+
+/* f's dependency lists; all empty when it sets none. */
+static inline const struct unit_dep_keys *unit_file_dep_keys(const struct unit_file *f) {
+        static const struct unit_dep_keys none = {};
+        return f->dep_keys ? f->dep_keys : &none;
+}
 
 /* SuccessExitStatus= and RestartPreventExitStatus=: out of line, few units set them. */
 struct unit_exit_statuses {

@@ -46,14 +46,35 @@ static void dep_list_done(struct dep_list *l) {
         *l = (struct dep_list) {};
 }
 
+/* Every list of d, into out (DEP_NODE_LISTS entries). */
+#define DEP_NODE_LISTS 18
+static void node_lists(struct dep_node *d, struct dep_list *out[static DEP_NODE_LISTS]) {
+        struct dep_list *l[DEP_NODE_LISTS] = {
+                &d->requires,  &d->binds_to,      &d->wants,     &d->after,        &d->before,
+                &d->required_by, &d->bound_by,    &d->wanted_by, &d->requisite,    &d->requisite_of,
+                &d->consists_of, &d->conflicts,   &d->conflicted_by, &d->upholds,  &d->upheld_by,
+                &d->on_failure, &d->on_success,   &d->reload_to,
+        };
+        memcpy(out, l, sizeof l);
+}
+
+bool dep_node_is_plain(const struct dep_node *n) {
+        struct dep_list *l[DEP_NODE_LISTS];
+        node_lists((struct dep_node *) n, l);
+        for (size_t j = 0; j < DEP_NODE_LISTS; j++)
+                if (l[j]->n)
+                        return false;
+        return !n->missing && !n->cycle_broken;
+}
+
 struct dep_graph *dep_graph_free(struct dep_graph *g) {
         if (!g)
                 return NULL;
         for (size_t i = 0; i < g->n; i++) {
                 struct dep_node *d = &g->nodes[i];
-                struct dep_list *lists[] = { &d->requires, &d->binds_to, &d->wants, &d->after,
-                                             &d->before, &d->required_by, &d->bound_by };
-                for (size_t j = 0; j < ELEMENTSOF(lists); j++)
+                struct dep_list *lists[DEP_NODE_LISTS];
+                node_lists(d, lists);
+                for (size_t j = 0; j < DEP_NODE_LISTS; j++)
                         dep_list_done(lists[j]);
                 for (char **p = d->missing; p && *p; p++)
                         free(*p);
@@ -109,9 +130,9 @@ static long name_lookup(const struct name_index *x, const char *name) {
 
 #define NO_REVERSE ((size_t) -1)
 
-/* Adds the edges of node i's names to the list at list_off of node i and,
- * unless reverse_off is NO_REVERSE, i to the list at reverse_off of each
- * target. Missing names go to *missing when given. */
+/* Adds the edges of node i's names to the list at list_off of node i and
+ * i to the list at reverse_off of each target (either offset may be
+ * NO_REVERSE: that side has no list). Missing names go to *missing when given. */
 static int add_edges(struct dep_graph *g, const struct name_index *x, size_t i, char *const *names, size_t list_off,
                      size_t reverse_off, char ***missing) {
         for (char *const *p = names; p && *p; p++) {
@@ -123,8 +144,8 @@ static int add_edges(struct dep_graph *g, const struct name_index *x, size_t i, 
                 }
                 if ((size_t) t == i)
                         continue; /* a unit never depends on itself (systemd ignores it too) */
-                struct dep_list *l = (struct dep_list *) ((char *) &g->nodes[i] + list_off);
-                if (dep_list_add(l, (size_t) t) < 0)
+                if (list_off != NO_REVERSE &&
+                    dep_list_add((struct dep_list *) ((char *) &g->nodes[i] + list_off), (size_t) t) < 0)
                         return -ENOMEM;
                 if (reverse_off != NO_REVERSE &&
                     dep_list_add((struct dep_list *) ((char *) &g->nodes[t] + reverse_off), i) < 0)
@@ -133,30 +154,46 @@ static int add_edges(struct dep_graph *g, const struct name_index *x, size_t i, 
         return 0;
 }
 
+/* One kind of edge: the spec's names at spec_off go to the node's list at
+ * list_off, and the node to each target's list at reverse_off. */
+struct edge_kind {
+        size_t spec_off, list_off, reverse_off;
+        bool keep_missing; /* a name that matches no node is kept in `missing` */
+};
+
+#define SPEC(f) offsetof(struct dep_node_spec, f)
+#define NODE(f) offsetof(struct dep_node, f)
+
+static const struct edge_kind edge_kinds[] = {
+        { SPEC(requires), NODE(requires), NODE(required_by), true },
+        { SPEC(binds_to), NODE(requires), NODE(required_by), true },
+        { SPEC(binds_to), NODE(binds_to), NODE(bound_by), false },
+        { SPEC(wants), NODE(wants), NODE(wanted_by), false },
+        { SPEC(after), NODE(after), NODE(before), false },
+        /* Before=T: T starts after this node. */
+        { SPEC(before), NODE(before), NODE(after), false },
+        { SPEC(requisite), NODE(requisite), NODE(requisite_of), true },
+        /* PartOf=T: T's stop and restart reach this node. */
+        { SPEC(part_of), NO_REVERSE, NODE(consists_of), false },
+        { SPEC(conflicts), NODE(conflicts), NODE(conflicted_by), false },
+        { SPEC(upholds), NODE(upholds), NODE(upheld_by), false },
+        { SPEC(on_failure), NODE(on_failure), NO_REVERSE, false },
+        { SPEC(on_success), NODE(on_success), NO_REVERSE, false },
+        { SPEC(propagates_reload_to), NODE(reload_to), NO_REVERSE, false },
+        /* ReloadPropagatedFrom=T: T's reload reaches this node. */
+        { SPEC(reload_propagated_from), NO_REVERSE, NODE(reload_to), false },
+};
+
 static int resolve(struct dep_graph *g, const struct dep_node_spec *specs, const struct name_index *x) {
-        for (size_t i = 0; i < g->n; i++) {
-                const struct dep_node_spec *s = &specs[i];
-                struct dep_node *d = &g->nodes[i];
-                int k;
-                if ((k = add_edges(g, x, i, s->requires, offsetof(struct dep_node, requires),
-                                   offsetof(struct dep_node, required_by), &d->missing)) < 0 ||
-                    (k = add_edges(g, x, i, s->binds_to, offsetof(struct dep_node, requires),
-                                   offsetof(struct dep_node, required_by), &d->missing)) < 0 ||
-                    (k = add_edges(g, x, i, s->binds_to, offsetof(struct dep_node, binds_to),
-                                   offsetof(struct dep_node, bound_by), NULL)) < 0 ||
-                    (k = add_edges(g, x, i, s->wants, offsetof(struct dep_node, wants), NO_REVERSE, NULL)) < 0 ||
-                    (k = add_edges(g, x, i, s->after, offsetof(struct dep_node, after),
-                                   offsetof(struct dep_node, before), NULL)) < 0)
-                        return k;
-                /* Before=T: T starts after this node. */
-                for (char *const *p = s->before; p && *p; p++) {
-                        long t = name_lookup(x, *p);
-                        if (t < 0 || (size_t) t == i)
-                                continue;
-                        if (dep_list_add(&g->nodes[t].after, i) < 0 || dep_list_add(&g->nodes[i].before, (size_t) t) < 0)
-                                return -ENOMEM;
+        for (size_t i = 0; i < g->n; i++)
+                for (size_t e = 0; e < ELEMENTSOF(edge_kinds); e++) {
+                        const struct edge_kind *k = &edge_kinds[e];
+                        char *const *names = *(char *const *const *) ((const char *) &specs[i] + k->spec_off);
+                        int r = add_edges(g, x, i, names, k->list_off, k->reverse_off,
+                                          k->keep_missing ? &g->nodes[i].missing : NULL);
+                        if (r < 0)
+                                return r;
                 }
-        }
         return 0;
 }
 

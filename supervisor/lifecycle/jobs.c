@@ -12,7 +12,17 @@
  *  - a BindsTo= dependent stops whenever X is inactive or failed;
  *  - a stop job waits while a unit ordered after its unit is stopping, so
  *    units stop in reverse order; an explicit stop of X stops X's
- *    Requires=/BindsTo= dependents too.
+ *    Requires=/BindsTo= dependents too;
+ *  - Requisite= fails a start job at once when the unit is not up (it waits
+ *    only while that unit's start job is in progress) and never starts it;
+ *    Requisite= and PartOf= dependents stop and restart with the unit;
+ *  - a start job stops the units that conflict with its unit (Conflicts=,
+ *    either side), and waits for a stop of a unit it is ordered against
+ *    (After= or Before=: a stop always goes first, as systemd orders them);
+ *  - OnFailure=/OnSuccess= start units when a unit fails or ends;
+ *    Upholds= starts its units again whenever they are down while it runs;
+ *    StopWhenUnneeded= stops a unit no up unit requires, wants or upholds;
+ *    PropagatesReloadTo= reloads units with it.
  *
  * The unit state machines report every change (jobs_changed); the jobs are
  * looked at again from a deferred event source, never from inside a state
@@ -46,6 +56,7 @@ struct jobs {
         bool deps_any;                 /* some unit has a dependency, a missing one, or a cycle */
         sd_event_source *look;         /* looks at the jobs again once the current event is handled */
         bool batch;                    /* start jobs are being queued together: judge them afterwards */
+        bool batch_queued;             /* some unit's batch_start is set: settle their Conflicts= */
         bool shutting_down;            /* jobs_stop_all ran: no restart propagates */
 };
 
@@ -57,6 +68,15 @@ static size_t n_units(const struct jobs *jb) {
         return *jb->n_units;
 }
 
+static struct unit *unit_at(struct jobs *jb, size_t i) {
+        return (*jb->units)[i];
+}
+
+/* The file whose dependencies count: a daemon-reload's new one at once. */
+static const struct unit_file *file_of(const struct unit *u) {
+        return u->next_file ? u->next_file : u->file;
+}
+
 /* ---- the graph ---- */
 
 /* Loads the template instances that units reference (SPEC §3: NAME@INST
@@ -64,8 +84,11 @@ static size_t n_units(const struct jobs *jb) {
 static void load_referenced_instances(struct jobs *jb) {
         for (size_t i = 0; i < n_units(jb); i++) {
                 struct unit *u = (*jb->units)[i];
-                const struct unit_file *f = u->next_file ? u->next_file : u->file;
-                char *const *lists[] = { f->requires, f->binds_to, f->wants };
+                const struct unit_file *f = file_of(u);
+                const struct unit_dep_keys *k = unit_file_dep_keys(f);
+                char *const *lists[] = { f->requires, f->binds_to, f->wants, k->requisite, k->part_of, k->upholds,
+                                         k->on_failure, k->on_success, k->propagates_reload_to,
+                                         k->reload_propagated_from };
                 for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                         for (char *const *p = lists[l]; p && *p; p++) {
                                 if (!unit_name_is_valid(*p, UNIT_NAME_INSTANCE) || jb->ops->find(jb->userdata, *p))
@@ -78,8 +101,7 @@ static void load_referenced_instances(struct jobs *jb) {
 }
 
 static bool node_is_plain(const struct dep_node *n) {
-        return n->requires.n == 0 && n->wants.n == 0 && n->after.n == 0 && n->before.n == 0 &&
-               n->required_by.n == 0 && !n->missing && !n->cycle_broken;
+        return dep_node_is_plain(n);
 }
 
 static int graph_rebuild(struct jobs *jb) {
@@ -90,9 +112,15 @@ static int graph_rebuild(struct jobs *jb) {
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 struct unit *u = (*jb->units)[i];
-                const struct unit_file *f = u->next_file ? u->next_file : u->file;
+                const struct unit_file *f = file_of(u);
+                const struct unit_dep_keys *k = unit_file_dep_keys(f);
                 specs[i] = (struct dep_node_spec) { .name = u->name, .requires = f->requires, .wants = f->wants,
-                                                    .binds_to = f->binds_to, .after = f->after, .before = f->before };
+                                                    .binds_to = f->binds_to, .after = f->after, .before = f->before,
+                                                    .requisite = k->requisite, .part_of = k->part_of,
+                                                    .conflicts = k->conflicts, .upholds = k->upholds,
+                                                    .on_failure = k->on_failure, .on_success = k->on_success,
+                                                    .propagates_reload_to = k->propagates_reload_to,
+                                                    .reload_propagated_from = k->reload_propagated_from };
                 slot(jb, u)->node = i;
         }
         struct dep_graph *g = NULL;
@@ -104,7 +132,8 @@ static int graph_rebuild(struct jobs *jb) {
         jb->deps_dirty = false;
         jb->deps_any = false;
         for (size_t i = 0; i < g->n; i++)
-                jb->deps_any = jb->deps_any || !node_is_plain(&g->nodes[i]);
+                jb->deps_any = jb->deps_any || !node_is_plain(&g->nodes[i]) ||
+                               file_of(unit_at(jb, i))->stop_when_unneeded;
         if (!jb->deps_any)
                 jb->deps = dep_graph_free(jb->deps); /* every node plain: none is kept (128 B a unit) */
         jb->deps_built = true;
@@ -127,9 +156,6 @@ static const struct dep_node *node_of(struct jobs *jb, const struct unit *u) {
         return i < jb->deps->n && i < n_units(jb) && (*jb->units)[i] == u ? &jb->deps->nodes[i] : NULL;
 }
 
-static struct unit *unit_at(struct jobs *jb, size_t i) {
-        return (*jb->units)[i];
-}
 
 /* ---- deciding a waiting start job ---- */
 
@@ -138,6 +164,30 @@ enum verdict {
         VERDICT_WAIT,
         VERDICT_FAIL,
 };
+
+/* Whether u has a stop job, waiting or running. */
+static bool is_stopping(struct jobs *jb, const struct unit *u) {
+        return slot(jb, u)->stop_pending || unit_job_state(u) == UNIT_JOB_STOPPING;
+}
+
+/* Requisite=: each unit must be up, never started for it; a start job of it
+ * in progress is waited for. */
+static enum verdict judge_requisite(struct jobs *jb, const struct dep_node *n, char *why, size_t size) {
+        bool wait = false;
+        for (size_t j = 0; j < n->requisite.n; j++) {
+                struct unit *x = unit_at(jb, n->requisite.items[j]);
+                enum unit_job_state s = unit_job_state(x);
+                if (s == UNIT_JOB_PENDING && !slot(jb, x)->stop_pending) {
+                        wait = true;
+                        continue;
+                }
+                if (s != UNIT_JOB_DONE || unit_is_down(x) || slot(jb, x)->stop_pending) {
+                        snprintf(why, size, "requisite unit %s is not active", x->name);
+                        return VERDICT_FAIL;
+                }
+        }
+        return wait ? VERDICT_WAIT : VERDICT_GO;
+}
 
 /* Whether u's start job may begin; on VERDICT_FAIL, why[] names the cause. */
 static enum verdict judge(struct jobs *jb, const struct dep_node *n, char *why, size_t size) {
@@ -167,21 +217,30 @@ static enum verdict judge(struct jobs *jb, const struct dep_node *n, char *why, 
                         return VERDICT_FAIL;
                 }
         }
-        for (size_t j = 0; j < n->after.n; j++)
-                if (unit_job_state(unit_at(jb, n->after.items[j])) == UNIT_JOB_PENDING)
+        enum verdict v = judge_requisite(jb, n, why, size);
+        if (v != VERDICT_GO)
+                return v;
+        for (size_t j = 0; j < n->after.n; j++) {
+                struct unit *x = unit_at(jb, n->after.items[j]);
+                if (unit_job_state(x) == UNIT_JOB_PENDING || is_stopping(jb, x))
+                        return VERDICT_WAIT;
+        }
+        /* A stop goes before a start whichever way they are ordered (systemd). */
+        for (size_t j = 0; j < n->before.n; j++)
+                if (is_stopping(jb, unit_at(jb, n->before.items[j])))
                         return VERDICT_WAIT;
         return VERDICT_GO;
 }
 
-/* Starts the units u requires or wants that have no start job (SPEC §4: a
+/* Starts the units u requires, wants or upholds that have no start job (SPEC §4: a
  * start pulls them in, as systemd's start job does). */
 static void pull_dependencies(struct jobs *jb, const struct dep_node *n) {
-        size_t count = n->requires.n + n->wants.n, k = 0;
+        size_t count = n->requires.n + n->wants.n + n->upholds.n, k = 0;
         _cleanup_free_ struct unit **pull = calloc(count ? count : 1, sizeof *pull);
         if (!pull)
                 return;
         /* Collected first: each start changes the phases this loop reads. */
-        const struct dep_list *lists[] = { &n->requires, &n->wants };
+        const struct dep_list *lists[] = { &n->requires, &n->wants, &n->upholds };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++)
                 for (size_t j = 0; j < lists[l]->n; j++) {
                         struct unit *x = unit_at(jb, lists[l]->items[j]);
@@ -221,6 +280,23 @@ static void watch_cancel(struct jobs *jb, struct unit *u) {
 }
 
 static void jobs_schedule(struct jobs *jb);
+static void mark_stop(struct jobs *jb, struct unit *u, bool propagate);
+
+/* Conflicts=: u's start job gives every unit that conflicts with u, and is
+ * up or being started, a stop job (with its dependents', as an explicit
+ * stop); it runs from the deferred look. */
+static void stop_conflicting(struct jobs *jb, struct unit *u, const struct dep_node *n) {
+        const struct dep_list *lists[] = { &n->conflicts, &n->conflicted_by };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t j = 0; j < lists[l]->n; j++) {
+                        struct unit *x = unit_at(jb, lists[l]->items[j]);
+                        if (unit_is_down(x) || slot(jb, x)->stop_pending)
+                                continue;
+                        log_info("%s: stopping, as %s starts (Conflicts=)", x->name, u->name);
+                        mark_stop(jb, x, true);
+                        jobs_schedule(jb);
+                }
+}
 
 int jobs_start_job(struct jobs *jb, struct unit *u) {
         if (jobs_stop_pending(jb, u)) {
@@ -230,6 +306,10 @@ int jobs_start_job(struct jobs *jb, struct unit *u) {
         const struct dep_node *n = node_of(jb, u);
         if (!n || node_is_plain(n))
                 return 0;
+        if (jb->batch)
+                slot(jb, u)->batch_start = jb->batch_queued = true;
+        else
+                stop_conflicting(jb, u, n);
         pull_dependencies(jb, n); /* loads no unit: n stays valid */
         char why[512];
         /* While a batch of start jobs is queued (tend's start, daemon-reload),
@@ -250,28 +330,51 @@ static bool is_up(const struct unit *u) {
         return s == UNIT_JOB_DONE ? !unit_is_down(u) : s == UNIT_JOB_PENDING && !unit_is_waiting(u);
 }
 
+/* A unit whose stop and restart follow another's, and the key that says so. */
+struct follower {
+        struct unit *unit;
+        const char *key;
+};
+
+/* The units whose stop and restart follow n's (SPEC §4 "Propagation";
+ * systemd's: Requires=, BindsTo=, Requisite=, PartOf=), each once, into a
+ * new array *ret (the caller frees it); their number, or -ENOMEM. */
+static ssize_t followers(struct jobs *jb, const struct dep_node *n, struct follower **ret) {
+        size_t count = n->required_by.n + n->requisite_of.n + n->consists_of.n, k = 0;
+        struct follower *f = calloc(count ? count : 1, sizeof *f);
+        if (!f)
+                return -ENOMEM;
+        const struct dep_list *lists[] = { &n->required_by, &n->requisite_of, &n->consists_of };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t j = 0; j < lists[l]->n; j++) {
+                        size_t i = lists[l]->items[j];
+                        bool seen = false;
+                        for (size_t m = 0; m < k && !seen; m++)
+                                seen = f[m].unit == unit_at(jb, i);
+                        if (seen)
+                                continue;
+                        f[k].unit = unit_at(jb, i);
+                        f[k++].key = l == 0 ? (dep_list_has(&n->bound_by, i) ? "BindsTo=" : "Requires=")
+                                   : l == 1 ? "Requisite="
+                                            : "PartOf=";
+                }
+        *ret = f;
+        return (ssize_t) k;
+}
+
 void jobs_propagate_restart(struct jobs *jb, struct unit *u, const char *how) {
         const struct dep_node *n = node_of(jb, u);
-        if (!n || n->required_by.n == 0 || jb->shutting_down)
+        if (!n || jb->shutting_down)
                 return;
-        size_t count = n->required_by.n, k = 0;
-        _cleanup_free_ struct unit **restart = calloc(count, sizeof *restart);
-        if (!restart)
-                return;
-        _cleanup_free_ bool *bound = calloc(count, sizeof *bound);
-        if (!bound)
-                return;
-        for (size_t j = 0; j < count; j++) {
-                struct unit *d = unit_at(jb, n->required_by.items[j]);
-                if (is_up(d) && !jobs_stop_pending(jb, d)) {
-                        bound[k] = dep_list_has(&n->bound_by, n->required_by.items[j]);
-                        restart[k++] = d;
-                }
-        }
+        _cleanup_free_ struct follower *f = NULL;
+        ssize_t count = followers(jb, n, &f);
+        size_t k = 0;
+        for (ssize_t j = 0; j < count; j++) /* collected first: each restart changes what is up */
+                if (is_up(f[j].unit) && !jobs_stop_pending(jb, f[j].unit))
+                        f[k++] = f[j];
         for (size_t j = 0; j < k; j++) {
-                log_info("%s: restarting, as %s (%s) restarts %s", restart[j]->name, u->name,
-                         bound[j] ? "BindsTo=" : "Requires=", how);
-                unit_propagated_restart(restart[j], jb->ops->join(jb->userdata, restart[j]));
+                log_info("%s: restarting, as %s (%s) restarts %s", f[j].unit->name, u->name, f[j].key, how);
+                unit_propagated_restart(f[j].unit, jb->ops->join(jb->userdata, f[j].unit));
         }
 }
 
@@ -301,11 +404,12 @@ static void mark_stop(struct jobs *jb, struct unit *u, bool propagate) {
         const struct dep_node *n = propagate ? node_of(jb, u) : NULL;
         if (!n)
                 return;
-        for (size_t j = 0; j < n->required_by.n; j++) {
-                struct unit *d = unit_at(jb, n->required_by.items[j]);
+        _cleanup_free_ struct follower *f = NULL;
+        ssize_t count = followers(jb, n, &f);
+        for (ssize_t j = 0; j < count; j++) {
+                struct unit *d = f[j].unit;
                 if (!slot(jb, d)->stop_pending && (d->want_up || !unit_is_dead(d))) {
-                        log_info("%s: stopping, as %s (%s) stops", d->name, u->name,
-                                 dep_list_has(&n->bound_by, n->required_by.items[j]) ? "BindsTo=" : "Requires=");
+                        log_info("%s: stopping, as %s (%s) stops", d->name, u->name, f[j].key);
                         mark_stop(jb, d, true);
                 }
         }
@@ -354,6 +458,153 @@ void jobs_stop(struct jobs *jb, struct unit *u, bool propagate) {
         try_stop_pending(jb);
 }
 
+/* ---- OnFailure=, OnSuccess= ---- */
+
+enum {
+        TRIGGER_FAILURE = 1 << 0,
+        TRIGGER_SUCCESS = 1 << 1,
+};
+
+/* Starts the units named (OnFailure= or OnSuccess= of u) that are down or
+ * stopping (replace: a stop job of theirs gives way; fail: they are left). */
+static void start_listed(struct jobs *jb, struct unit *u, char *const *names, const char *key, bool mode_fail) {
+        for (char *const *p = names; p && *p; p++) {
+                struct unit *x = jb->ops->find(jb->userdata, *p);
+                if (!x) {
+                        log_warning("%s: %s%s is not loaded, not started", u->name, key, *p);
+                        continue;
+                }
+                bool stopping = is_stopping(jb, x);
+                if (stopping && mode_fail) {
+                        log_notice("%s: %s%s not started: it is being stopped (OnFailureJobMode=fail)", u->name,
+                                   key, x->name);
+                        continue;
+                }
+                if (!unit_is_down(x) && !stopping)
+                        continue; /* up or being started: a start job would change nothing */
+                slot(jb, x)->stop_pending = false;
+                log_info("%s: starting, as %s %s (%s)", x->name, u->name,
+                         streq(key, "OnFailure=") ? "failed" : "succeeded", key);
+                jb->ops->start(jb->userdata, x);
+        }
+}
+
+static void fire_triggers(struct jobs *jb, struct unit *u) {
+        unsigned t = slot(jb, u)->triggers;
+        slot(jb, u)->triggers = 0;
+        const struct unit_file *f = file_of(u);
+        const struct unit_dep_keys *k = unit_file_dep_keys(f);
+        if (t & TRIGGER_FAILURE)
+                start_listed(jb, u, k->on_failure, "OnFailure=", f->on_failure_mode_fail);
+        if (t & TRIGGER_SUCCESS)
+                start_listed(jb, u, k->on_success, "OnSuccess=", false);
+}
+
+/* systemd: OnFailure= when the unit enters failed (a start refused for a
+ * dependency changes no state there: none); OnSuccess= when it enters
+ * inactive from starting, running or stopping. tend's back-off is systemd's
+ * auto-restart: neither fires on the way into it. */
+static void note_triggers(struct jobs *jb, struct unit *u) {
+        struct jobs_unit *d = slot(jb, u);
+        enum unit_state s = unit_get_state(u), prev = d->shown;
+        d->shown = (unsigned char) s;
+        if (s == prev || jb->shutting_down)
+                return;
+        const struct unit_dep_keys *k = unit_file_dep_keys(file_of(u));
+        if (s == UNIT_FAILED && k->on_failure) {
+                struct unit_shown shown;
+                unit_get_shown(u, &shown);
+                if (shown.result != UNIT_RESULT_DEPENDENCY)
+                        d->triggers |= TRIGGER_FAILURE;
+        } else if (s == UNIT_INACTIVE && k->on_success && prev != UNIT_FAILED && prev != UNIT_BACKOFF)
+                d->triggers |= TRIGGER_SUCCESS;
+}
+
+/* ---- Upholds=, StopWhenUnneeded= ---- */
+
+/* Whether u runs (active, as systemd's Upholds= and StopWhenUnneeded= ask). */
+static bool is_active(struct jobs *jb, const struct unit *u) {
+        return unit_job_state(u) == UNIT_JOB_DONE && !unit_is_down(u) && !slot(jb, u)->stop_pending;
+}
+
+/* Starts u's Upholds= units that are down. One whose last start hit its
+ * start limit or failed for a dependency is left until something else
+ * starts it: it would only fail again at once. */
+static void uphold(struct jobs *jb, struct unit *u, const struct dep_node *n) {
+        if (!n->upholds.n || jb->shutting_down || !is_active(jb, u))
+                return;
+        for (size_t j = 0; j < n->upholds.n; j++) {
+                struct unit *x = unit_at(jb, n->upholds.items[j]);
+                if (!unit_is_down(x) || slot(jb, x)->stop_pending)
+                        continue;
+                if (unit_get_state(x) == UNIT_FAILED &&
+                    (x->result == UNIT_RESULT_START_LIMIT || x->result == UNIT_RESULT_DEPENDENCY))
+                        continue;
+                log_info("%s: starting, as %s upholds it (Upholds=)", x->name, u->name);
+                jb->ops->start(jb->userdata, x);
+        }
+}
+
+/* StopWhenUnneeded=: stops u once no unit that requires, wants, upholds or
+ * has it as Requisite= is up or has a start job. */
+static void stop_if_unneeded(struct jobs *jb, struct unit *u, const struct dep_node *n) {
+        if (!file_of(u)->stop_when_unneeded || jb->shutting_down || !u->want_up || !is_active(jb, u))
+                return;
+        const struct dep_list *lists[] = { &n->required_by, &n->wanted_by, &n->upheld_by, &n->requisite_of };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+                for (size_t j = 0; j < lists[l]->n; j++)
+                        if (!unit_is_down(unit_at(jb, lists[l]->items[j])))
+                                return;
+        log_info("%s: stopping, as no unit needs it any more (StopWhenUnneeded=)", u->name);
+        jobs_stop(jb, u, true);
+}
+
+/* ---- Conflicts= in a batch ---- */
+
+/* Which of u and x (conflicting, both started by one batch) starts: the one
+ * whose Conflicts= names the other, else the first in name order. */
+static struct unit *conflict_winner(struct jobs *jb, struct unit *u, struct unit *x) {
+        const struct dep_node *nu = node_of(jb, u), *nx = node_of(jb, x);
+        bool u_names = dep_list_has(&nu->conflicts, slot(jb, x)->node);
+        bool x_names = dep_list_has(&nx->conflicts, slot(jb, u)->node);
+        if (u_names != x_names)
+                return u_names ? u : x;
+        return strcmp(u->name, x->name) <= 0 ? u : x;
+}
+
+/* The batch's start jobs that conflict with each other: the loser's start is
+ * dropped (it stays as it was, as a transaction drops a job in systemd);
+ * then each start left stops the units outside the batch it conflicts with. */
+static void settle_batch_conflicts(struct jobs *jb) {
+        if (jb->batch || !jb->batch_queued)
+                return;
+        jb->batch_queued = false;
+        for (size_t i = 0; i < n_units(jb); i++) {
+                struct unit *u = unit_at(jb, i);
+                const struct dep_node *n = slot(jb, u)->batch_start ? node_of(jb, u) : NULL;
+                const struct dep_list *lists[] = { n ? &n->conflicts : NULL, n ? &n->conflicted_by : NULL };
+                for (size_t l = 0; n && l < ELEMENTSOF(lists) && slot(jb, u)->batch_start; l++)
+                        for (size_t j = 0; j < lists[l]->n && slot(jb, u)->batch_start; j++) {
+                                struct unit *x = unit_at(jb, lists[l]->items[j]);
+                                if (!slot(jb, x)->batch_start || !unit_is_waiting(x))
+                                        continue;
+                                struct unit *win = conflict_winner(jb, u, x), *lose = win == u ? x : u;
+                                log_info("%s: not started, as %s starts (Conflicts=)", lose->name, win->name);
+                                slot(jb, lose)->batch_start = false;
+                                jb->ops->stop(jb->userdata, lose);
+                        }
+        }
+        for (size_t i = 0; i < n_units(jb); i++) {
+                struct unit *u = unit_at(jb, i);
+                if (!slot(jb, u)->batch_start)
+                        continue;
+                slot(jb, u)->batch_start = false;
+                const struct dep_node *n = node_of(jb, u);
+                if (n && unit_is_waiting(u))
+                        stop_conflicting(jb, u, n);
+        }
+}
+
 /* ---- the deferred look ---- */
 
 static void dispatch_unit(struct jobs *jb, struct unit *u) {
@@ -361,8 +612,10 @@ static void dispatch_unit(struct jobs *jb, struct unit *u) {
                 try_stop(jb, u);
                 return;
         }
+        if (slot(jb, u)->triggers)
+                fire_triggers(jb, u);
         const struct dep_node *n = node_of(jb, u);
-        if (!n || node_is_plain(n))
+        if (!n || (node_is_plain(n) && !file_of(u)->stop_when_unneeded))
                 return;
         char why[512];
         const char *bound = NULL;
@@ -382,11 +635,15 @@ static void dispatch_unit(struct jobs *jb, struct unit *u) {
                 log_info("%s: stopping, as %s (BindsTo=) is %s", u->name, bound,
                          unit_state_to_string(unit_get_state(jb->ops->find(jb->userdata, bound))));
                 jb->ops->stop(jb->userdata, u);
+                return;
         }
+        uphold(jb, u, n);
+        stop_if_unneeded(jb, u, n);
 }
 
 static int on_jobs(sd_event_source *s, void *userdata) {
         struct jobs *jb = userdata;
+        settle_batch_conflicts(jb);
         /* By index: a unit's change schedules another pass, never reshapes units[] here. */
         for (size_t i = 0; i < n_units(jb); i++)
                 dispatch_unit(jb, unit_at(jb, i));
@@ -406,8 +663,31 @@ void jobs_changed(struct jobs *jb, struct unit *u) {
         struct jobs_unit *d = slot(jb, u);
         if (d->cancel_source && !unit_is_waiting(u))
                 d->cancel_source = sd_event_source_disable_unref(d->cancel_source);
-        if (jb->deps_any || d->stop_pending || jb->deps_dirty)
+        note_triggers(jb, u);
+        if (jb->deps_any || d->stop_pending || jb->deps_dirty || d->triggers)
                 jobs_schedule(jb);
+}
+
+void jobs_propagate_reload(struct jobs *jb, struct unit *u) {
+        const struct dep_node *n = node_of(jb, u);
+        for (size_t j = 0; n && j < n->reload_to.n; j++) {
+                struct unit *x = unit_at(jb, n->reload_to.items[j]);
+                if (unit_get_state(x) != UNIT_RUNNING)
+                        continue; /* try-reload: only a running unit */
+                int k = unit_reload(x);
+                if (k == -EOPNOTSUPP) {
+                        log_notice("%s: not reloaded with %s: it has no ExecReload=", x->name, u->name);
+                        continue;
+                }
+                if (k < 0) {
+                        log_notice("%s: not reloaded with %s: a command of it runs", x->name, u->name);
+                        continue;
+                }
+                log_info("%s: reloading, as %s reloads (PropagatesReloadTo=)", x->name, u->name);
+                /* Its own propagation in turn; a cycle ends at a unit already reloading (-EBUSY). */
+                jobs_propagate_reload(jb, x);
+                n = node_of(jb, u);
+        }
 }
 
 int jobs_new(sd_event *event, struct unit **const *units, const size_t *n_units, const struct jobs_ops *ops,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Start and stop jobs between units (SPEC §4 "Start jobs", "Cycles",
- * "Propagation", "Shutdown"), on the dependency graph of deps.h, for a list
+ * "Propagation", "Shutdown"; docs/tend.service.5.md "DEPENDENCIES" for
+ * Conflicts=, PartOf=, Requisite=, OnFailure=, OnSuccess=, Upholds=,
+ * StopWhenUnneeded=, PropagatesReloadTo=), on the dependency graph of deps.h, for a list
  * of units the caller owns. The caller (the manager) starts, stops and finds
  * units through a small table of operations; jobs never frees or reorders
  * units.
@@ -32,6 +34,9 @@ struct jobs_unit {
         struct unit *unit;              /* the unit it belongs to (borrowed) */
         size_t node;                    /* its index in the graph, valid while the graph is */
         bool stop_pending;              /* a stop job waits for the units ordered after it */
+        bool batch_start;               /* its start job was queued in a batch (Conflicts= settled after it) */
+        unsigned char shown;            /* the shown state (enum unit_state) of its last change */
+        unsigned char triggers;         /* OnFailure=/OnSuccess= units to start (jobs.c) */
         sd_event_source *cancel_source; /* its waiting start job's flight was cancelled */
 };
 
@@ -73,22 +78,37 @@ void jobs_invalidate(struct jobs *jb);
 void jobs_batch(struct jobs *jb, bool on);
 
 /* unit_ops.start_job: 0 to begin u's start now, 1 to wait (its WAIT position, unit.h). May
- * start u's Requires=/BindsTo=/Wants= units. */
+ * start u's Requires=/BindsTo=/Wants=/Upholds= units, and gives the units that
+ * conflict with u (Conflicts=, either side) a stop job; in a batch, conflicts
+ * between the batch's own start jobs are settled once it is queued: the unit
+ * whose Conflicts= names the other starts (the first in name order when both
+ * or neither do); the other is not started and stays as it was. */
 int jobs_start_job(struct jobs *jb, struct unit *u);
 
-/* u's record changed: waiting start jobs, stop jobs and BindsTo= are looked
- * at again once the current event is handled. */
+/* u's record changed (called from unit_ops.changed: unit_get_state() gives
+ * the change's state): waiting start jobs, stop jobs, BindsTo=, Upholds= and
+ * StopWhenUnneeded= are looked at again once the current event is handled.
+ * u entering failed (not for a dependency) starts its OnFailure= units then;
+ * u entering inactive from starting, running or stopping starts its
+ * OnSuccess= units. Neither once jobs_stop_all() ran. */
 void jobs_changed(struct jobs *jb, struct unit *u);
 
 /* u restarts (automatically, or on request; how says which, for the log):
- * its running Requires=/BindsTo= dependents restart too. Not once
- * jobs_stop_all() ran. */
+ * its running Requires=/BindsTo=/Requisite=/PartOf= dependents restart too.
+ * Not once jobs_stop_all() ran. */
 void jobs_propagate_restart(struct jobs *jb, struct unit *u, const char *how);
 
 /* A stop job for u: it stops once every unit ordered after it that is also
  * stopping has stopped (at once if nothing of u runs). propagate: also the
- * units that require u or are bound to it, transitively (an explicit stop). */
+ * units that require u, are bound to it, have it as Requisite= or are PartOf=
+ * it, transitively (an explicit stop). */
 void jobs_stop(struct jobs *jb, struct unit *u, bool propagate);
+
+/* u's ExecReload= began (tendctl reload): the running units it propagates its
+ * reload to (its PropagatesReloadTo=, others' ReloadPropagatedFrom=) reload
+ * too, and theirs in turn; one that has no ExecReload= or is busy is named in
+ * the log and skipped (systemd's try-reload). */
+void jobs_propagate_reload(struct jobs *jb, struct unit *u);
 
 /* Shutdown: a stop job for every unit, in reverse order of their ordering;
  * no restart propagates after it. */

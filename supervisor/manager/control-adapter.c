@@ -166,7 +166,10 @@ static int ctl_reload(void *userdata, const char *name) {
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
-        return unit_reload(u);
+        int k = unit_reload(u);
+        if (k >= 0)
+                jobs_propagate_reload(m->jobs, u); /* PropagatesReloadTo= */
+        return k;
 }
 
 static logs_stream *ctl_logs(void *userdata, const char *name) {

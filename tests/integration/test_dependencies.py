@@ -504,5 +504,342 @@ class Cancellation(DepsTestCase):
         self.assertEqual(self.st('app')['state'], 'inactive')
 
 
+class ConflictsKey(DepsTestCase):
+    def test_start_stops_the_conflicting_unit_both_ways(self):
+        """a Conflicts=b: at tend's start a wins (its Conflicts= names b) and
+        b is not started; `tendctl start b` stops a (the relation holds from
+        b's side too), `tendctl start a` stops b again. c and d, without the
+        key, run side by side throughout."""
+        self.simple_unit('a', 'Conflicts=b.service')
+        self.simple_unit('b')
+        self.simple_unit('c')
+        self.simple_unit('d')
+        self.simple_unit('probe')
+        self.start_tend()
+        a = self.wait_running('a')
+        self.wait_running('probe')
+        self.settle('probe')
+        r = self.st('b')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), r)
+        self.assertIsNone(self.stamp('b', 'start'), 'b ran although a, which conflicts with it, started')
+        self.assertIn('b.service: not started, as a.service starts (Conflicts=)', self.stderr())
+        c, d = self.wait_running('c'), self.wait_running('d')
+
+        self.ctl('start', 'b')
+        self.wait_state('a', lambda r: r['state'] == 'inactive', 5, 'a kept running when b started')
+        self.assertFalse(pid_alive(a['main_pid']))
+        b = self.wait_running('b')
+        self.assertIn('a.service: stopping, as b.service starts (Conflicts=)', self.stderr())
+
+        self.ctl('start', 'a')
+        self.wait_state('b', lambda r: r['state'] == 'inactive', 5, 'b kept running when a started')
+        self.assertFalse(pid_alive(b['main_pid']))
+        self.wait_running('a')
+        st = self.statuses()
+        self.assertEqual((st['c.service']['main_pid'], st['d.service']['main_pid']), (c['main_pid'], d['main_pid']),
+                         'units without Conflicts= were touched')
+
+    def test_start_waits_for_the_stop_it_is_ordered_after(self):
+        """b Conflicts=a, After=a, added by a daemon-reload while a runs:
+        b's start begins only once a has stopped (a's ExecStop= held by the
+        test)."""
+        self.gated_unit('a', stop_gate=True)
+        self.simple_unit('probe')
+        self.start_tend()
+        self.open_gate('a')
+        self.wait_running('a')
+        self.simple_unit('b', 'Conflicts=a.service\nAfter=a.service')
+        self.ctl('daemon-reload')
+        self.wait_stamp('a', 'stop')
+        self.settle('probe')
+        self.assertIsNone(self.stamp('b', 'start'), 'b started while a (ordered before it) was stopping')
+        self.open_gate('a-stop')
+        self.wait_running('b')
+        self.wait_stamp('b', 'start')
+        self.assertEqual(self.st('a')['state'], 'inactive')
+        self.assertGreaterEqual(self.stamp('b', 'start'), self.stamp('a', 'stop'))
+
+
+class PartOfKey(DepsTestCase):
+    def test_stop_and_restart_reach_the_part_start_does_not(self):
+        self.simple_unit('parent')
+        self.simple_unit('child', 'PartOf=parent.service')
+        self.simple_unit('other')
+        self.simple_unit('probe')
+        self.start_tend()
+        child, other = self.wait_running('child'), self.wait_running('other')
+        self.wait_running('parent')
+
+        self.ctl('restart', 'parent')
+        child2 = self.wait_running('child', other_than=child['main_pid'])
+        self.assertFalse(pid_alive(child['main_pid']), 'the old child still runs')
+        self.assertIn('child.service: restarting, as parent.service (PartOf=) restarts on request', self.stderr())
+
+        self.ctl('stop', 'parent')
+        self.wait_state('child', lambda r: r['state'] == 'inactive', 5, 'child kept running when parent stopped')
+        self.assertFalse(pid_alive(child2['main_pid']))
+
+        self.ctl('start', 'parent')
+        self.settle('probe')
+        r = self.st('child')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), 'a start of parent started child: %r' % r)
+        self.assertEqual(self.st('other')['main_pid'], other['main_pid'], 'a unit without PartOf= was touched')
+
+        # One direction only: child's restart and stop leave parent alone.
+        parent = self.st('parent')
+        self.ctl('start', 'child')
+        self.ctl('restart', 'child')
+        self.ctl('stop', 'child')
+        self.assertEqual(self.st('parent')['main_pid'], parent['main_pid'])
+
+
+class RequisiteKey(DepsTestCase):
+    def test_fails_at_once_when_inactive_never_starts_it(self):
+        self.simple_unit('dep', service_keys='Restart=no')
+        self.simple_unit('app', 'Requisite=dep.service\nAfter=dep.service')
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('dep')
+        app = self.wait_running('app')  # dep was being started with it: waited for, then up
+
+        self.ctl('stop', 'dep')  # Requisite= dependents stop with it
+        self.wait_state('app', lambda r: r['state'] == 'inactive', 5, 'app kept running when dep stopped')
+        self.assertFalse(pid_alive(app['main_pid']))
+
+        status, _, err = self.ctl('start', 'app', check=False, timeout=5)
+        self.assertEqual(status, 1, err)
+        self.assertIn('requisite unit dep.service is not active', err)
+        r = self.st('app')
+        self.assertEqual((r['state'], r['result'], r['main_pid']), ('failed', 'dependency', None), r)
+        self.settle('probe')
+        r = self.st('dep')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), 'Requisite= started dep: %r' % r)
+
+        self.ctl('start', 'dep')
+        self.ctl('start', 'app')
+        self.assertEqual(self.st('app')['state'], 'running')
+
+    def test_failed_requisite(self):
+        """dep's start job (Type=notify: done at READY=1) is waited for, then fails."""
+        self.unit('dep', '''
+            [Service]
+            Type=notify
+            ExecStart=/bin/sh -c 'exit 3'
+        ''')
+        self.simple_unit('app', 'Requisite=dep.service\nAfter=dep.service')
+        self.start_tend()
+        r = self.wait_state('app', lambda r: r['state'] == 'failed', 5, 'app did not fail with dep')
+        self.assertEqual(r['result'], 'dependency')
+        self.assertIsNone(self.stamp('app', 'start'))
+        self.assertIn('app.service: not started: requisite unit dep.service is not active', self.stderr())
+
+
+class OnFailureKey(DepsTestCase):
+    def handler(self, name='handler'):
+        """A template whose instance %i writes `tendctl status %i` into
+        stamps/NAME.seen.%i (what the failed unit's record says) and pauses."""
+        seen = self.stamp_path(name, 'seen')
+        self.unit(name + '@', '''
+            [Service]
+            ExecStart=/bin/sh -c '%s --control-socket %s status %%i > %s.%%i.tmp; mv %s.%%i.tmp %s.%%i; exec %s pause'
+        ''' % (TENDCTL, self.sock, seen, seen, seen, PROBE))
+
+    def seen(self, name, inst):
+        try:
+            with open('%s.%s' % (self.stamp_path(name, 'seen'), inst)) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def test_failure_starts_the_handler_which_sees_it(self):
+        self.handler()
+        self.unit('bad', '''
+            [Unit]
+            OnFailure=handler@%%N.service
+            [Service]
+            ExecStart=/bin/sh -c 'read x < %s; exit 1'
+            Restart=no
+        ''' % self.gate('bad'))
+        self.simple_unit('clean', 'OnFailure=handler@%N.service')
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('clean')
+        self.settle('probe')
+        self.assertEqual(self.st('handler@bad')['state'], 'inactive', 'the handler ran before bad failed')
+        self.open_gate('bad')
+        self.wait_state('bad', lambda r: r['state'] == 'failed', 5, 'bad did not fail')
+        self.wait_running('handler@bad')
+        text = wait_until(lambda: self.seen('handler', 'bad'), 5, 'the handler never wrote what it saw')
+        self.assertIn('failed', text)
+        self.assertIn('exit-code', text)
+        self.assertIn('handler@bad.service: starting, as bad.service failed (OnFailure=)', self.stderr())
+
+        # A clean stop is not a failure.
+        self.ctl('stop', 'clean')
+        self.settle('probe')
+        r = self.st('handler@clean')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), r)
+        self.assertIsNone(self.seen('handler', 'clean'))
+
+    def test_no_trigger_while_restarting(self):
+        """With Restart=on-failure the unit goes to back-off, not failed
+        (systemd: OnFailure= waits until no restart follows): only the
+        start-limit failure triggers it, once."""
+        self.handler()
+        self.unit('flaky', '''
+            [Unit]
+            OnFailure=handler@%N.service
+            StartLimitBurst=3
+            StartLimitIntervalSec=60
+            [Service]
+            ExecStart=/bin/sh -c 'exit 1'
+            Restart=on-failure
+            RestartSec=100ms
+        ''')
+        self.start_tend()
+        r = self.wait_state('flaky', lambda r: r['state'] == 'failed', 10, 'flaky never hit its start limit')
+        self.assertEqual(r['result'], 'start-limit')
+        self.assertGreaterEqual(r['restarts'], 2)
+        self.wait_running('handler@flaky')
+        self.assertEqual(self.stderr().count('handler@flaky.service: starting, as flaky.service failed'), 1,
+                         self.stderr())
+
+
+class OnSuccessKey(DepsTestCase):
+    def test_success_starts_the_unit_failure_does_not(self):
+        for name, code in (('good', 0), ('bad', 4)):
+            self.unit(name, '''
+                [Unit]
+                OnSuccess=next@%%N.service
+                [Service]
+                Type=oneshot
+                ExecStart=/bin/sh -c 'read x < %s; exit %d'
+            ''' % (self.gate(name), code))
+        self.unit('next@', '''
+            [Service]
+            ExecStart=%s pause
+        ''' % PROBE)
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('probe')
+        self.settle('probe')
+        self.assertEqual(self.st('next@good')['state'], 'inactive', 'next@good ran before good ended')
+        self.open_gate('bad')
+        self.wait_state('bad', lambda r: r['state'] == 'failed', 5, 'bad did not fail')
+        self.open_gate('good')
+        self.wait_state('good', lambda r: r['state'] == 'inactive' and r['result'] == 'success', 5,
+                        'good did not succeed')
+        self.wait_running('next@good')
+        self.settle('probe')
+        r = self.st('next@bad')
+        self.assertEqual((r['state'], r['main_pid']), ('inactive', None), 'OnSuccess= fired on a failure: %r' % r)
+        self.assertIn('next@good.service: starting, as good.service succeeded (OnSuccess=)', self.stderr())
+
+
+class PropagatesReloadToKey(DepsTestCase):
+    def reloadable(self, name, unit_keys=''):
+        self.unit(name, '''
+            [Unit]
+            %s
+            [Service]
+            ExecStart=%s pause
+            ExecReload=/bin/sh -c '%s stamp %s'
+        ''' % (unit_keys, PROBE, PROBE, self.stamp_path(name, 'reload')))
+
+    def test_reload_reaches_the_units_it_propagates_to(self):
+        self.reloadable('a', 'PropagatesReloadTo=b.service')
+        self.reloadable('b')
+        self.reloadable('c', 'ReloadPropagatedFrom=a.service')
+        self.reloadable('d')
+        self.start_tend()
+        for n in 'abcd':
+            self.wait_running(n)
+        self.ctl('reload', 'a')
+        self.wait_stamp('a', 'reload')
+        self.wait_stamp('b', 'reload')
+        self.wait_stamp('c', 'reload')
+        self.assertIn('b.service: reloading, as a.service reloads (PropagatesReloadTo=)', self.stderr())
+        self.assertIn('c.service: reloading, as a.service reloads (PropagatesReloadTo=)', self.stderr())
+        self.assertIsNone(self.stamp('d', 'reload'), 'a unit without the keys was reloaded')
+        # One direction: b's reload reaches neither a nor c.
+        os.unlink(self.stamp_path('a', 'reload'))
+        os.unlink(self.stamp_path('c', 'reload'))
+        os.unlink(self.stamp_path('b', 'reload'))
+        wait_until(lambda: self.ctl('reload', 'b', check=False)[0] == 0, 5, 'b\'s reload was refused')
+        self.wait_stamp('b', 'reload')
+        self.ctl('reload', 'd')
+        self.wait_stamp('d', 'reload')  # tend handled the reload of b before d's
+        self.assertIsNone(self.stamp('a', 'reload'), 'b\'s reload reached a')
+        self.assertIsNone(self.stamp('c', 'reload'), 'b\'s reload reached c')
+
+
+class StopWhenUnneededKey(DepsTestCase):
+    def test_stopping_the_last_wanting_unit_stops_it(self):
+        self.simple_unit('helper', 'StopWhenUnneeded=yes')
+        self.simple_unit('user1', 'Wants=helper.service')
+        self.simple_unit('user2', 'Requires=helper.service')
+        self.simple_unit('kept')  # the same without the key
+        self.simple_unit('keeper', 'Wants=kept.service')
+        self.simple_unit('probe')
+        self.start_tend()
+        helper = self.wait_running('helper')
+        for n in ('user1', 'user2', 'kept', 'keeper'):
+            self.wait_running(n)
+        kept = self.st('kept')
+        self.ctl('stop', 'user1')
+        self.settle('probe')
+        self.assertEqual(self.st('helper')['main_pid'], helper['main_pid'], 'helper stopped while user2 needs it')
+        self.ctl('stop', 'user2')
+        self.wait_state('helper', lambda r: r['state'] == 'inactive', 5, 'helper kept running, unneeded')
+        self.assertFalse(pid_alive(helper['main_pid']))
+        self.assertIn('helper.service: stopping, as no unit needs it any more (StopWhenUnneeded=)', self.stderr())
+        self.ctl('stop', 'keeper')
+        self.settle('probe')
+        self.assertEqual(self.st('kept')['main_pid'], kept['main_pid'], 'a unit without the key stopped')
+        # Started again with its user, it stays up.
+        self.ctl('start', 'user1')
+        self.settle('probe')
+        self.assertEqual(self.st('helper')['state'], 'running')
+
+
+class UpholdsKey(DepsTestCase):
+    def test_killed_upheld_unit_restarts_while_the_upholder_runs(self):
+        self.simple_unit('keeper', 'Upholds=kept.service')
+        self.simple_unit('kept', service_keys='Restart=no')
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('keeper')
+        kept = self.wait_running('kept')
+        kill_pid(kept['main_pid'])
+        kept2 = self.wait_running('kept', other_than=kept['main_pid'])
+        self.assertIn('kept.service: starting, as keeper.service upholds it (Upholds=)', self.stderr())
+
+        self.ctl('stop', 'keeper')  # Upholds= propagates no stop
+        self.settle('probe')
+        self.assertEqual(self.st('kept')['main_pid'], kept2['main_pid'])
+        kill_pid(kept2['main_pid'])
+        self.wait_state('kept', lambda r: r['state'] == 'failed', 5, 'kept did not fail')
+        self.settle('probe')
+        r = self.st('kept')
+        self.assertEqual((r['state'], r['main_pid']), ('failed', None), 'restarted without its upholder: %r' % r)
+
+    def test_upholding_ends_at_the_start_limit(self):
+        self.simple_unit('keeper', 'Upholds=crashy.service')
+        self.unit('crashy', '''
+            [Unit]
+            StartLimitBurst=3
+            StartLimitIntervalSec=60
+            [Service]
+            ExecStart=/bin/sh -c 'exit 1'
+        ''')
+        self.simple_unit('probe')
+        self.start_tend()
+        self.wait_running('keeper')
+        r = self.wait_state('crashy', lambda r: r['state'] == 'failed' and r['result'] == 'start-limit', 10,
+                            'crashy never hit its start limit')
+        self.settle('probe')
+        self.assertEqual(self.st('crashy')['restarts'], r['restarts'], 'upheld again after its start limit')
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

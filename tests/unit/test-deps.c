@@ -2,7 +2,10 @@
 /*
  * The dependency graph (supervisor/lifecycle/deps.h; SPEC §4 "Start jobs", "Cycles"):
  * names resolved, Before= turned around, reverse edges, missing
- * requirements, and ordering cycles found and broken.
+ * requirements, and ordering cycles found and broken; the keys beyond
+ * Requires=/Wants=/BindsTo= (Requisite=, PartOf=, Conflicts=, Upholds=,
+ * OnFailure=, OnSuccess=, PropagatesReloadTo=/ReloadPropagatedFrom=) and
+ * the parsing of their lists into a unit file.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include "deps.h"
 #include "log.h"
 #include "macro.h"
+#include "unit-file.h"
 
 /* A NULL-terminated name vector from string literals (the specs borrow
  * `char *const *`, as unit files hold them; the names are never written). */
@@ -197,6 +201,92 @@ static void test_long_chain(void **state) {
         free(s);
 }
 
+/* The keys beyond Requires=/Wants=/BindsTo=: each list, its reverse, and the
+ * keys that name the other side (Conflicts= both ways, ReloadPropagatedFrom=
+ * turned around). */
+static void test_more_keys(void **state) {
+        struct dep_node_spec s[] = {
+                { .name = "a.service", .requisite = V("b.service", "gone.service"), .part_of = V("b.service"),
+                  .conflicts = V("c.service"), .upholds = V("d.service"), .on_failure = V("e.service", "nope.service"),
+                  .on_success = V("d.service"), .propagates_reload_to = V("c.service") },
+                { .name = "b.service", .reload_propagated_from = V("a.service") },
+                { .name = "c.service", .wants = V("d.service") },
+                { .name = "d.service" },
+                { .name = "e.service" },
+        };
+        struct dep_graph *g = build(s, ELEMENTSOF(s));
+        const struct dep_node *a = &g->nodes[0], *b = &g->nodes[1], *c = &g->nodes[2], *d = &g->nodes[3];
+        assert_list(&a->requisite, 1, -1);
+        assert_list(&b->requisite_of, 0, -1);
+        assert_list(&b->consists_of, 0, -1); /* PartOf=b on a: b's stop reaches a */
+        assert_list(&a->consists_of, -1);
+        assert_list(&a->conflicts, 2, -1);
+        assert_list(&c->conflicted_by, 0, -1);
+        assert_list(&c->conflicts, -1);
+        assert_list(&a->upholds, 3, -1);
+        assert_list(&d->upheld_by, 0, -1);
+        assert_list(&d->wanted_by, 2, -1);
+        assert_list(&a->on_failure, 4, -1); /* a missing OnFailure= unit is dropped, not missing */
+        assert_list(&a->on_success, 3, -1);
+        assert_list(&a->reload_to, 2, 1, -1); /* its own PropagatesReloadTo= and b's ReloadPropagatedFrom= */
+        assert_list(&b->reload_to, -1);
+        assert_list(&a->requires, -1); /* Requisite= is not Requires= */
+        assert_list(&b->required_by, -1);
+        assert_non_null(a->missing); /* a missing Requisite= unit fails the start as Requires= does */
+        assert_string_equal(a->missing[0], "gone.service");
+        assert_null(a->missing[1]);
+        for (size_t i = 0; i < g->n; i++)
+                assert_int_equal(dep_node_is_plain(&g->nodes[i]), i == 4); /* e: an OnFailure= target has no reverse */
+        dep_graph_free(g);
+
+        struct dep_node_spec lone[] = { { .name = "x.service", .conflicts = V("y.service") }, { .name = "z.service" } };
+        g = build(lone, ELEMENTSOF(lone));
+        assert_true(dep_node_is_plain(&g->nodes[0])); /* its only edge names no unit */
+        assert_true(dep_node_is_plain(&g->nodes[1]));
+        dep_graph_free(g);
+}
+
+/* The unit file's side: the lists out of line, OnFailureJobMode= and
+ * StopWhenUnneeded= (docs/tend.service.5.md "DEPENDENCIES"). */
+static void test_unit_file_keys(void **state) {
+        static const char text[] = "[Unit]\n"
+                                   "Requisite=b.service\nPartOf=b.service\nConflicts=c.service d.service\n"
+                                   "Conflicts=\nConflicts=e.service\nUpholds=u.service\nOnFailure=h@%n.service\n"
+                                   "OnSuccess=s.service\nPropagatesReloadTo=r.service\nReloadPropagatedFrom=p.service\n"
+                                   "StopWhenUnneeded=yes\nOnFailureJobMode=fail\n"
+                                   "[Service]\nExecStart=/bin/true\n";
+        struct unit_file *f = NULL;
+        assert_int_equal(unit_file_parse("a.service", "a.service", text, sizeof text - 1, &f, NULL), 0);
+        const struct unit_dep_keys *k = unit_file_dep_keys(f);
+        assert_non_null(f->dep_keys);
+        assert_string_equal(k->requisite[0], "b.service");
+        assert_string_equal(k->part_of[0], "b.service");
+        assert_string_equal(k->conflicts[0], "e.service"); /* the empty assignment reset the list */
+        assert_null(k->conflicts[1]);
+        assert_string_equal(k->upholds[0], "u.service");
+        assert_string_equal(k->on_failure[0], "h@a.service.service");
+        assert_string_equal(k->on_success[0], "s.service");
+        assert_string_equal(k->propagates_reload_to[0], "r.service");
+        assert_string_equal(k->reload_propagated_from[0], "p.service");
+        assert_true(f->stop_when_unneeded);
+        assert_true(f->on_failure_mode_fail);
+        unit_file_free(f);
+
+        static const char plain[] = "[Service]\nExecStart=/bin/true\n";
+        assert_int_equal(unit_file_parse("p.service", "p.service", plain, sizeof plain - 1, &f, NULL), 0);
+        assert_null(f->dep_keys); /* nothing set: nothing allocated */
+        assert_null(unit_file_dep_keys(f)->conflicts);
+        assert_false(f->stop_when_unneeded);
+        assert_false(f->on_failure_mode_fail);
+        unit_file_free(f);
+
+        static const char isolate[] = "[Unit]\nOnFailureJobMode=isolate\n[Service]\nExecStart=/bin/true\n";
+        assert_int_equal(unit_file_parse("i.service", "i.service", isolate, sizeof isolate - 1, &f, NULL),
+                         -EOPNOTSUPP);
+        static const char bad[] = "[Unit]\nOnFailureJobMode=sometimes\n[Service]\nExecStart=/bin/true\n";
+        assert_int_equal(unit_file_parse("i.service", "i.service", bad, sizeof bad - 1, &f, NULL), -EINVAL);
+}
+
 static void test_empty(void **state) {
         struct dep_graph *g = build(NULL, 0);
         assert_int_equal(g->n_cycles, 0);
@@ -213,6 +303,8 @@ int main(void) {
                 cmocka_unit_test(test_cycle_broken_at_unrequired),
                 cmocka_unit_test(test_cycle_all_required),
                 cmocka_unit_test(test_long_chain),
+                cmocka_unit_test(test_more_keys),
+                cmocka_unit_test(test_unit_file_keys),
                 cmocka_unit_test(test_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
