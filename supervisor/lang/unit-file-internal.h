@@ -160,6 +160,10 @@ int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const ch
 int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
 
+/* cond: unit-file-conditions.c. k->data: the type, UF_CONDITION_ASSERT for Assert*=. */
+#define UF_CONDITION_ASSERT 0x100
+int uf_parse_condition(struct parse_ctx *c, const struct key_def *k, const char *value);
+
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
 /* ------------------------------------------------------------------------ */
