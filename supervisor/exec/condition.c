@@ -337,10 +337,10 @@ static int test_capability(const struct condition_env *env, const char *v) {
         ssize_t n = cond_read(env, "/proc/self/status", buf, sizeof buf);
         if (n < 0)
                 return (int) n;
-        const char *b = strstr(buf, "\nCapBnd:");
+        const char *b = strncmp(buf, "CapBnd:", 7) == 0 ? buf : strstr(buf, "\nCapBnd:");
         if (!b)
                 return -EIO;
-        return (strtoull(b + strlen("\nCapBnd:"), NULL, 16) >> cap) & 1;
+        return (strtoull(strchr(b, ':') + 1, NULL, 16) >> cap) & 1;
 }
 
 static int test_raw(const struct condition_env *env, const struct unit_condition *c) {

@@ -438,7 +438,21 @@ int uf_parse_condition(struct parse_ctx *c, const struct key_def *k, const char 
                 v += 1 + strspn(v + 1, WHITESPACE);
         if (!*v)
                 return syntax_error(c, "%s=: no value after its prefixes in %s", k->key, uf_quote(q, value));
-        int r = uf_resolve_specifiers(c, k, v, &cond.parameter);
+        /* A '%' before anything but a letter or '%' is kept as written, as
+         * systemd does ("10%/1min"): doubled for the resolver. */
+        _cleanup_free_ char *escaped = malloc(2 * strlen(v) + 1);
+        if (!escaped)
+                return -ENOMEM;
+        char *e = escaped;
+        for (const char *p = v; *p; p++) {
+                *e++ = *p;
+                if (*p == '%' && p[1] != '%' && !isalpha((unsigned char) p[1]))
+                        *e++ = '%';
+                else if (*p == '%' && p[1] == '%')
+                        *e++ = *++p;
+        }
+        *e = 0;
+        int r = uf_resolve_specifiers(c, k, escaped, &cond.parameter);
         if (r < 0)
                 return r;
         const char *bad = check_value(cond.type, cond.parameter);
