@@ -11,6 +11,9 @@ What a skipped unit did not do is proven by a marker file its command would
 create, checked after the start was answered (the answer comes after the
 start job's decision, so no wait is involved)."""
 import os
+import shutil
+import socket
+import subprocess
 import sys
 import unittest
 
@@ -113,6 +116,63 @@ class ConditionsTest(ServiceTestCase):
                         % present, 5, 'a plain condition failed, yet not skipped with it named')
         self.assertFalse(os.path.exists(none))
         self.assertFalse(os.path.exists(mixed))
+
+    # Conditions about this machine, each answered by systemd 252 itself
+    # (`systemd-analyze condition`, exit 0 when it holds) and by tend (the
+    # unit started, or skipped). NeedsUpdate=, Credential= and FirstBoot= are
+    # tend's fixed answers (docs) and Environment= reads each program's own
+    # environment: not compared here.
+    ORACLE = [
+        'ConditionVirtualization=container', 'ConditionVirtualization=docker', 'ConditionVirtualization=vm',
+        'ConditionVirtualization=yes', 'ConditionVirtualization=private-users',
+        'ConditionKernelCommandLine=quiet', 'ConditionKernelCommandLine=rdinit',
+        'ConditionKernelCommandLine=--auth-required', 'ConditionKernelCommandLine=no.such.word',
+        'ConditionKernelVersion=>=5', 'ConditionKernelVersion=<5', 'ConditionKernelVersion=6.*',
+        'ConditionHost=%H', 'ConditionHost=no-such-host*', 'ConditionArchitecture=native',
+        'ConditionArchitecture=x86-64', 'ConditionArchitecture=arm64', 'ConditionSecurity=apparmor',
+        'ConditionSecurity=selinux', 'ConditionSecurity=audit', 'ConditionSecurity=tpm2',
+        'ConditionSecurity=uefi-secureboot', 'ConditionCapability=CAP_SYS_ADMIN', 'ConditionCapability=CAP_MKNOD',
+        'ConditionACPower=true', 'ConditionACPower=false', 'ConditionUser=root', 'ConditionUser=@system',
+        'ConditionUser=1000', 'ConditionGroup=root', 'ConditionGroup=5000',
+        'ConditionControlGroupController=v1', 'ConditionControlGroupController=v2',
+        'ConditionControlGroupController=cpu', 'ConditionControlGroupController=memory',
+        'ConditionControlGroupController=pids', 'ConditionControlGroupController=io',
+        'ConditionMemory=>1G', 'ConditionMemory=<1M', 'ConditionCPUs=>=1', 'ConditionCPUs=>100',
+        'ConditionCPUFeature=sse2', 'ConditionCPUFeature=rdrand', 'ConditionCPUFeature=sha_ni',
+        'ConditionOSRelease=ID=debian', 'ConditionOSRelease=VERSION_ID>=12', 'ConditionOSRelease=ID=fedora',
+        'ConditionMemoryPressure=100%', 'ConditionFirmware=uefi', 'ConditionFirmware=device-tree',
+        'ConditionPathIsMountPoint=/proc', 'ConditionPathIsMountPoint=/etc', 'ConditionPathIsReadWrite=/',
+        'ConditionPathIsEncrypted=/', 'ConditionDirectoryNotEmpty=/etc', 'ConditionPathExistsGlob=/etc/*-release',
+    ]
+
+    def test_same_answers_as_systemd(self):
+        analyze = shutil.which('systemd-analyze')
+        if not analyze:
+            self.skipTest('no systemd-analyze to compare with')
+        expected = {}
+        for i, line in enumerate(self.ORACLE):
+            line = line.replace('%H', socket.gethostname())  # tend has no %H yet
+            p = subprocess.run([analyze, 'condition', line],
+                               capture_output=True, text=True, timeout=30)
+            if p.returncode not in (0, 1):
+                self.fail('systemd-analyze condition %s: status %d %r' % (line, p.returncode, p.stderr))
+            expected['c%d' % i] = (line, p.returncode == 0)
+            self.unit('c%d' % i, """
+                [Unit]
+                %s
+                [Service]
+                Type=oneshot
+                RemainAfterExit=yes
+                ExecStart=/bin/true
+            """ % line)
+        self.start_tend()
+        differ = []
+        for name, (line, holds) in sorted(expected.items()):
+            rec = self.wait_state(name, lambda r: r['state'] == 'running' or r.get('condition'), 10,
+                                  'neither started nor skipped')
+            if (rec['state'] == 'running') != holds:
+                differ.append('%s: systemd %s, tend %s' % (line, holds, rec['state'] == 'running'))
+        self.assertEqual(differ, [], 'tend and systemd-analyze answer differently')
 
 
 if __name__ == '__main__':
