@@ -10,7 +10,9 @@
  * The machine's facts (/proc, /sys, /etc/os-release, /etc/machine-id, /run,
  * /.dockerenv) are read under env->root, the seam that lets a test point them
  * at a fixture; the paths of the Path*=/Directory*=/File*= types are the
- * unit's own and are not moved. Single-threaded use per env; no global state.
+ * unit's own and are not moved. Not thread-safe: the larger files (the kernel's
+ * command line, os-release, cpuinfo) are read into static buffers; tend calls
+ * this from its one event loop.
  */
 #pragma once
 
