@@ -424,6 +424,9 @@ static void print_status(json *rec) {
         printf("    Result: %s\n", get_str(rec, "result", "?"));
         if (status)
                 printf("    Status: \"%s\"\n", status);
+        const char *condition = get_str(rec, "condition", NULL); /* cond: a skipped or asserted start */
+        if (condition)
+                printf(" Condition: %s\n", condition);
         printf("   Waiters: %" PRId64 "\n", get_int(rec, "waiters", 0));
 }
 

@@ -24,6 +24,7 @@ struct record_writer {
         json_object *states[_UNIT_STATE_MAX], *results[_UNIT_RESULT_MAX]; /* one value per word */
         json_object *exit_code, *code;                     /* {"code": N} */
         json_object *exit_signal, *signal, *core_dumped;   /* {"signal": N, "core_dumped": B} */
+        const char *condition_text;                         /* cond: the next record's, borrowed */
 };
 
 struct record_writer *record_writer_free(struct record_writer *w) {
@@ -112,7 +113,8 @@ static void set_or_null(json_object *o, const char *key, json_object *v, bool se
 }
 
 void record_fields_of(const struct unit *u, int waiters, struct record_fields *ret) {
-        *ret = (struct record_fields) { .waiters = waiters > 0 ? waiters : 0, .has_status = u->status_text != NULL };
+        *ret = (struct record_fields) { .waiters = waiters > 0 ? waiters : 0, .has_status = u->status_text != NULL,
+                                        .has_condition = u->condition_text != NULL };
         unit_get_shown(u, &ret->shown); /* the fields at the change being reported */
         struct exit_reason *e = &ret->shown.last_exit;
         if (!ret->shown.has_last_exit)
@@ -124,7 +126,7 @@ void record_fields_of(const struct unit *u, int waiters, struct record_fields *r
 
 bool record_fields_equal(const struct record_fields *a, const struct record_fields *b) {
         const struct unit_shown *x = &a->shown, *y = &b->shown;
-        return !a->has_status && !b->has_status && x->state == y->state && x->result == y->result &&
+        return !a->has_status && !b->has_status && !a->has_condition && !b->has_condition && x->state == y->state && x->result == y->result &&
                x->main_pid == y->main_pid && x->since_realtime == y->since_realtime &&
                x->since_monotonic == y->since_monotonic && x->restarts == y->restarts &&
                x->has_last_exit == y->has_last_exit && x->last_exit.kind == y->last_exit.kind &&
@@ -160,6 +162,13 @@ const char *record_writer_format_fields(struct record_writer *w, const char *nam
         json_object_set_boolean(w->core_dumped, f->shown.last_exit.core_dumped);
         set_or_null(w->root, "last_exit", exited ? w->exit_code : w->exit_signal, f->shown.has_last_exit);
         json_object_set_int(w->waiters, f->waiters);
+        /* cond: present only when set, so every other record keeps SPEC §5's fields. */
+        json_object *condition = w->condition_text ? json_object_new_string(w->condition_text) : NULL;
+        if (condition)
+                (void) json_object_object_add(w->root, "condition", condition);
+        else
+                json_object_object_del(w->root, "condition");
+        w->condition_text = NULL;
         /* The canonical form control-watch.h splices into watch messages unparsed. */
         return json_object_to_json_string_length(w->root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
                                                  ret_len);
@@ -168,5 +177,10 @@ const char *record_writer_format_fields(struct record_writer *w, const char *nam
 const char *record_writer_format(struct record_writer *w, const struct unit *u, int waiters, size_t *ret_len) {
         struct record_fields f;
         record_fields_of(u, waiters, &f);
+        record_writer_set_condition(w, u->condition_text);
         return record_writer_format_fields(w, u->name, u->status_text, &f, ret_len);
+}
+
+void record_writer_set_condition(struct record_writer *w, const char *text) {
+        w->condition_text = text;
 }

@@ -41,6 +41,7 @@ struct record_fields {
         struct unit_shown shown; /* what the unit shows (unit.h), last_exit zeroed when there is none */
         int waiters;
         bool has_status; /* STATUS= text: never compared, a record with one is always written */
+        bool has_condition; /* cond: u->condition_text, as has_status */
 };
 
 /* The fields of u's record with waiters requests sharing its flight. */
@@ -58,3 +59,8 @@ bool record_fields_equal(const struct record_fields *a, const struct record_fiel
  */
 const char *record_writer_format_fields(struct record_writer *w, const char *name, const char *status,
                                        const struct record_fields *f, size_t *ret_len);
+
+/* cond: the "condition" field of the records that follow (text borrowed for
+ * the next format call: why the last start was skipped or failed by an
+ * assert), NULL: the field is absent. record_writer_format() sets it from u. */
+void record_writer_set_condition(struct record_writer *w, const char *text);

@@ -188,6 +188,9 @@ int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, c
 int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *value);
 /* The process keys that depend on each other (CPUSchedulingPriority= by policy); at the end of a file. */
 void uf_verify_process(struct parse_ctx *c);
+/* cond: unit-file-conditions.c. k->data: the type, UF_CONDITION_ASSERT for Assert*=. */
+#define UF_CONDITION_ASSERT 0x100
+int uf_parse_condition(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */

@@ -339,6 +339,44 @@ static const struct key_def unit_keys[] = {
         { U, "ReloadPropagatedFrom", uf_parse_unit_names, 0, 0, LIST(LIST_RELOAD_PROPAGATED_FROM) },
         { U, "StopWhenUnneeded", parse_bool, F(stop_when_unneeded), NULL },
         { U, "OnFailureJobMode", uf_parse_job_mode, F(on_failure_mode_fail), NULL },
+        { S, "LimitRTTIME", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },        /* cond: Condition*= and Assert*= (unit-file-conditions.c), every type of systemd 252 */
+#define COND(name, t)                                                                                      \
+        { U, "Condition" name, uf_parse_condition, 0, 0, (const void *) (uintptr_t) (t) },                 \
+        { U, "Assert" name, uf_parse_condition, 0, 0, (const void *) (uintptr_t) ((t) | UF_CONDITION_ASSERT) }
+        COND("Architecture", UNIT_CONDITION_ARCHITECTURE),
+        COND("Firmware", UNIT_CONDITION_FIRMWARE),
+        COND("Virtualization", UNIT_CONDITION_VIRTUALIZATION),
+        COND("Host", UNIT_CONDITION_HOST),
+        COND("KernelCommandLine", UNIT_CONDITION_KERNEL_COMMAND_LINE),
+        COND("KernelVersion", UNIT_CONDITION_KERNEL_VERSION),
+        COND("Credential", UNIT_CONDITION_CREDENTIAL),
+        COND("Environment", UNIT_CONDITION_ENVIRONMENT),
+        COND("Security", UNIT_CONDITION_SECURITY),
+        COND("Capability", UNIT_CONDITION_CAPABILITY),
+        COND("ACPower", UNIT_CONDITION_AC_POWER),
+        COND("NeedsUpdate", UNIT_CONDITION_NEEDS_UPDATE),
+        COND("FirstBoot", UNIT_CONDITION_FIRST_BOOT),
+        COND("PathExists", UNIT_CONDITION_PATH_EXISTS),
+        COND("PathExistsGlob", UNIT_CONDITION_PATH_EXISTS_GLOB),
+        COND("PathIsDirectory", UNIT_CONDITION_PATH_IS_DIRECTORY),
+        COND("PathIsSymbolicLink", UNIT_CONDITION_PATH_IS_SYMBOLIC_LINK),
+        COND("PathIsMountPoint", UNIT_CONDITION_PATH_IS_MOUNT_POINT),
+        COND("PathIsReadWrite", UNIT_CONDITION_PATH_IS_READ_WRITE),
+        COND("PathIsEncrypted", UNIT_CONDITION_PATH_IS_ENCRYPTED),
+        COND("DirectoryNotEmpty", UNIT_CONDITION_DIRECTORY_NOT_EMPTY),
+        COND("FileNotEmpty", UNIT_CONDITION_FILE_NOT_EMPTY),
+        COND("FileIsExecutable", UNIT_CONDITION_FILE_IS_EXECUTABLE),
+        COND("User", UNIT_CONDITION_USER),
+        COND("Group", UNIT_CONDITION_GROUP),
+        COND("ControlGroupController", UNIT_CONDITION_CONTROL_GROUP_CONTROLLER),
+        COND("Memory", UNIT_CONDITION_MEMORY),
+        COND("CPUs", UNIT_CONDITION_CPUS),
+        COND("CPUFeature", UNIT_CONDITION_CPU_FEATURE),
+        COND("OSRelease", UNIT_CONDITION_OS_RELEASE),
+        COND("MemoryPressure", UNIT_CONDITION_MEMORY_PRESSURE),
+        COND("CPUPressure", UNIT_CONDITION_CPU_PRESSURE),
+        COND("IOPressure", UNIT_CONDITION_IO_PRESSURE),
+#undef COND
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

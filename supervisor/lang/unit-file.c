@@ -355,6 +355,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
                 free(u->sandbox);
         }
         free(u->exit_statuses);
+        unit_conditions_free(u->conditions);
         free(u);
         return NULL;
 }

@@ -176,6 +176,9 @@ struct unit_file {
         struct unit_dep_keys *dep_keys;  /* owned; NULL: every list empty (unit_file_dep_keys()) */
         bool stop_when_unneeded;         /* StopWhenUnneeded=, no */
         bool on_failure_mode_fail;       /* OnFailureJobMode=fail; no: replace (the default) */
+        /* cond: Condition*=, Assert*= (docs/tend.service.5.md "CONDITIONS"),
+         * checked at each start (exec/condition.h): out of line, most units have none. */
+        struct unit_conditions *conditions; /* owned; NULL: none */
 };
 
 /* deps: the lists of the dependency keys (service names, other unit types
@@ -285,6 +288,65 @@ extern const struct unit_sandbox_keys unit_sandbox_defaults;
 static inline const struct unit_sandbox_keys *unit_file_sandbox(const struct unit_file *f) {
         return f->sandbox ? f->sandbox : &unit_sandbox_defaults;
 }
+
+/* cond: the conditions and asserts of a unit (systemd.unit(5) "Conditions and
+ * Asserts"), in the order of their keys; exec/condition.h evaluates them. */
+typedef enum unit_condition_type {
+        UNIT_CONDITION_ARCHITECTURE,
+        UNIT_CONDITION_FIRMWARE,
+        UNIT_CONDITION_VIRTUALIZATION,
+        UNIT_CONDITION_HOST,
+        UNIT_CONDITION_KERNEL_COMMAND_LINE,
+        UNIT_CONDITION_KERNEL_VERSION,
+        UNIT_CONDITION_CREDENTIAL,
+        UNIT_CONDITION_ENVIRONMENT,
+        UNIT_CONDITION_SECURITY,
+        UNIT_CONDITION_CAPABILITY,
+        UNIT_CONDITION_AC_POWER,
+        UNIT_CONDITION_NEEDS_UPDATE,
+        UNIT_CONDITION_FIRST_BOOT,
+        UNIT_CONDITION_PATH_EXISTS,
+        UNIT_CONDITION_PATH_EXISTS_GLOB,
+        UNIT_CONDITION_PATH_IS_DIRECTORY,
+        UNIT_CONDITION_PATH_IS_SYMBOLIC_LINK,
+        UNIT_CONDITION_PATH_IS_MOUNT_POINT,
+        UNIT_CONDITION_PATH_IS_READ_WRITE,
+        UNIT_CONDITION_PATH_IS_ENCRYPTED,
+        UNIT_CONDITION_DIRECTORY_NOT_EMPTY,
+        UNIT_CONDITION_FILE_NOT_EMPTY,
+        UNIT_CONDITION_FILE_IS_EXECUTABLE,
+        UNIT_CONDITION_USER,
+        UNIT_CONDITION_GROUP,
+        UNIT_CONDITION_CONTROL_GROUP_CONTROLLER,
+        UNIT_CONDITION_MEMORY,
+        UNIT_CONDITION_CPUS,
+        UNIT_CONDITION_CPU_FEATURE,
+        UNIT_CONDITION_OS_RELEASE,
+        UNIT_CONDITION_MEMORY_PRESSURE,
+        UNIT_CONDITION_CPU_PRESSURE,
+        UNIT_CONDITION_IO_PRESSURE,
+        _UNIT_CONDITION_TYPE_MAX,
+} unit_condition_type;
+
+struct unit_condition {
+        unit_condition_type type;
+        bool is_assert;  /* Assert*=: its failure fails the start; Condition*=: skips it */
+        bool trigger;    /* '|': one of the triggering checks, of which one must hold */
+        bool negate;     /* '!' */
+        unsigned line;   /* of the assignment in unit_file.path */
+        char *parameter; /* specifiers resolved; never NULL */
+};
+
+struct unit_conditions {
+        size_t n;
+        struct unit_condition items[]; /* n, owned */
+};
+
+/* The name after "Condition"/"Assert" of type t ("PathExists"); NULL if out of range. */
+const char *unit_condition_type_name(unit_condition_type t);
+
+/* Frees every condition of l and l; returns NULL. NULL is accepted. */
+struct unit_conditions *unit_conditions_free(struct unit_conditions *l);
 
 /* Frees u and everything it owns; returns NULL. NULL is accepted. */
 struct unit_file *unit_file_free(struct unit_file *u);

@@ -75,6 +75,11 @@ const struct unit_command_list *unit_sm_commands_of(const struct unit *u);
 /* A daemon-reload's new file becomes u's (no process of u runs). */
 void unit_sm_take_next_file(struct unit *u);
 
+/* cond: unit-conditions.c. At the start job's begin (a WAIT position): true
+ * when u's Condition*=/Assert*= allow the start; else u was moved and its
+ * flight answered (skipped: inactive, ok; an assert: inactive, not ok). */
+bool unit_sm_conditions_met(struct unit *u);
+
 /* ---- unit-notify.c: the watchdog lease ---- */
 
 /* Creates the lease (entering RUNNING) or renews it (WATCHDOG=1). */

@@ -298,6 +298,8 @@ void unit_sm_take_next_file(struct unit *u) {
 /* The start job begins its work: the start limit, then ExecStartPre=. */
 static void step_start(struct unit *u) {
         unit_sm_take_next_file(u);
+        if (!unit_sm_conditions_met(u)) /* cond: skipped, or failed by an assert */
+                return;
         if (!unit_sm_start_limit_ok(u)) {
                 log_error("%s: start limit hit (more than %u starts within the interval): no more automatic restarts",
                           u->name, u->file->start_limit_burst);
@@ -364,7 +366,8 @@ static const struct {
 } steps[_UNIT_STEP_MAX] = {
         /* → WAIT_*: ops->start_job; may stay there (its dependencies) */
         [UNIT_STEP_BEGIN_START] = { step_begin_start, F(START) },
-        /* → FAILED (start limit) | START_PRE: ops->prepare, TimeoutStartSec= */
+        /* → INACTIVE (a condition or assert unmet) | FAILED (start limit) |
+         * START_PRE: ops->prepare, TimeoutStartSec= */
         [UNIT_STEP_START] = { step_start, F(RUN) | F(STOP) },
         /* the position's command at cmd_index: spawn, or the next position
          * when none is left (START_PRE → START, RELOAD → RUNNING) */

@@ -662,6 +662,7 @@ struct unit *unit_free(struct unit *u) {
         free(u->start_times);
         free(u->changes);
         free(u->status_text);
+        free(u->condition_text);
         free(u->name);
         free(u);
         return NULL;

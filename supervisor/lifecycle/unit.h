@@ -342,6 +342,8 @@ struct unit {
         /* The changes for the manager, delivered after the event. */
         struct unit_change *changes;
         const struct unit_shown *report; /* the change being delivered, or NULL */
+        char *condition_text;           /* cond: why the last start was skipped or failed by an
+                                         * assert ("start condition unmet: ConditionX=…"), or NULL */
 };
 
 /* Creates a unit from its loaded file (taken on success). */

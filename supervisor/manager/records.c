@@ -22,6 +22,7 @@ static void record_store(void *userdata, struct unit *u, const struct record_fie
         struct manager *m = userdata;
         size_t len = 0;
         /* A held record had no STATUS= text (held_records_write): none is added at its write. */
+        record_writer_set_condition(m->records, f->has_condition ? u->condition_text : NULL); /* cond */
         const char *text = record_writer_format_fields(m->records, u->name, f->has_status ? u->status_text : NULL,
                                                        f, &len);
         if (!text) {

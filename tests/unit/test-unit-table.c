@@ -742,6 +742,45 @@ static void test_seq_dependency(void **state) {
         fake_free(f, u);
 }
 
+/* cond: a condition unmet skips the start (systemd.unit(5): "the starting of the unit will be
+ * (mostly silently) skipped"): nothing spawned, inactive, answered ok, its job done for the
+ * units that require it; the record's text names the condition. */
+static void test_seq_condition_skipped(void **state) {
+        struct fake *f = fake_new();
+        struct unit *u = REPLAY(f, "[Unit]\nConditionPathExists=/nonexistent/tend-cond\n[Service]\nExecStart=/bin/true\n",
+                                EV_START);
+        assert_int_equal(u->pos, P(INACTIVE));
+        assert_int_equal(f->n_procs, 0);
+        assert_true(first_answer_ok(f));
+        assert_int_equal(unit_job_state(u), UNIT_JOB_DONE);
+        assert_string_equal(u->condition_text, "start condition unmet: ConditionPathExists=/nonexistent/tend-cond");
+        fake_free(f, u);
+}
+
+/* cond: an assert unmet fails the start job ("any assertion setting that is not met results in
+ * failure of the start job") but changes no state: inactive, answered not ok, no job done. */
+static void test_seq_assert_failed(void **state) {
+        struct fake *f = fake_new();
+        struct unit *u = REPLAY(f, "[Unit]\nAssertPathExists=/nonexistent/tend-cond\n[Service]\nExecStart=/bin/true\n",
+                                EV_START);
+        assert_int_equal(u->pos, P(INACTIVE));
+        assert_int_equal(f->n_procs, 0);
+        assert_false(first_answer_ok(f));
+        assert_int_equal(unit_job_state(u), UNIT_JOB_NONE);
+        assert_string_equal(u->condition_text, "assertion failed: AssertPathExists=/nonexistent/tend-cond");
+        fake_free(f, u);
+}
+
+/* cond: conditions and asserts met: the start goes on, no text. */
+static void test_seq_conditions_met(void **state) {
+        struct fake *f = fake_new();
+        struct unit *u = REPLAY(f, "[Unit]\nConditionPathExists=/\nAssertPathIsDirectory=/\n[Service]\n"
+                                   "ExecStart=/bin/true\n", EV_START);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        assert_null(u->condition_text);
+        fake_free(f, u);
+}
+
 int main(void) {
         log_set_max_level(LOG_EMERG); /* the machine's warnings are expected here */
         const struct CMUnitTest tests[] = {
@@ -758,6 +797,9 @@ int main(void) {
                 cmocka_unit_test(test_seq_notify_ready),
                 cmocka_unit_test(test_seq_watchdog),
                 cmocka_unit_test(test_seq_dependency),
+                cmocka_unit_test(test_seq_condition_skipped),
+                cmocka_unit_test(test_seq_assert_failed),
+                cmocka_unit_test(test_seq_conditions_met),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
