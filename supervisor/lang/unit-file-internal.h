@@ -160,6 +160,9 @@ int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const ch
 int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
 
+/* fork: unit-file-forking.c (Type=forking's keys) */
+int uf_parse_pid_file(struct parse_ctx *c, const struct key_def *k, const char *value);
+
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
 /* ------------------------------------------------------------------------ */

@@ -258,8 +258,12 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         if (s.keep)
                 kept_env_keep(&d->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
         /* Its exit goes to u: the state machine takes *ret as its main or
-         * control process. Cannot fail: reserved above. */
-        (void) exit_routes_set(&m->routes, &d->exits, main ? EXIT_ROLE_MAIN : EXIT_ROLE_CONTROL,
+         * control process (Type=forking's start process is a control
+         * process: unit.h). Cannot fail: reserved above. */
+        bool forking = main && u->file->type == UNIT_TYPE_FORKING;
+        if (forking)
+                manager_forking_spawned(u, *ret);
+        (void) exit_routes_set(&m->routes, &d->exits, main && !forking ? EXIT_ROLE_MAIN : EXIT_ROLE_CONTROL,
                                exit_process_id(*ret));
         return 0;
 }
@@ -488,4 +492,5 @@ const struct unit_ops manager_unit_ops = {
         .start_job = op_start_job,
         .auto_restart = op_auto_restart,
         .answered = op_answered,
+        .forking_main = manager_forking_main,
 };
