@@ -1010,9 +1010,14 @@ _public_ int exit_hub_orphan_find(struct exit_hub *hub, pid_t pid, exit_id_t aft
         for (uint32_t i = 0; i < hub->record_count; i++) {
                 uint32_t at = (hub->record_next + hub->record_capacity - 1 - i) % hub->record_capacity;
                 const struct record *rec = &hub->records[at];
+                if (!rec->orphan)
+                        continue;
+                /* An orphan's id is drawn when it is published, so the ring
+                 * holds orphans in the order of their ids (not so a spawned
+                 * process's, drawn at its spawn). */
                 if (rec->id <= after)
-                        break; /* ids grow: every older record is older still */
-                if (rec->orphan && rec->pid == pid) {
+                        break;
+                if (rec->pid == pid) {
                         *ret_reason = rec->reason;
                         r = 0;
                         break;

@@ -112,6 +112,8 @@ static int open_pid(struct manager *m, struct unit *u, pid_t pid, int *ret_fd, s
          * orphan, its status kept; else a stale file, not rewritten yet. */
         if (exit_hub_orphan_find(m->hub, pid, data(u)->forking_since, ret_reason) == 0)
                 return 1;
+        log_debug("%s: PIDFile=%s: PID %d is gone and was not reaped by tend (a stale file?)", u->name,
+                  u->file->pid_file, (int) pid);
         return -EAGAIN;
 }
 
