@@ -220,3 +220,15 @@ int manager_forking_main(void *userdata, struct unit *u, struct exit_process **r
                 return guess(m, u, ret);
         return from_pid_file(m, u, ret, ret_reason);
 }
+
+void manager_forking_changed(struct unit *u) {
+        /* Where u is now (not the change being delivered: a restart in the
+         * same event may have spawned its new start process already). */
+        bool dead = unit_is_down(u) || unit_job_state(u) == UNIT_JOB_FAILED;
+        if (u->file->type != UNIT_TYPE_FORKING || !u->file->pid_file || !dead || unit_is_waiting(u))
+                return;
+        /* As systemd: a dead unit's PID file goes, so that the next start
+         * never reads a pid of this run (recycled by then). */
+        if (unlink(u->file->pid_file) < 0 && errno != ENOENT)
+                log_debug_errno(errno, "%s: PIDFile=%s: cannot remove it: %m", u->name, u->file->pid_file);
+}

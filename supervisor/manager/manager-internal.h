@@ -211,6 +211,9 @@ extern const struct jobs_ops manager_jobs_ops;
 /* A forking unit's start process was spawned: orphans reaped from now on
  * may be its daemon; the PID file's reads start again. */
 void manager_forking_spawned(struct unit *u, struct exit_process *start);
+/* A change of u's record: a forking unit that is dead (or in back-off)
+ * loses its PID file, as under systemd. */
+void manager_forking_changed(struct unit *u);
 /* unit.h ops->forking_main. */
 int manager_forking_main(void *userdata, struct unit *u, struct exit_process **ret, struct exit_reason *ret_reason);
 

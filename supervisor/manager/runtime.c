@@ -401,6 +401,7 @@ void own_waiter_settle(struct unit_data *d) {
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
+        manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);
         manager_upstream_update(m);

@@ -154,6 +154,8 @@ class Forking(ServiceTestCase):
         self.start_tend()
         r = self.failed_with('d', 'exit-code')
         self.assertEqual((r['result'], r['last_exit']), ('exit-code', {'code': 7}))
+        # As systemd: a dead unit's PID file is removed (no stale pid next time).
+        self.assertFalse(os.path.exists(pidfile), 'the PID file of the failed unit is still there')
 
     def test_daemon_exits_before_read(self):
         """The daemon is gone — reaped by tend as an orphan — before its
