@@ -160,6 +160,17 @@ int exit_hub_publish(struct exit_hub *hub, exit_id_t id, const struct exit_reaso
 int exit_hub_publish_orphan(struct exit_hub *hub, pid_t pid, const struct exit_reason *reason,
                             exit_id_t *ret_id);
 
+/*
+ * The exit of an orphan of pid published after id `after` (exit ids grow:
+ * a process spawned before the orphan was reaped has a smaller one), the
+ * newest if several, from the durable records: 0 and *ret_reason, or
+ * -ENOENT (none, or its record was evicted: record_capacity later exits),
+ * -EINVAL. A program that learns an orphan's pid only after its exit (a
+ * daemon's PID file read once the process that wrote it is gone) gets its
+ * exact status this way. Thread-safe (the hub's lock).
+ */
+int exit_hub_orphan_find(struct exit_hub *hub, pid_t pid, exit_id_t after, struct exit_reason *ret_reason);
+
 /* Maps a pid to the id of its *live* process. Errors: -ESRCH (no live process
  * has that pid). */
 int exit_hub_pid_to_id(struct exit_hub *hub, pid_t pid, exit_id_t *ret_id);

@@ -1001,6 +1001,32 @@ _public_ int exit_hub_pid_to_id(struct exit_hub *hub, pid_t pid, exit_id_t *ret_
         return 0;
 }
 
+/* The ring's records newest first: an orphan of pid published after `after`. */
+_public_ int exit_hub_orphan_find(struct exit_hub *hub, pid_t pid, exit_id_t after, struct exit_reason *ret_reason) {
+        if (!hub || pid <= 0 || !ret_reason)
+                return -EINVAL;
+        int r = -ENOENT;
+        hub_lock(hub);
+        for (uint32_t i = 0; i < hub->record_count; i++) {
+                uint32_t at = (hub->record_next + hub->record_capacity - 1 - i) % hub->record_capacity;
+                const struct record *rec = &hub->records[at];
+                if (!rec->orphan)
+                        continue;
+                /* An orphan's id is drawn when it is published, so the ring
+                 * holds orphans in the order of their ids (not so a spawned
+                 * process's, drawn at its spawn). */
+                if (rec->id <= after)
+                        break;
+                if (rec->pid == pid) {
+                        *ret_reason = rec->reason;
+                        r = 0;
+                        break;
+                }
+        }
+        hub_unlock(hub);
+        return r;
+}
+
 /* Exactly once: the entry leaves the ledger in the same critical section that reads it. */
 static int take_locked(struct exit_hub *h, exit_id_t id, struct exit_reason *ret_reason, struct proc **ret_freed) {
         struct proc *p = proc_lookup(&h->procs, id);

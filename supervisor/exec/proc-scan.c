@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,4 +183,27 @@ int proc_set_signal(struct proc_set *set, const struct proc_match *m, size_t n, 
                 total += k;
         }
         return total;
+}
+
+int proc_scan_find(const struct proc_match *m, pid_t *pids, size_t max) {
+        DIR *d = opendir("/proc");
+        if (!d)
+                return negative_errno();
+        pid_t self = getpid();
+        int count = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end;
+                long v = strtol(de->d_name, &end, 10);
+                pid_t pid = (pid_t) v;
+                struct proc_stat st;
+                if (*end || v <= 0 || pid == self || read_stat(pid, &st) < 0 || !stat_matches(&st, m, 1))
+                        continue;
+                if ((size_t) count < max)
+                        pids[count] = pid;
+                if (count < INT_MAX)
+                        count++;
+        }
+        closedir(d);
+        return count;
 }

@@ -41,5 +41,15 @@ struct proc_set *proc_set_free(struct proc_set *set); /* NULL accepted; returns 
  */
 int proc_set_signal(struct proc_set *set, const struct proc_match *matches, size_t n, int sig);
 
+/*
+ * Lists the processes matching m (tend itself excluded) into pids[0..max) in
+ * /proc's order: Type=forking's guess of its main process (SPEC §4; systemd's
+ * GuessMainPID=) lists tend's own children (PROC_FIELD_PPID = getpid()).
+ * Returns how many matched (>= 0; more than max when pids was too short: only
+ * max are written), or -errno of opendir. A pid is about the process at the
+ * time it was read: open a pidfd and re-check before acting on it.
+ */
+int proc_scan_find(const struct proc_match *m, pid_t *pids, size_t max);
+
 /* Reads field of /proc/PID/stat. Returns 0 and *ret, or -ESRCH/-errno. */
 int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret);

@@ -191,6 +191,8 @@ void uf_verify_process(struct parse_ctx *c);
 /* cond: unit-file-conditions.c. k->data: the type, UF_CONDITION_ASSERT for Assert*=. */
 #define UF_CONDITION_ASSERT 0x100
 int uf_parse_condition(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* fork: unit-file-forking.c (Type=forking's keys) */
+int uf_parse_pid_file(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */

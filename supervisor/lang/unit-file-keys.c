@@ -31,6 +31,7 @@ const struct unit_file unit_defaults = {
         .final_kill_signal = SIGKILL,
         .send_sigkill = true,
         .ignore_sigpipe = true,
+        .guess_main_pid = true,
 };
 
 const struct unit_sandbox_keys unit_sandbox_defaults = {
@@ -172,6 +173,13 @@ struct enum_table {
         const char *const *unsupported; /* NULL-terminated */
 };
 
+/* What to do instead of an unsupported value, for those that need it said. */
+static const char *unsupported_why(const char *key, const char *value) {
+        if (streq(key, "Type") && streq(value, "dbus"))
+                return "tend does not watch D-Bus names; use Type=simple, or Type=notify if the program sends READY=1";
+        return NULL;
+}
+
 static int parse_enum(struct parse_ctx *c, const struct key_def *k, const char *value) {
         const struct enum_table *t = k->data;
         if (!*value) {
@@ -190,13 +198,16 @@ static int parse_enum(struct parse_ctx *c, const struct key_def *k, const char *
                         return 0;
                 }
         for (const char *const *s = t->unsupported; s && *s; s++)
-                if (streq(value, *s))
-                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s is not supported", k->key, value);
+                if (streq(value, *s)) {
+                        const char *why = unsupported_why(k->key, value);
+                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s is not supported%s%s", k->key, value,
+                                      why ? ": " : "", why ? why : "");
+                }
         return invalid_value(c, k, value);
 }
 
-static const char *const type_names[] = { "simple", "exec", "notify", "oneshot" };
-static const char *const type_unsupported[] = { "forking", "dbus", "idle", "notify-reload", NULL };
+static const char *const type_names[] = { "simple", "exec", "notify", "oneshot", "forking", "idle" };
+static const char *const type_unsupported[] = { "dbus", "notify-reload", NULL };
 static const struct enum_table type_table = { type_names, ELEMENTSOF(type_names), type_unsupported };
 
 const char *const restart_names[] = { "no", "always", "on-success", "on-failure",
@@ -377,6 +388,9 @@ static const struct key_def unit_keys[] = {
         COND("CPUPressure", UNIT_CONDITION_CPU_PRESSURE),
         COND("IOPressure", UNIT_CONDITION_IO_PRESSURE),
 #undef COND
+        /* fork: Type=forking's main process */
+        { S, "PIDFile", uf_parse_pid_file, F(pid_file), NULL },
+        { S, "GuessMainPID", parse_bool, F(guess_main_pid), NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

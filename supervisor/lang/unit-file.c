@@ -279,6 +279,8 @@ static void verify(struct parse_ctx *c) {
         char b1[64], b2[64];
         if (!c->type_set)
                 u->type = u->exec_start.n > 0 ? UNIT_TYPE_SIMPLE : UNIT_TYPE_ONESHOT;
+        if (u->type == UNIT_TYPE_IDLE) /* systemd's only difference is console ordering */
+                u->type = UNIT_TYPE_SIMPLE;
         c->line = 0;
         if (u->type != UNIT_TYPE_ONESHOT && u->exec_start.n == 0)
                 syntax_error(c, "no ExecStart=, which only Type=oneshot allows");
@@ -350,6 +352,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         free(u->standard_output.path);
         free(u->standard_error.path);
         free(u->syslog_identifier);
+        free(u->pid_file);
         if (u->sandbox) {
                 sandbox_keys_clear(u->sandbox);
                 free(u->sandbox);

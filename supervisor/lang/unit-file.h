@@ -42,6 +42,8 @@ typedef enum unit_type {
         UNIT_TYPE_EXEC,    /* started at a successful exec */
         UNIT_TYPE_NOTIFY,  /* started at READY=1 (SPEC §4 "Readiness and notify") */
         UNIT_TYPE_ONESHOT, /* started at a successful exit */
+        UNIT_TYPE_FORKING, /* started when ExecStart= exits 0: the main process from PIDFile= or guessed */
+        UNIT_TYPE_IDLE,    /* parsed only: the loaded unit says UNIT_TYPE_SIMPLE (console ordering aside, the same) */
 } unit_type;
 
 typedef enum unit_restart {
@@ -166,6 +168,10 @@ struct unit_file {
         struct unit_output standard_output;
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name */
+
+        /* fork: Type=forking's keys (docs/tend.service.5.md "Type=forking"). */
+        char *pid_file;                  /* PIDFile=: absolute (a relative one is under /run), NULL: none */
+        bool guess_main_pid;             /* GuessMainPID=, yes */
 
         /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at
          * each start: out of line, few units set any (unit_file_sandbox()). */

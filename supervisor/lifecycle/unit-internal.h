@@ -98,3 +98,14 @@ usec_t unit_sm_restart_delay(const struct unit *u);
 /* Records a start; false when it is over the start limit. */
 bool unit_sm_start_limit_ok(struct unit *u);
 void unit_sm_start_limit_reset(struct unit *u);
+
+/* ---- unit-forking.c: Type=forking's main process ---- */
+
+/* The start process exited 0 (START): the main process is found (PIDFile=,
+ * MAINPID=, the guess) and the start job is done, or the file is waited
+ * for, or the start fails. */
+void unit_sm_forking_started(struct unit *u);
+/* Whether u waits for its PID file (START, the start process gone). */
+bool unit_sm_forking_waits(const struct unit *u);
+/* Whether a forking unit running without a main process has no process left. */
+bool unit_sm_forking_ended(struct unit *u);

@@ -277,9 +277,9 @@ static void step_run(struct unit *u) {
                         unit_sm_start_failed(u, k == -ENOEXEC ? UNIT_RESULT_EXEC_FAILED : UNIT_RESULT_RESOURCES);
                 return;
         }
-        if (main)
+        if (main && u->file->type != UNIT_TYPE_FORKING)
                 main_spawned(u, p);
-        else
+        else /* Type=forking's start process too: the main process is found at its exit */
                 u->control = p;
 }
 

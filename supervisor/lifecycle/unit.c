@@ -510,7 +510,16 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
         if (exec_failed) /* said, as for the main process: the command and why */
                 log_exec_failure(u, cmd, exec, stage);
 
+        if (u->pos == UNIT_POS_START) { /* Type=forking's start process (unit-forking.c) */
+                u->has_last_exit = true;
+                u->last_exit = *r;
+                if (ok) {
+                        unit_sm_forking_started(u);
+                        return;
+                }
+        }
         switch (u->pos) {
+        case UNIT_POS_START: /* failed as the other start commands */
         case UNIT_POS_START_PRE:
         case UNIT_POS_START_POST:
                 if (ok) {
@@ -562,6 +571,15 @@ void unit_exec_result(struct unit *u, struct exit_process *p, int error) {
 }
 
 void unit_check_processes(struct unit *u) {
+        if (unit_sm_forking_ended(u)) {
+                /* A forking unit without a known main process ends with
+                 * its last process, as systemd's cgroup-empty event. */
+                unit_sm_event_begin(u);
+                log_info("%s: no process of the unit is left", u->name);
+                unit_sm_queue_step(u, UNIT_STEP_STOP);
+                unit_sm_event_end(u);
+                return;
+        }
         bool signalled = u->pos == UNIT_POS_STOP_SIGTERM || u->pos == UNIT_POS_STOP_SIGKILL;
         if (!signalled || !unit_sm_stop_complete(u))
                 return;

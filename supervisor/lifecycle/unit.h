@@ -20,7 +20,12 @@
  *   START          starting    the main process runs, its start job not done:
  *                              simple → done at fork; exec → at a successful
  *                              exec; notify → at READY=1; oneshot → at the
- *                              successful exit of ExecStart=[i], each in turn
+ *                              successful exit of ExecStart=[i], each in turn;
+ *                              forking → ExecStart= runs as a control process,
+ *                              and at its exit 0 the main process is found
+ *                              (PIDFile=, MAINPID=, GuessMainPID=; the file
+ *                              is read again until it is there: u->control
+ *                              and u->main both NULL meanwhile)
  *   START_POST     starting    ExecStartPost=[i] runs; the main process too
  *   RUNNING        running     the main process runs (or RemainAfterExit=)
  *   RELOAD         running     ExecReload=[i] runs
@@ -45,7 +50,8 @@
  * or failed it, the waiting flight was cancelled, reload, reset-failed, a new
  * file (daemon-reload), a process exited, the main process's exec status, the
  * deadline passed (TimeoutStartSec=, TimeoutStopSec=, the back-off delay),
- * the unit's processes may be gone, a notification (READY=1, STATUS=,
+ * the unit's processes may be gone, a forking unit's PID file may be there
+ * now (unit_forking_retry), a notification (READY=1, STATUS=,
  * WATCHDOG=1, WATCHDOG=trigger, STOPPING=1, MAINPID=, EXTEND_TIMEOUT_USEC=,
  * ERRNO=), the watchdog lease expired. tests/unit/test-unit-table.c lists
  * every (position, event) pair and its outcome.
@@ -89,8 +95,11 @@
  * ---- Invariants ----
  *
  *  - u->main is set only in START, START_POST, RUNNING, RELOAD, STOP_NOTIFY
- *    and the stop phases; u->control only in START_PRE, START_POST, RELOAD,
- *    STOP_CMD (and, being killed, the stop phases after a start's).
+ *    and the stop phases; u->control only in START_PRE, START (Type=forking's
+ *    start process), START_POST, RELOAD, STOP_CMD (and, being killed, the
+ *    stop phases after a start's). A Type=forking unit may run (RUNNING)
+ *    with no main process when none was known or guessed: it ends when no
+ *    process of it is left (unit_check_processes), as systemd's.
  *  - A deadline is armed only in the start phases, STOP_*, and BACKOFF.
  *  - The watchdog lease (ops->watchdog) exists only in RUNNING and RELOAD:
  *    its expiry or WATCHDOG=trigger sends WatchdogSignal= per KillMode= (no
@@ -290,6 +299,23 @@ struct unit_ops {
         /* u's automatic restart begins (its back-off delay passed): SPEC §4
          * "Propagation" restarts its running Requires=/BindsTo= dependents. */
         void (*auto_restart)(void *userdata, struct unit *u);
+        /* Type=forking: the start process exited 0 (or unit_forking_retry
+         * came); finds u's main process: the pid in PIDFile=, trusted as
+         * systemd 252 does (owned by root or tend's user, else the pid must
+         * be a process of u; a path through an unsafe symlink only then),
+         * a pidfd opened and tracked through the reaper; without PIDFile=,
+         * u->main if MAINPID= named one, else the guess (GuessMainPID=: the
+         * one child of tend among u's processes). Returns 0 with *ret the
+         * new main process (the caller's reference), or NULL to keep u's
+         * (none, when not known or guessed); 1 when the pid in the file had
+         * already exited and was reaped as an orphan: *ret_reason is its
+         * status; -EAGAIN when the file is not there (missing, empty, its
+         * process not yet re-parented to tend): the manager calls
+         * unit_forking_retry() later; any other error when the file is
+         * refused or unreadable, said with the file and why (the start fails,
+         * result resources). */
+        int (*forking_main)(void *userdata, struct unit *u, struct exit_process **ret,
+                            struct exit_reason *ret_reason);
         /* u's flight was answered and its resolution let go (optional, may be
          * NULL): the requesters' answers are final. Called after the event, in
          * order with the changes. */
@@ -455,6 +481,10 @@ void unit_timer_fired(struct unit *u);
 
 /* u's processes may be gone (cgroup.events, an orphan reaped). */
 void unit_check_processes(struct unit *u);
+
+/* Type=forking: read the PID file again (ops->forking_main answered
+ * -EAGAIN). No-op unless u still waits for it. */
+void unit_forking_retry(struct unit *u);
 
 /* Whether u counts as settled for combined mode (SPEC §4 "Settled"). */
 bool unit_is_settled(const struct unit *u);

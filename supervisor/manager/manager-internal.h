@@ -52,6 +52,10 @@ struct unit_data {
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
+        /* fork: Type=forking (runtime.c op_forking_main) */
+        sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
+        exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
+        unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
 };
 
 /* Combined mode's CMD (SPEC §1; cmd.c, entrypoint/cmd-run.h). */
@@ -201,3 +205,15 @@ sf_resolution *manager_join_own(struct manager *m, struct unit *u);
 
 /* units.c: the jobs' operations on the manager's units (jobs.h). */
 extern const struct jobs_ops manager_jobs_ops;
+
+/* ---- forking.c: Type=forking's main process (fork) ---- */
+
+/* A forking unit's start process was spawned: orphans reaped from now on
+ * may be its daemon; the PID file's reads start again. */
+void manager_forking_spawned(struct unit *u, struct exit_process *start);
+/* A change of u's record: a forking unit that is dead (or in back-off)
+ * loses its PID file, as under systemd. */
+void manager_forking_changed(struct unit *u);
+/* unit.h ops->forking_main. */
+int manager_forking_main(void *userdata, struct unit *u, struct exit_process **ret, struct exit_reason *ret_reason);
+

@@ -265,8 +265,12 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         if (s.keep)
                 kept_env_keep(&d->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
         /* Its exit goes to u: the state machine takes *ret as its main or
-         * control process. Cannot fail: reserved above. */
-        (void) exit_routes_set(&m->routes, &d->exits, main ? EXIT_ROLE_MAIN : EXIT_ROLE_CONTROL,
+         * control process (Type=forking's start process is a control
+         * process: unit.h). Cannot fail: reserved above. */
+        bool forking = main && u->file->type == UNIT_TYPE_FORKING;
+        if (forking)
+                manager_forking_spawned(u, *ret);
+        (void) exit_routes_set(&m->routes, &d->exits, main && !forking ? EXIT_ROLE_MAIN : EXIT_ROLE_CONTROL,
                                exit_process_id(*ret));
         return 0;
 }
@@ -368,6 +372,10 @@ static int op_populated(void *userdata, struct unit *u) {
 }
 
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
+        /* A forking daemon outside the unit's group (without cgroups: one
+         * that made its own session, not as its leader) gets it itself. */
+        if (u->main && u->file->type == UNIT_TYPE_FORKING && unit_group_contains(data(u)->group, u->main_pid) == 0)
+                (void) exit_process_signal(u->main, sig);
         if (op_populated(userdata, u) == 0)
                 return 0; /* nobody to signal */
         return unit_group_signal(data(u)->group, sig, u->main != NULL);
@@ -418,7 +426,8 @@ static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
         if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
-                exec_dirs_remove_runtime(u->name, u->file, u->pos == UNIT_POS_BACKOFF);
+                exec_dirs_remove_runtime(u->name, u->file, unit_get_state(u) == UNIT_BACKOFF);
+        manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);
         manager_upstream_update(m);
@@ -510,4 +519,5 @@ const struct unit_ops manager_unit_ops = {
         .start_job = op_start_job,
         .auto_restart = op_auto_restart,
         .answered = op_answered,
+        .forking_main = manager_forking_main,
 };

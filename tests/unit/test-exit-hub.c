@@ -726,6 +726,33 @@ static void test_take_errors_and_orphans(void **state) {
         exit_hub_unref(hub);
 }
 
+/* exit_hub_orphan_find: an orphan's status by pid, only after the given id:
+ * Type=forking reads its daemon's pid once the start process exited, and
+ * that start process (spawned before, exiting after) has the smaller id. */
+static void test_orphan_find(void **state) {
+        struct exit_hub *hub = hub_new(0, 4);
+        struct exit_reason r7 = { .kind = EXIT_REASON_EXITED, .status = 7 }, r9 = killed(9), got;
+        assert_int_equal(exit_hub_publish_orphan(hub, 50, &r9, NULL), 0); /* before the start: not it */
+        exit_id_t start = reg(hub, 60);
+        assert_int_equal(exit_hub_orphan_find(hub, 50, start, &got), -ENOENT);
+        assert_int_equal(exit_hub_publish_orphan(hub, 50, &r7, NULL), 0); /* the daemon, recycled pid 50 */
+        publish(hub, start, 0);                                              /* then the start process */
+        assert_int_equal(exit_hub_orphan_find(hub, 50, start, &got), 0);
+        assert_int_equal(got.kind, EXIT_REASON_EXITED);
+        assert_int_equal(got.status, 7);
+        assert_int_equal(exit_hub_orphan_find(hub, 60, 0, &got), -ENOENT); /* not an orphan */
+        assert_int_equal(exit_hub_orphan_find(hub, 51, start, &got), -ENOENT);
+        assert_int_equal(exit_hub_orphan_find(hub, 50, 0, &got), 0);
+        assert_int_equal(got.status, 7); /* the newest */
+        /* Evicted by record_capacity (4) later exits: gone. */
+        for (pid_t p = 70; p < 74; p++)
+                assert_int_equal(exit_hub_publish_orphan(hub, p, &r9, NULL), 0);
+        assert_int_equal(exit_hub_orphan_find(hub, 50, start, &got), -ENOENT);
+        assert_int_equal(exit_hub_orphan_find(hub, 73, start, &got), 0);
+        assert_int_equal(exit_hub_orphan_find(hub, 0, start, &got), -EINVAL);
+        exit_hub_unref(hub);
+}
+
 struct takers {
         struct exit_hub *hub;
         struct gate start, done;
@@ -1103,6 +1130,7 @@ int main(void) {
                 T(test_recv_timeout_blocks_then_times_out),
                 T(test_blocking_receive_and_wait_are_woken),
                 T(test_take_errors_and_orphans),
+                T(test_orphan_find),
                 T(test_take_exactly_once_under_8_threads),
                 T(test_reused_pid_keeps_old_outcome),
                 T(test_durable_records_bounded_oldest_evicted),

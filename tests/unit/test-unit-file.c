@@ -580,7 +580,10 @@ static void test_bad_inputs(void **state) {
                 { EXEC "StartLimitBurst=-1\n", -EINVAL, ":3: StartLimitBurst=: invalid value \"-1\"" },
                 { EXEC "RestartSteps=4294967296\n", -EINVAL, ":3: RestartSteps=: invalid value \"4294967296\"" },
                 { EXEC "KillMode=none\n", -EOPNOTSUPP, ":3: KillMode=none is not supported" },
-                { EXEC "Type=forking\n", -EOPNOTSUPP, ":3: Type=forking is not supported" },
+                { EXEC "Type=dbus\n", -EOPNOTSUPP,
+                  ":3: Type=dbus is not supported: tend does not watch D-Bus names; use Type=simple, or Type=notify "
+                  "if the program sends READY=1" },
+                { EXEC "PIDFile=/run/../etc/x.pid\n", -EINVAL, ":3: PIDFile=: a path with \"..\": \"/run/../etc/x.pid\"" },
                 { EXEC "Type=Simple\n", -EINVAL, ":3: Type=: invalid value \"Simple\"" },
                 { "[Unit]\nFailureAction=reboot\n" EXEC, -EOPNOTSUPP, ":2: FailureAction=reboot is not supported" },
                 { EXEC "SuccessExitStatus=0 300\n", -EINVAL, ":3: SuccessExitStatus=: invalid exit status or signal \"300\"" },
@@ -767,6 +770,33 @@ static void test_readiness_keys(void **state) {
         /* A Limit… key systemd does not have is an unknown key, not a refusal. */
         u = parse_ok(EXEC "LimitBANANAS=3\n");
         expect_msgs(LOG_WARNING, "test/a.service:3: unknown key \"LimitBANANAS\" in section [Service], ignoring", -1);
+        unit_file_free(u);
+}
+
+/* Type=forking, PIDFile=, GuessMainPID=, Type=idle (issue 16). */
+static void test_forking_keys(void **state) {
+        n_msgs = 0;
+        struct unit_file *u = parse_ok("[Service]\nType=forking\nExecStart=/bin/true\nPIDFile=/run/a.pid\n");
+        expect_no_msgs();
+        assert_int_equal(u->type, UNIT_TYPE_FORKING);
+        assert_string_equal(u->pid_file, "/run/a.pid");
+        assert_true(u->guess_main_pid);
+        unit_file_free(u);
+        /* systemd: a relative path is under /run; /var/run/ is /run/. */
+        u = parse_ok("[Service]\nType=forking\nExecStart=/bin/true\nPIDFile=d/a.pid\nGuessMainPID=no\n");
+        assert_string_equal(u->pid_file, "/run/d/a.pid");
+        assert_false(u->guess_main_pid);
+        unit_file_free(u);
+        u = parse_ok(EXEC "PIDFile=/var/run/nginx.pid\n");
+        assert_string_equal(u->pid_file, "/run/nginx.pid");
+        unit_file_free(u);
+        u = parse_ok(EXEC "PIDFile=/run/a.pid\nPIDFile=\n");
+        assert_null(u->pid_file);
+        unit_file_free(u);
+        /* Type=idle is simple (its only difference is console ordering). */
+        u = parse_ok("[Service]\nType=idle\nExecStart=/bin/true\n");
+        expect_no_msgs();
+        assert_int_equal(u->type, UNIT_TYPE_SIMPLE);
         unit_file_free(u);
 }
 
@@ -1222,6 +1252,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dependency_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_readiness_keys, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_forking_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_line_examples, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quoting_and_escapes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_variables, setup, teardown),

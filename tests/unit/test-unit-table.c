@@ -45,6 +45,8 @@ struct fake {
         char effects[512];       /* tokens, in order */
         char states[256];        /* shown states as a watcher sees them (repeats folded) */
         enum unit_state last_shown;
+        int fork_answer;         /* Type=forking: what forking_main answers (0: a new main process) */
+        bool fork_no_main;       /* with fork_answer 0: no main process found */
 };
 
 static void effect(struct fake *f, const char *token) {
@@ -146,12 +148,30 @@ static void f_auto_restart(void *ud, struct unit *u) {
         effect(ud, "auto");
 }
 
+/* Type=forking's main process, as the test scripts it. */
+static int f_forking_main(void *ud, struct unit *u, struct exit_process **ret, struct exit_reason *ret_reason) {
+        struct fake *f = ud;
+        *ret = NULL;
+        effect(f, "find-main");
+        if (f->fork_answer == 1)
+                *ret_reason = (struct exit_reason) { .kind = EXIT_REASON_EXITED, .status = 7 };
+        if (f->fork_answer != 0 || f->fork_no_main)
+                return f->fork_answer;
+        char *argv[] = { (char *) "sleep", (char *) "1000", NULL };
+        struct exit_spawn_attr a = { .size = sizeof a, .argv = argv, .pdeath_signal = SIGKILL };
+        assert_int_equal(exit_reaper_spawn(f->reaper, &a, ret), 0);
+        assert_true(f->n_procs < 32);
+        f->procs[f->n_procs++] = exit_process_ref(*ret);
+        return 0;
+}
+
 static const struct unit_ops fake_ops = {
         .spawn = f_spawn, .prepare = f_prepare, .signal_all = f_signal_all, .populated = f_populated,
         .arm = f_arm, .now = f_now, .changed = f_changed, .action = f_action,
         .request_restart = f_request_restart, .main_pid_changed = f_main_pid_changed,
         .contains = f_contains, .adopt = f_adopt, .watchdog = f_watchdog,
         .start_job = f_start_job, .auto_restart = f_auto_restart, .answered = f_answered,
+        .forking_main = f_forking_main,
 };
 
 static struct fake *fake_new(void) {
@@ -216,12 +236,14 @@ enum ev {
         EV_RESET_FAILED, /* tendctl reset-failed */
         EV_GONE,         /* the unit's processes may be gone (cgroup.events) */
         EV_RELOAD,       /* tendctl reload */
+        EV_PID_FILE,     /* Type=forking: read the PID file again */
         _EV_MAX,
 };
 
 static const char *const ev_names[_EV_MAX] = {
         "start", "stop", "restart", "main-ok", "main-fail", "ctl-ok", "ctl-fail", "timer", "ready",
         "stopping", "deps-ready", "deps-failed", "cancel", "watchdog", "reset-failed", "gone", "reload",
+        "pid-file",
 };
 
 static void join(struct fake *f, struct unit *u, bool restart) {
@@ -306,6 +328,9 @@ static void deliver(struct fake *f, struct unit *u, enum ev e) {
                 return;
         case EV_RELOAD:
                 (void) unit_reload(u);
+                return;
+        case EV_PID_FILE:
+                unit_forking_retry(u);
                 return;
         default:
                 fail();
@@ -781,6 +806,145 @@ static void test_seq_conditions_met(void **state) {
         fake_free(f, u);
 }
 
+/* ---- Type=forking (unit-forking.c) ---- */
+
+/* A forking unit's positions: START with its start process running; START
+ * waiting for its PID file (no process followed); RUNNING without a main
+ * process (none known or guessed). */
+enum fork_at { AT_START, AT_WAIT, AT_NO_MAIN };
+static const char *const fork_at_names[] = { "start", "wait-pid-file", "running-no-main" };
+
+static const char fork_text[] = "[Unit]\nStartLimitIntervalSec=0\n[Service]\nType=forking\n"
+                                "ExecStart=/bin/true\nPIDFile=/run/t.pid\nTimeoutStopSec=3\n";
+
+struct fork_row {
+        enum fork_at at;
+        enum ev ev;
+        int answer;          /* what forking_main answers at this event */
+        bool no_main;        /* with answer 0: none found */
+        int populated;       /* processes of the unit left */
+        enum unit_pos to;
+        bool main;           /* a main process afterwards */
+        const char *states;
+        const char *effects; /* in any order */
+        enum unit_result result;
+};
+
+#define SIGS STOP_SIGNALS
+/* The accepted pairs, from systemd's Type=forking (systemd.service(5)):
+ * the start job is done when the start process exited 0 and the main
+ * process is known (or none could be); a PID file not there yet is waited
+ * for while a process of the unit is left. Every other pair is ignored. */
+static const struct fork_row fork_rows[] = {
+        { AT_START, EV_CTL_OK, 0, false, 1, P(RUNNING), true, "running", "find-main answer", UNIT_RESULT_SUCCESS },
+        { AT_START, EV_CTL_OK, 0, true, 1, P(RUNNING), false, "running", "find-main answer", UNIT_RESULT_SUCCESS },
+        { AT_START, EV_CTL_OK, -EAGAIN, false, 1, P(START), false, "", "find-main", UNIT_RESULT_SUCCESS },
+        { AT_START, EV_CTL_OK, -EAGAIN, false, 0, P(FAILED), false, "stopping failed", "find-main answer " SIGS,
+          UNIT_RESULT_RESOURCES },
+        { AT_START, EV_CTL_OK, -EPERM, false, 1, P(STOP_SIGTERM), false, "stopping", "find-main answer " SIGS,
+          UNIT_RESULT_RESOURCES },
+        { AT_START, EV_CTL_OK, 1, false, 1, P(STOP_SIGTERM), false, "stopping", "find-main answer " SIGS,
+          UNIT_RESULT_EXIT_CODE },
+        { AT_START, EV_CTL_FAIL, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "answer " SIGS,
+          UNIT_RESULT_EXIT_CODE },
+        { AT_START, EV_TIMER, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "answer " SIGS, UNIT_RESULT_TIMEOUT },
+        { AT_START, EV_STOP, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "answer " SIGS, UNIT_RESULT_SUCCESS },
+        { AT_START, EV_RESTART, 0, false, 1, P(STOP_SIGTERM), false, "stopping", SIGS, UNIT_RESULT_SUCCESS },
+        { AT_WAIT, EV_PID_FILE, 0, false, 1, P(RUNNING), true, "running", "find-main answer", UNIT_RESULT_SUCCESS },
+        { AT_WAIT, EV_PID_FILE, -EAGAIN, false, 1, P(START), false, "", "find-main", UNIT_RESULT_SUCCESS },
+        { AT_WAIT, EV_PID_FILE, -EAGAIN, false, 0, P(FAILED), false, "stopping failed", "find-main answer " SIGS,
+          UNIT_RESULT_RESOURCES },
+        { AT_WAIT, EV_PID_FILE, 1, false, 1, P(STOP_SIGTERM), false, "stopping", "find-main answer " SIGS,
+          UNIT_RESULT_EXIT_CODE },
+        { AT_WAIT, EV_TIMER, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "answer " SIGS, UNIT_RESULT_TIMEOUT },
+        { AT_WAIT, EV_STOP, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "answer " SIGS, UNIT_RESULT_SUCCESS },
+        { AT_WAIT, EV_RESTART, 0, false, 1, P(STOP_SIGTERM), false, "stopping", SIGS, UNIT_RESULT_SUCCESS },
+        { AT_NO_MAIN, EV_START, 0, false, 1, P(RUNNING), false, "", "answer", UNIT_RESULT_SUCCESS },
+        /* STOPPING=1 with no main process: the stop waits TimeoutStopSec=. */
+        { AT_NO_MAIN, EV_STOPPING, 0, false, 1, P(STOP_NOTIFY), false, "stopping", "", UNIT_RESULT_SUCCESS },
+        /* (A lease exists only with a main process; an expiry still stops.) */
+        { AT_NO_MAIN, EV_WATCHDOG, 0, false, 1, P(STOP_SIGTERM), false, "stopping", "sig-ABRT sig-CONT",
+          UNIT_RESULT_WATCHDOG },
+        { AT_NO_MAIN, EV_GONE, 0, false, 0, P(INACTIVE), false, "stopping inactive", SIGS, UNIT_RESULT_SUCCESS },
+        { AT_NO_MAIN, EV_STOP, 0, false, 1, P(STOP_SIGTERM), false, "stopping", SIGS, UNIT_RESULT_SUCCESS },
+        { AT_NO_MAIN, EV_RESTART, 0, false, 1, P(STOP_SIGTERM), false, "stopping", SIGS, UNIT_RESULT_SUCCESS },
+};
+
+static void fork_reach(struct fake *f, struct unit *u, enum fork_at at) {
+        f->populated = 1;
+        deliver(f, u, EV_START);
+        assert_int_equal(u->pos, P(START));
+        assert_non_null(u->control); /* the start process: a control process */
+        assert_null(u->main);
+        if (at == AT_START)
+                return;
+        f->fork_answer = at == AT_WAIT ? -EAGAIN : 0;
+        f->fork_no_main = at == AT_NO_MAIN;
+        deliver(f, u, EV_CTL_OK);
+        assert_int_equal(u->pos, at == AT_WAIT ? P(START) : P(RUNNING));
+        assert_null(u->main);
+        assert_null(u->control);
+}
+
+static void check_fork_pair(enum fork_at at, enum ev e, const struct fork_row *r) {
+        struct fake *f = fake_new();
+        struct unit *u = make_unit(f, fork_text);
+        fork_reach(f, u, at);
+        enum unit_pos from = u->pos;
+        f->effects[0] = f->states[0] = 0;
+        f->last_shown = unit_get_state(u);
+        struct fork_row ignored = { at, e, 0, false, 1, from, false, "", "", UNIT_RESULT_SUCCESS };
+        if (!r)
+                r = &ignored;
+        f->fork_answer = r->answer;
+        f->fork_no_main = r->no_main;
+        f->populated = r->populated;
+        deliver(f, u, e);
+        char want[512], got[512];
+        sorted(r->effects, want, sizeof want);
+        sorted(f->effects, got, sizeof got);
+        if (u->pos != r->to || !streq(f->states, r->states) || !streq(want, got) || !!u->main != r->main ||
+            u->result != r->result)
+                fail_msg("forking %s + %s (answer %d): got %s [%s] {%s} main %d result %s, want %s [%s] {%s} main %d "
+                         "result %s", fork_at_names[at], ev_names[e], r->answer, unit_pos_to_string(u->pos), f->states,
+                         got, !!u->main, unit_result_to_string(u->result), unit_pos_to_string(r->to), r->states, want,
+                         r->main, unit_result_to_string(r->result));
+        assert_int_equal(u->next_step, UNIT_STEP_NONE);
+        fake_free(f, u);
+}
+
+static void test_forking_pairs(void **state) {
+        for (size_t i = 0; i < sizeof fork_rows / sizeof fork_rows[0]; i++)
+                check_fork_pair(fork_rows[i].at, fork_rows[i].ev, &fork_rows[i]);
+        /* Every other pair is ignored. */
+        for (enum fork_at at = AT_START; at <= AT_NO_MAIN; at++)
+                for (enum ev e = 0; e < _EV_MAX; e++) {
+                        bool listed = false;
+                        for (size_t i = 0; i < sizeof fork_rows / sizeof fork_rows[0]; i++)
+                                listed = listed || (fork_rows[i].at == at && fork_rows[i].ev == e);
+                        if (!listed)
+                                check_fork_pair(at, e, NULL);
+                }
+}
+
+/* The daemon gone before its file was read (tend reaped it as an orphan):
+ * its status is the unit's last exit and result (test_forking). */
+static void test_seq_forking_exit_before_read(void **state) {
+        struct fake *f = fake_new();
+        f->populated = 1;
+        struct unit *u = make_unit(f, fork_text);
+        deliver(f, u, EV_START);
+        f->fork_answer = 1;
+        f->populated = 0;
+        deliver(f, u, EV_CTL_OK);
+        assert_int_equal(u->pos, P(FAILED));
+        assert_int_equal(u->result, UNIT_RESULT_EXIT_CODE);
+        assert_true(u->has_last_exit);
+        assert_int_equal(u->last_exit.status, 7);
+        assert_false(first_answer_ok(f));
+        fake_free(f, u);
+}
+
 int main(void) {
         log_set_max_level(LOG_EMERG); /* the machine's warnings are expected here */
         const struct CMUnitTest tests[] = {
@@ -800,6 +964,8 @@ int main(void) {
                 cmocka_unit_test(test_seq_condition_skipped),
                 cmocka_unit_test(test_seq_assert_failed),
                 cmocka_unit_test(test_seq_conditions_met),
+                cmocka_unit_test(test_forking_pairs),
+                cmocka_unit_test(test_seq_forking_exit_before_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
