@@ -120,6 +120,10 @@ bool unit_is_dead(const struct unit *u) {
         return unit_sm_row(u)->idle && !u->main && !u->control;
 }
 
+bool unit_is_restarting(const struct unit *u) {
+        return u->pos == UNIT_POS_BACKOFF || u->pos == UNIT_POS_WAIT_BACKOFF;
+}
+
 /* ---- the changes, delivered to the manager after the event ---- */
 
 /* Most units change rarely, so none keeps a buffer between events; the

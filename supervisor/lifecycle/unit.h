@@ -499,6 +499,11 @@ bool unit_is_down(const struct unit *u);
 /* Whether u has no process and no pending work. */
 bool unit_is_dead(const struct unit *u);
 
+/* Whether u is, now (not as of the change being delivered), waiting for an
+ * automatic restart: in back-off, or its restart's start job waiting for its
+ * dependencies. RuntimeDirectoryPreserve=restart keeps the directories then. */
+bool unit_is_restarting(const struct unit *u);
+
 /*
  * NotifyAccess= in effect (SPEC §4; systemd's rule): a unit that is
  * Type=notify or has WatchdogSec= gets main when NotifyAccess= is unset or

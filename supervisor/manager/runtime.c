@@ -426,7 +426,7 @@ static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
         if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
-                exec_dirs_remove_runtime(u->name, u->file, unit_get_state(u) == UNIT_BACKOFF);
+                exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);
