@@ -425,6 +425,14 @@ static void print_status(json *rec) {
         if (status)
                 printf("    Status: \"%s\"\n", status);
         printf("   Waiters: %" PRId64 "\n", get_int(rec, "waiters", 0));
+        /* tend(8) "RELOADING DIR": what a daemon-reload did not apply. */
+        const char *file_error = get_str(rec, "file_error", NULL), *name = get_str(rec, "name", "?");
+        if (file_error)
+                printf("   Warning: its unit file no longer loads (%s); it is left as it is, on the last file that "
+                       "loaded\n", file_error);
+        if (get_bool(rec, "file_changed"))
+                printf("   Warning: the unit file changed since the unit started; `tendctl restart %s` applies it\n",
+                       name);
 }
 
 static void print_list(json *records) {
