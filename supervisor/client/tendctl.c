@@ -498,6 +498,10 @@ static int on_units(struct session *x, json *m) {
 
 static int finish_units(struct session *x, json *res) {
         size_t n = json_object_array_length(x->records);
+        /* A failed request that gives no record prints nothing on stdout, not an
+         * empty list: only its error, on stderr (issue 19). */
+        if (n == 0 && !get_bool(res, "ok"))
+                return result_status(res);
         if (x->a->json)
                 print_json(x->records);
         else if (x->a->cmd == CONTROL_CMD_LIST)

@@ -191,8 +191,12 @@ class Commands(CtlTestCase):
         self.assertEqual(st, 3, err)
         self.assertIn('● web.service', out)
         self.assertIn('nosuch', err)
-        st, out, _ = self.ctl('status', 'nosuch', '--json', check=False)
-        self.assertEqual((st, json.loads(out)), (3, []))
+        # A failed request with no record prints nothing on stdout (issue 19),
+        # neither an empty JSON array nor an empty listing.
+        for args in (('status', 'nosuch', '--json'), ('status', 'nosuch'), ('status', 'nosuch', 'other')):
+            st, out, err = self.ctl(*args, check=False)
+            self.assertEqual((st, out), (3, ''), 'tendctl %s: %r' % (' '.join(args), err))
+            self.assertIn('nosuch', err)
 
         lst = self.ctl_json('list')
         self.assertEqual(sorted(r['name'] for r in lst), ['bad.service', 'quiet.service', 'talk.service', 'web.service'])
