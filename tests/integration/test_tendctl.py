@@ -747,6 +747,27 @@ class Robustness(CtlTestCase):
         self.ctl('status', 'web')
         self.assertTrue(self.tend_proc.running())
 
+    def test_names_with_nul_or_not_utf8_are_refused(self):
+        """Issue 19: a unit name with a NUL inside acted on the name before the
+        NUL (`stop "web\\u0000evil"` stopped web); bytes that are not UTF-8
+        were echoed raw into the answer, which strict JSON parsers reject.
+        Both are refused, and every answer is UTF-8 JSON."""
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        pid = self.wait_running('web')['main_pid']
+        c = self.conn()
+        for data in (b'{"version":1,"command":"stop","units":["web\\u0000evil"]}',
+                     b'{"version":1,"command":"stop","units":["web.service\\u0000"]}',
+                     b'{"version":1,"command":"stop\\u0000x","units":["web"]}',
+                     b'{"version":1,"command":"status","units":["\xff\xfeweb"]}',
+                     b'{"version":1,"command":"stop","units":["web\xc0\xae"]}'):
+            c.s.send(data)
+            raw = c.s.recv(MSG_MAX)
+            res = json.loads(raw.decode('utf-8', errors='strict'))  # UnicodeDecodeError: not UTF-8
+            self.assertEqual((res['type'], res['ok'], res['error']), ('result', False, 'bad-request'), data)
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid']), ('running', pid), 'a refused name acted on a unit')
+
 
 # ---------------------------------------------------------------------------
 # daemon-reload: the difference rules (SPEC §5)
