@@ -428,6 +428,14 @@ static void print_status(json *rec) {
         if (condition)
                 printf(" Condition: %s\n", condition);
         printf("   Waiters: %" PRId64 "\n", get_int(rec, "waiters", 0));
+        /* tend(8) "RELOADING DIR": what a daemon-reload did not apply. */
+        const char *file_error = get_str(rec, "file_error", NULL), *name = get_str(rec, "name", "?");
+        if (file_error)
+                printf("   Warning: its unit file no longer loads (%s); it is left as it is, on the last file that "
+                       "loaded\n", file_error);
+        if (get_bool(rec, "file_changed"))
+                printf("   Warning: the unit file changed since the unit started; `tendctl restart %s` applies it\n",
+                       name);
 }
 
 static void print_list(json *records) {
@@ -493,6 +501,10 @@ static int on_units(struct session *x, json *m) {
 
 static int finish_units(struct session *x, json *res) {
         size_t n = json_object_array_length(x->records);
+        /* A failed request that gives no record prints nothing on stdout, not an
+         * empty list: only its error, on stderr (issue 19). */
+        if (n == 0 && !get_bool(res, "ok"))
+                return result_status(res);
         if (x->a->json)
                 print_json(x->records);
         else if (x->a->cmd == CONTROL_CMD_LIST)

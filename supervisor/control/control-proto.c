@@ -76,12 +76,14 @@ struct json_object *control_message_new(const char *type) {
         return TAKE_PTR(o);
 }
 
-int control_json_parse(const void *buf, size_t len, struct json_object **ret) {
+/* control_json_parse() with the tokener's flags (JSON_TOKENER_VALIDATE_UTF8). */
+static int json_parse_flags(const void *buf, size_t len, int flags, struct json_object **ret) {
         if (len > INT32_MAX)
                 return -EBADMSG;
         struct json_tokener *tok = json_tokener_new();
         if (!tok)
                 return -ENOMEM;
+        json_tokener_set_flags(tok, flags);
         struct json_object *o = json_tokener_parse_ex(tok, buf, (int) len);
         enum json_tokener_error err = json_tokener_get_error(tok);
         size_t end = json_tokener_get_parse_end(tok);
@@ -105,9 +107,16 @@ int control_json_parse(const void *buf, size_t len, struct json_object **ret) {
         return 0;
 }
 
-int control_message_parse(const void *buf, size_t len, struct json_object **ret) {
+int control_json_parse(const void *buf, size_t len, struct json_object **ret) {
+        return json_parse_flags(buf, len, 0, ret);
+}
+
+/* A JSON object (any string bytes: what tend's own answers carry), or with
+ * strict, a request: only valid UTF-8 (issue 19: bytes that are not are
+ * never echoed into an answer). */
+static int message_parse(const void *buf, size_t len, bool strict, struct json_object **ret) {
         struct json_object *o;
-        int r = control_json_parse(buf, len, &o);
+        int r = json_parse_flags(buf, len, strict ? JSON_TOKENER_VALIDATE_UTF8 : 0, &o);
         if (r < 0)
                 return r;
         if (!json_object_is_type(o, json_type_object)) {
@@ -116,6 +125,10 @@ int control_message_parse(const void *buf, size_t len, struct json_object **ret)
         }
         *ret = o;
         return 0;
+}
+
+int control_message_parse(const void *buf, size_t len, struct json_object **ret) {
+        return message_parse(buf, len, false, ret);
 }
 
 int control_message_text(struct json_object *o, const char **ret_text, size_t *ret_len) {
@@ -145,7 +158,7 @@ int control_get_string(struct json_object *o, const char *key, const char **ret)
         if (r < 0)
                 return r;
         *ret = json_object_get_string(v);
-        return 0;
+        return strlen(*ret) == (size_t) json_object_get_string_len(v) ? 0 : -EBADMSG; /* no NUL inside */
 }
 
 int control_get_int64(struct json_object *o, const char *key, int64_t *ret) {
@@ -172,9 +185,12 @@ int control_get_string_array(struct json_object *o, const char *key, struct json
         if (r < 0)
                 return r;
         size_t n = json_object_array_length(v);
-        for (size_t i = 0; i < n; i++)
-                if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string))
-                        return -EBADMSG;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(v, i);
+                if (!json_object_is_type(e, json_type_string) ||
+                    strlen(json_object_get_string(e)) != (size_t) json_object_get_string_len(e))
+                        return -EBADMSG; /* not a string, or one with a NUL inside */
+        }
         *ret = v;
         *ret_n = n;
         return 0;
@@ -252,7 +268,7 @@ static int decode_envelope(struct control_request *q, char *reason, size_t size)
         if (rule == UNITS_ONE && r >= 0 && q->n_units > 1)
                 return refuse(-EBADMSG, reason, size, "%s takes exactly one unit", cmd);
         if (r == -EBADMSG || (rule == UNITS_NONE && q->n_units > 0) || (rule >= UNITS_REQUIRED && q->n_units == 0))
-                return refuse(-EBADMSG, reason, size, "%s: \"units\" must be an array of unit names (required: "
+                return refuse(-EBADMSG, reason, size, "%s: \"units\" must be an array of unit names, without NUL (required: "
                               "start stop restart kill reload logs; not taken: list watch daemon-reload shutdown)", cmd);
         return 0;
 }
@@ -297,11 +313,11 @@ int control_request_decode(const void *buf, size_t len, struct control_request *
         struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "" };
         if ((!buf && len) || !ret || (!reason && size))
                 return -EINVAL;
-        int r = control_message_parse(buf ? buf : "", len, &q.o);
+        int r = message_parse(buf ? buf : "", len, true, &q.o);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return refuse(-EBADMSG, reason, size, "%s", "the request is not one JSON object");
+                return refuse(-EBADMSG, reason, size, "%s", "the request is not one JSON object in UTF-8");
         r = decode_envelope(&q, reason, size);
         if (r >= 0)
                 r = decode_fields(&q, reason, size);

@@ -113,8 +113,9 @@ struct control_request {
  * 0 with *ret filled (ret->o is the caller's). On refusal, reason[0..size)
  * receives the answer's message and the return says its error:
  * -EPROTONOSUPPORT unsupported-version ("version" absent or not 1),
- * -EBADMSG bad-request (not one JSON object, unknown command, a field of the
- * wrong type or out of range, units missing or unexpected); -ENOMEM.
+ * -EBADMSG bad-request (not one JSON object, bytes that are not UTF-8,
+ * unknown command, a field of the wrong type or out of range, a string with a
+ * NUL inside, units missing or unexpected); -ENOMEM.
  * Pure: no I/O, no global state (tests/fuzz/fuzz-control.c fuzzes it).
  */
 int control_request_decode(const void *buf, size_t len, struct control_request *ret, char *reason, size_t size);
@@ -144,7 +145,8 @@ int control_message_text(struct json_object *o, const char **ret_text, size_t *r
 
 /*
  * Typed field getters. Absent or null: -ENOENT (ret untouched). Present with
- * another type: -EBADMSG. Strings stay owned by o.
+ * another type, or a string with a NUL inside (a C string would end there):
+ * -EBADMSG. Strings stay owned by o.
  */
 int control_get_string(struct json_object *o, const char *key, const char **ret);
 int control_get_int64(struct json_object *o, const char *key, int64_t *ret);

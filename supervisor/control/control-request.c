@@ -13,6 +13,7 @@
 
 #include "control-internal.h"
 #include "log.h"
+#include "unit-exec.h"
 
 /* The request's result from its per-unit answers: ok when all are; the first
  * failure's error and message are copied to the top (tendctl's exit status). */
@@ -536,11 +537,28 @@ static void answer_version(struct conn *c, const char *reason) {
         conn_queue(c, NULL);
 }
 
+/* Issue 19: a request's bytes must be UTF-8 (no overlong forms, no
+ * surrogates: json-c's own check lets them through), its unit names too once
+ * decoded (a \\u escape): nothing else is ever echoed into an answer. */
+static int request_check_utf8(const char *buf, size_t size, const struct control_request *q, char *reason,
+                              size_t rsize) {
+        bool ok = unit_utf8_is_valid(buf, size);
+        for (size_t i = 0; ok && i < q->n_units; i++) {
+                const char *n = control_request_unit(q, i);
+                ok = unit_utf8_is_valid(n, strlen(n));
+        }
+        if (!ok)
+                snprintf(reason, rsize, "the request is not UTF-8 (a unit name must be)");
+        return ok ? 0 : -EBADMSG;
+}
+
 void conn_request(struct conn *c, const char *buf, size_t size) {
         struct control_request q;
         char who[64], reason[256];
 
         int r = control_request_decode(buf, size, &q, reason, sizeof reason);
+        if (r >= 0 && (r = request_check_utf8(buf, size, &q, reason, sizeof reason)) < 0)
+                control_request_done(&q);
         if (r == -EPROTONOSUPPORT) {
                 answer_version(c, reason);
                 return;

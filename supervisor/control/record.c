@@ -20,7 +20,7 @@
 struct record_writer {
         json_object *root;
         /* the writer's references to the values it updates */
-        json_object *main_pid, *since, *since_monotonic, *restarts, *waiters;
+        json_object *main_pid, *since, *since_monotonic, *restarts, *waiters, *file_changed;
         json_object *states[_UNIT_STATE_MAX], *results[_UNIT_RESULT_MAX]; /* one value per word */
         json_object *exit_code, *code;                     /* {"code": N} */
         json_object *exit_signal, *signal, *core_dumped;   /* {"signal": N, "core_dumped": B} */
@@ -31,7 +31,7 @@ struct record_writer *record_writer_free(struct record_writer *w) {
         if (!w)
                 return NULL;
         json_object *refs[] = { w->root, w->main_pid, w->since, w->since_monotonic, w->restarts, w->waiters,
-                                w->exit_code, w->code, w->exit_signal, w->signal, w->core_dumped };
+                                w->file_changed, w->exit_code, w->code, w->exit_signal, w->signal, w->core_dumped };
         for (size_t i = 0; i < ELEMENTSOF(refs); i++)
                 json_object_put(refs[i]);
         for (size_t i = 0; i < _UNIT_STATE_MAX; i++)
@@ -59,6 +59,7 @@ int record_writer_new(struct record_writer **ret) {
         w->since_monotonic = json_object_new_int64(0);
         w->restarts = json_object_new_int64(0);
         w->waiters = json_object_new_int(0);
+        w->file_changed = json_object_new_boolean(0);
         w->exit_code = json_object_new_object();
         w->code = json_object_new_int(0);
         w->exit_signal = json_object_new_object();
@@ -66,7 +67,7 @@ int record_writer_new(struct record_writer **ret) {
         w->core_dumped = json_object_new_boolean(0);
         json_object *version = json_object_new_int(1);
         if (!version || !w->root || !w->main_pid || !w->since || !w->since_monotonic || !w->restarts ||
-            !w->waiters || !w->exit_code || !w->code || !w->exit_signal || !w->signal || !w->core_dumped)
+            !w->waiters || !w->file_changed || !w->exit_code || !w->code || !w->exit_signal || !w->signal || !w->core_dumped)
                 k = -ENOMEM;
         /* SPEC §5's order, which json-c keeps: a value replaced keeps its
          * place. A NULL value is the field's null until the first record. */
@@ -86,6 +87,8 @@ int record_writer_new(struct record_writer **ret) {
                 { w->root, "status", NULL },
                 { w->root, "result", w->results[0] },
                 { w->root, "waiters", w->waiters },
+                { w->root, "file_changed", w->file_changed },
+                { w->root, "file_error", NULL },
                 { w->exit_code, "code", w->code },
                 { w->exit_signal, "signal", w->signal },
                 { w->exit_signal, "core_dumped", w->core_dumped },
@@ -126,7 +129,9 @@ void record_fields_of(const struct unit *u, int waiters, struct record_fields *r
 
 bool record_fields_equal(const struct record_fields *a, const struct record_fields *b) {
         const struct unit_shown *x = &a->shown, *y = &b->shown;
-        return !a->has_status && !b->has_status && !a->has_condition && !b->has_condition && x->state == y->state && x->result == y->result &&
+        return !a->has_status && !b->has_status && !a->has_condition && !b->has_condition &&
+               !a->has_file_error && !b->has_file_error &&
+               a->file_changed == b->file_changed && x->state == y->state && x->result == y->result &&
                x->main_pid == y->main_pid && x->since_realtime == y->since_realtime &&
                x->since_monotonic == y->since_monotonic && x->restarts == y->restarts &&
                x->has_last_exit == y->has_last_exit && x->last_exit.kind == y->last_exit.kind &&
@@ -135,20 +140,24 @@ bool record_fields_equal(const struct record_fields *a, const struct record_fiel
 }
 
 const char *record_writer_format_fields(struct record_writer *w, const char *name_text, const char *status_text,
-                                       const struct record_fields *f, size_t *ret_len) {
+                                       const char *file_error_text, const struct record_fields *f, size_t *ret_len) {
         if (f->shown.state >= _UNIT_STATE_MAX || f->shown.result >= _UNIT_RESULT_MAX)
                 return NULL;
         /* Strings are new values: json-c 0.16 (Debian 12) mishandles a
          * json_object_set_string() that shrinks a string it had grown. */
         json_object *name = json_object_new_string(name_text);
         json_object *status = status_text ? json_object_new_string(status_text) : NULL;
-        if (!name || (status_text && !status)) {
+        json_object *file_error = file_error_text ? json_object_new_string(file_error_text) : NULL;
+        if (!name || (status_text && !status) || (file_error_text && !file_error)) {
                 json_object_put(name);
                 json_object_put(status);
+                json_object_put(file_error);
                 return NULL;
         }
         (void) json_object_object_add(w->root, "name", name);
         (void) json_object_object_add(w->root, "status", status);
+        (void) json_object_object_add(w->root, "file_error", file_error);
+        json_object_set_boolean(w->file_changed, f->file_changed);
         set_or_null(w->root, "state", w->states[f->shown.state], true);
         set_or_null(w->root, "result", w->results[f->shown.result], true);
         json_object_set_int(w->main_pid, f->shown.main_pid);
@@ -178,7 +187,7 @@ const char *record_writer_format(struct record_writer *w, const struct unit *u, 
         struct record_fields f;
         record_fields_of(u, waiters, &f);
         record_writer_set_condition(w, u->condition_text);
-        return record_writer_format_fields(w, u->name, u->status_text, &f, ret_len);
+        return record_writer_format_fields(w, u->name, u->status_text, NULL, &f, ret_len);
 }
 
 void record_writer_set_condition(struct record_writer *w, const char *text) {

@@ -2,7 +2,8 @@
 /*
  * A unit's state record, service/NAME in the store (SPEC §5's fields:
  * version, name, state, main_pid, since, since_monotonic, restarts,
- * last_exit, status, result, waiters), as JSON text.
+ * last_exit, status, result, waiters; then the manager's notes of its file,
+ * tend(8) "RELOADING DIR": file_changed, file_error), as JSON text.
  *
  * Every state change writes one (a change that leaves every field as it was,
  * a phase within one state, none: record_fields_equal()), so the writer keeps one
@@ -28,7 +29,9 @@ int record_writer_new(struct record_writer **ret);
 struct record_writer *record_writer_free(struct record_writer *w);
 
 /*
- * The record of u with waiters requests sharing its flight (negative: 0):
+ * The record of u with waiters requests sharing its flight (negative: 0),
+ * file_changed false and file_error null (the manager's notes: see
+ * record_writer_format_fields()):
  * the JSON text (NUL-terminated, owned by w, valid until the next call) and
  * its length in bytes in *ret_len. NULL when json-c runs out of memory (the
  * record is then not written; the next change writes it).
@@ -42,6 +45,9 @@ struct record_fields {
         int waiters;
         bool has_status; /* STATUS= text: never compared, a record with one is always written */
         bool has_condition; /* cond: u->condition_text, as has_status */
+        /* The manager's notes of u's file (daemon-reload), record_fields_of() leaves them false: */
+        bool file_changed;   /* a process of u runs that was started from another text of its file */
+        bool has_file_error; /* its file does not load now: never compared, as has_status */
 };
 
 /* The fields of u's record with waiters requests sharing its flight. */
@@ -52,13 +58,15 @@ bool record_fields_equal(const struct record_fields *a, const struct record_fiel
 
 /*
  * The record made of f for the unit called name, with STATUS= text status
- * (NULL: none; only f->has_status says whether there is one for the
- * comparison): as record_writer_format(), which is this with u's own fields.
+ * and file_error the message of why its file does not load (each NULL:
+ * none; only f->has_status and f->has_file_error say whether there is one
+ * for the comparison); all borrowed: as record_writer_format(), which is
+ * this with u's own fields.
  * For a record taken at a change and written later (manager.c holds the
  * records of an exit's changes until its restart has spawned).
  */
 const char *record_writer_format_fields(struct record_writer *w, const char *name, const char *status,
-                                       const struct record_fields *f, size_t *ret_len);
+                                       const char *file_error, const struct record_fields *f, size_t *ret_len);
 
 /* cond: the "condition" field of the records that follow (text borrowed for
  * the next format call: why the last start was skipped or failed by an

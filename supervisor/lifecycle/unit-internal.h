@@ -74,6 +74,9 @@ bool unit_sm_stop_complete(struct unit *u);
 const struct unit_command_list *unit_sm_commands_of(const struct unit *u);
 /* A daemon-reload's new file becomes u's (no process of u runs). */
 void unit_sm_take_next_file(struct unit *u);
+/* unit.c: u's pending file becomes its file if it fits u's position now
+ * (unit_set_next_file()); run at each last event end and at the reload. */
+void unit_sm_settle_file(struct unit *u);
 
 /* cond: unit-conditions.c. At the start job's begin (a WAIT position): true
  * when u's Condition*=/Assert*= allow the start; else u was moved and its

@@ -160,6 +160,7 @@ void unit_sm_event_end(struct unit *u) {
         }
         apply_requests(u);
         u->event_depth = 0;
+        unit_sm_settle_file(u); /* a daemon-reload's file waiting for a fit */
         unit_sm_deliver_changes(u);
 }
 
@@ -388,16 +389,38 @@ int unit_reload(struct unit *u) {
         return 0;
 }
 
+/* Whether u's pending file may become its file now: nothing runs (dead), or
+ * the main process runs with no command list of u's walked by index
+ * (RUNNING without a control process) and the new file keeps the running
+ * instance's shape (Type=, RemainAfterExit=). */
+static bool next_file_fits(const struct unit *u) {
+        if (unit_is_dead(u))
+                return true;
+        const struct unit_file *n = u->next_file, *o = u->file;
+        return u->pos == UNIT_POS_RUNNING && !u->control && n->type == o->type &&
+               n->remain_after_exit == o->remain_after_exit;
+}
+
+void unit_sm_settle_file(struct unit *u) {
+        if (!u->next_file || u->event_depth > 0 || !next_file_fits(u))
+                return;
+        bool dead = unit_is_dead(u);
+        unit_sm_take_next_file(u);
+        if (dead || !u->watchdog_held)
+                return;
+        /* As systemd: a held watchdog lease is re-armed with the new
+         * WatchdogSec= (none: let go). */
+        if (unit_watchdog_usec(u->file) == 0)
+                unit_sm_watchdog_release(u);
+        else
+                unit_sm_watchdog_renew(u);
+}
+
 bool unit_set_next_file(struct unit *u, struct unit_file *f) {
         unit_file_free(u->next_file);
         u->next_file = f;
-        if (unit_is_dead(u)) {
-                unit_sm_take_next_file(u);
-                return false;
-        }
-        /* Up with processes of the old file; stopping: a restart's start, or
-         * the next one, takes it. */
-        return (unit_sm_row(u)->starting || u->pos == UNIT_POS_RUNNING || u->pos == UNIT_POS_RELOAD) && u->want_up;
+        unit_sm_settle_file(u);
+        return u->next_file != NULL;
 }
 
 void unit_reset_failed(struct unit *u) {

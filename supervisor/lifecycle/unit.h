@@ -324,8 +324,8 @@ struct unit_ops {
 
 struct unit {
         char *name;
-        struct unit_file *file;         /* owned; replaced by a reload when the unit is dead */
-        struct unit_file *next_file;    /* owned: a daemon-reload's new file, taken at the next start */
+        struct unit_file *file;         /* owned: the file decisions read; a daemon-reload replaces it (unit_set_next_file) */
+        struct unit_file *next_file;    /* owned: a daemon-reload's new file waiting for a fit, or NULL */
         const struct unit_ops *ops;
         void *userdata;
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
@@ -457,13 +457,19 @@ enum unit_job_state unit_job_state(const struct unit *u);
 int unit_reload(struct unit *u);
 
 /*
- * daemon-reload found u's file changed (SPEC §5): f (taken) becomes u's file
- * where no process of u runs — at once if u is dead (inactive, failed, or
- * waiting in back-off), else at its next start (the start-limit count
- * restarts with it). Returns true when u is up with processes of the old file
- * (starting, running, reloading): the caller then restarts it with
- * unit_explicit_restart() to run the new one. A stopping unit takes f at its
- * next start, if any.
+ * daemon-reload found u's file changed (SPEC §5; tend(8) "RELOADING DIR"): f
+ * (taken) becomes u->file, which every decision reads (Restart=, timeouts,
+ * kill settings, exit statuses, dependencies, WatchdogSec=: a held lease is
+ * re-armed with it), without stopping anything: at once when u is dead
+ * (inactive, failed, in back-off: its delay stays, its restart runs f) or
+ * running (its processes keep what they got; control processes spawned from
+ * now, ExecStop= and ExecReload= included, are f's, as under systemd). While
+ * a list of commands runs (ExecStartPre=, a oneshot's ExecStart=,
+ * ExecStartPost=, ExecReload=, the stop) f waits in u->next_file and is
+ * taken at the end of the first event that leaves u running or dead; a
+ * changed Type= or RemainAfterExit= waits for u's next start. The start-limit
+ * count restarts with f. Returns true while f waits (u->next_file). Never
+ * restarts u.
  */
 bool unit_set_next_file(struct unit *u, struct unit_file *f);
 

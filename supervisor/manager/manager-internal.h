@@ -51,6 +51,11 @@ struct unit_data {
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
+        /* reload: the file text its running instance started from (op_prepare), and why its file
+         * no longer loads (owned, NULL when it does): tend(8) "RELOADING DIR" */
+        size_t started_text_size;
+        uint64_t started_text_hash;
+        char *file_error;
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
         /* fork: Type=forking (runtime.c op_forking_main) */
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
@@ -121,6 +126,9 @@ struct json_object;
  * (records_hold, an exit being handled) kept in order and written at the
  * last records_release; records_flush writes the held ones now. */
 void record_write(struct manager *m, struct unit *u);
+/* records.c: whether a process of u runs that was started from another text
+ * of its file than the one it has now (the record's file_changed). */
+bool manager_file_changed(struct unit *u);
 void records_hold(struct manager *m);
 void records_release(struct manager *m);
 void records_flush(struct manager *m);

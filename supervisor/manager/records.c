@@ -13,6 +13,7 @@
 #include "record.h"
 #include "singleflight.h"
 #include "store.h"
+#include "unit-file.h"
 #include "unit.h"
 
 /* ---- the store record (SPEC §5 fields) ---- */
@@ -24,7 +25,7 @@ static void record_store(void *userdata, struct unit *u, const struct record_fie
         /* A held record had no STATUS= text (held_records_write): none is added at its write. */
         record_writer_set_condition(m->records, f->has_condition ? u->condition_text : NULL); /* cond */
         const char *text = record_writer_format_fields(m->records, u->name, f->has_status ? u->status_text : NULL,
-                                                       f, &len);
+                                                       f->has_file_error ? data(u)->file_error : NULL, f, &len);
         if (!text) {
                 log_warning_errno(ENOMEM, "%s: state record not written (%m)", u->name);
                 data(u)->record_written = false;
@@ -63,11 +64,21 @@ void records_release(struct manager *m) {
         held_records_release(&m->held, record_store, m);
 }
 
+/* Whether a process of u runs that started from another text of u's file
+ * than the one it has now (or waits to take): `tendctl restart` applies it. */
+bool manager_file_changed(struct unit *u) {
+        const struct unit_data *d = data(u);
+        const struct unit_file *f = u->next_file ? u->next_file : u->file;
+        return !unit_is_dead(u) && (f->text_size != d->started_text_size || f->text_hash != d->started_text_hash);
+}
+
 void record_write(struct manager *m, struct unit *u) {
         struct unit_data *d = data(u);
         struct record_fields now;
         int waiters = sf_table_get_waiters(m->flights, u->name);
         record_fields_of(u, waiters, &now);
+        now.file_changed = manager_file_changed(u);
+        now.has_file_error = d->file_error != NULL;
         if (u->record_revision != 0 && d->record_written && record_fields_equal(&d->record, &now))
                 return; /* the same record again: nothing for the store or its watchers */
         d->record = now;

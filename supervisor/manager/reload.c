@@ -83,17 +83,33 @@ static int dir_lookup(struct manager *m, struct unit_set *set, const char *name,
         return k < 0 ? k : 1;
 }
 
-/* A changed unit that runs restarts to run the new file; daemon-reload is
- * one of tend's own requesters of its flight (SPEC §2.3). */
-static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) {
-        if (!unit_set_next_file(u, f)) {
-                log_info("%s: changed in %s: the new file applies at its next start", u->name, m->opts->config_dir);
+/* Sets (message, taken: NULL clears) why u's file does not load now, and
+ * writes u's record if that changed what it says. */
+static void set_file_error(struct manager *m, struct unit *u, char *message) {
+        struct unit_data *d = data(u);
+        if (!message && !d->file_error)
                 return;
-        }
-        log_info("%s: changed in %s: restarting it", u->name, m->opts->config_dir);
-        /* Not leading: a start is in flight, and the restart answers it. */
-        unit_explicit_restart(u, manager_join_own(m, u));
-        jobs_propagate_restart(m->jobs, u, "with its new file");
+        free(d->file_error);
+        d->file_error = message;
+        record_write(m, u);
+}
+
+/* A changed unit is never restarted (tend(8) "RELOADING DIR"): the new file
+ * governs its decisions at once, its processes keep what they got, and
+ * `tendctl restart` (or its next start) runs the new file. */
+static void change_unit(struct manager *m, struct unit *u, struct unit_file *f) {
+        bool waits = unit_set_next_file(u, f);
+        if (unit_is_dead(u))
+                log_info("%s: changed in %s: its next start runs the new file", u->name, m->opts->config_dir);
+        else if (waits)
+                log_info("%s: changed in %s: not restarted; the new file applies once its commands are done "
+                         "(a changed Type= or RemainAfterExit=: at its next start; `tendctl restart %s`)",
+                         u->name, m->opts->config_dir, u->name);
+        else
+                log_info("%s: changed in %s: not restarted; its settings apply now, what its processes get at its "
+                         "next start (`tendctl restart %s`)",
+                         u->name, m->opts->config_dir, u->name);
+        record_write(m, u); /* file_changed */
 }
 
 static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set, struct json_object *report) {
@@ -102,10 +118,14 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
         _cleanup_free_ char *message = NULL;
         int k = dir_lookup(m, set, u->name, &f, &message);
         if (k < 0) {
-                log_error("%s: not reloaded: its file does not load (see above); the unit is left as it is", u->name);
+                log_error("%s: not reloaded: its file does not load (see above); the unit is left as it is, "
+                          "on the last file that loaded",
+                          u->name);
                 report_add(report, "failed", u->name, message ? message : strerror(-k));
+                set_file_error(m, u, message ? strdup(message) : strdup(strerror(-k)));
                 return;
         }
+        set_file_error(m, u, NULL);
         if (k == 0) {
                 if (!d->removed) {
                         log_info("%s: removed from %s: stopping it", u->name, m->opts->config_dir);
@@ -134,9 +154,9 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
 }
 
 /* SIGHUP and tendctl daemon-reload: re-read DIR. New units start, removed ones
- * stop (and go once dead: sweep), changed ones restart with their new file,
- * unchanged ones are not touched; a file that does not load leaves its unit as
- * it is. report (NULL for SIGHUP) receives the arrays "added", "changed",
+ * stop (and go once dead: sweep), changed ones take their new file without a
+ * restart (change_unit), unchanged ones are not touched; a file that does not
+ * load leaves its unit as it is, its record saying why (file_error). report (NULL for SIGHUP) receives the arrays "added", "changed",
  * "removed" (unit names) and "failed" ({"name", "message"}). 0, or the error
  * of reading DIR itself (logged). */
 int manager_reload(struct manager *m, struct json_object *report) {

@@ -335,6 +335,8 @@ static int prepare_exec(struct unit *u) {
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
+        d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
+        d->started_text_hash = u->file->text_hash;
         int k = prepare_exec(u);
         if (k >= 0)
                 k = manager_logs_renew(m, u);

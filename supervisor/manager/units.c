@@ -58,6 +58,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         free(d->logs_key);
+        free(d->file_error);
         unit_group_free(d->group);
         free(d);
         return NULL;

@@ -30,7 +30,7 @@ TENDCTL = os.environ.get('TENDCTL', os.path.join(_HERE, '../../build-it/supervis
 
 # SPEC §5: the fields of a unit record, named exactly so (plus "version").
 RECORD_FIELDS = {'version', 'name', 'state', 'main_pid', 'since', 'since_monotonic', 'restarts',
-                 'last_exit', 'status', 'result', 'waiters'}
+                 'last_exit', 'status', 'result', 'waiters', 'file_changed', 'file_error'}
 STATES = {'inactive', 'starting', 'running', 'stopping', 'failed', 'backoff'}
 RESULTS = {'success', 'exit-code', 'signal', 'timeout', 'watchdog', 'start-limit', 'exec-failed',
            'dependency', 'resources'}

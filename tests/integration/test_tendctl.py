@@ -22,7 +22,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import PROBE, TEND, wait_until  # noqa: E402
-from svctest import RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, pid_alive, wait_exec  # noqa: E402
+from svctest import (RECORD_FIELDS, RESULTS, STATES, TENDCTL, ServiceTestCase, kill_pid, pid_alive,  # noqa: E402
+                     wait_exec)
 
 COMPLETION = os.environ.get('TENDCTL_COMPLETION', os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                                '../../supervisor/client/tendctl.bash-completion'))
@@ -190,8 +191,12 @@ class Commands(CtlTestCase):
         self.assertEqual(st, 3, err)
         self.assertIn('● web.service', out)
         self.assertIn('nosuch', err)
-        st, out, _ = self.ctl('status', 'nosuch', '--json', check=False)
-        self.assertEqual((st, json.loads(out)), (3, []))
+        # A failed request with no record prints nothing on stdout (issue 19),
+        # neither an empty JSON array nor an empty listing.
+        for args in (('status', 'nosuch', '--json'), ('status', 'nosuch'), ('status', 'nosuch', 'other')):
+            st, out, err = self.ctl(*args, check=False)
+            self.assertEqual((st, out), (3, ''), 'tendctl %s: %r' % (' '.join(args), err))
+            self.assertIn('nosuch', err)
 
         lst = self.ctl_json('list')
         self.assertEqual(sorted(r['name'] for r in lst), ['bad.service', 'quiet.service', 'talk.service', 'web.service'])
@@ -742,6 +747,27 @@ class Robustness(CtlTestCase):
         self.ctl('status', 'web')
         self.assertTrue(self.tend_proc.running())
 
+    def test_names_with_nul_or_not_utf8_are_refused(self):
+        """Issue 19: a unit name with a NUL inside acted on the name before the
+        NUL (`stop "web\\u0000evil"` stopped web); bytes that are not UTF-8
+        were echoed raw into the answer, which strict JSON parsers reject.
+        Both are refused, and every answer is UTF-8 JSON."""
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        pid = self.wait_running('web')['main_pid']
+        c = self.conn()
+        for data in (b'{"version":1,"command":"stop","units":["web\\u0000evil"]}',
+                     b'{"version":1,"command":"stop","units":["web.service\\u0000"]}',
+                     b'{"version":1,"command":"stop\\u0000x","units":["web"]}',
+                     b'{"version":1,"command":"status","units":["\xff\xfeweb"]}',
+                     b'{"version":1,"command":"stop","units":["web\xc0\xae"]}'):
+            c.s.send(data)
+            raw = c.s.recv(MSG_MAX)
+            res = json.loads(raw.decode('utf-8', errors='strict'))  # UnicodeDecodeError: not UTF-8
+            self.assertEqual((res['type'], res['ok'], res['error']), ('result', False, 'bad-request'), data)
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid']), ('running', pid), 'a refused name acted on a unit')
+
 
 # ---------------------------------------------------------------------------
 # daemon-reload: the difference rules (SPEC §5)
@@ -761,14 +787,19 @@ class DaemonReload(CtlTestCase):
         self.unit('added', '[Service]\nExecStart=/bin/sleep 1004')
         return pids
 
+    def cmdline(self, pid):
+        wait_exec(pid)  # running at the fork: before its exec the cmdline is tend's
+        with open('/proc/%d/cmdline' % pid) as f:
+            return f.read().split('\0')[:2]
+
     def check_five(self, pids):
         self.wait_running('added')
-        r = self.wait_running('change', other_than=pids['change'])
-        self.assertEqual(r['restarts'], 1, 'a changed unit restarts')
-        wait_exec(r['main_pid'])  # running at the fork: before its exec the cmdline is tend's
-        with open('/proc/%d/cmdline' % r['main_pid']) as f:
-            self.assertEqual(f.read().split('\0')[:2], ['/bin/sleep', '1011'], 'the changed unit runs its new file')
-        self.assertFalse(pid_alive(pids['change']))
+        # tend(8) "RELOADING DIR": a changed unit is never restarted by a reload.
+        r = self.st('change')
+        self.assertEqual((r['state'], r['main_pid'], r['restarts']), ('running', pids['change'], 0),
+                         'a changed running unit is not restarted')
+        self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1001'], 'its process runs on as it started')
+        self.assertIs(r['file_changed'], True, 'its record says its file changed since it started')
         wait_until(lambda: not pid_alive(pids['gone']), 5, 'the removed unit was not stopped')
         wait_until(lambda: 'gone.service' not in self.statuses(), 5, 'the removed unit is still listed once dead')
         self.assertEqual(self.ctl('status', 'gone', check=False)[0], 3, 'its record is deleted')
@@ -777,12 +808,27 @@ class DaemonReload(CtlTestCase):
                        'the removed unit\'s cgroup was not removed')
             self.assertTrue(os.path.isdir(os.path.join(self.cgroup, 'keep.service')))
         recs = self.statuses()
-        self.assertEqual((recs['keep.service']['main_pid'], recs['keep.service']['restarts']), (pids['keep'], 0),
-                         'an unchanged unit is not touched')
+        self.assertEqual((recs['keep.service']['main_pid'], recs['keep.service']['restarts'],
+                          recs['keep.service']['file_changed'], recs['keep.service']['file_error']),
+                         (pids['keep'], 0, False, None), 'an unchanged unit is not touched')
         self.assertEqual((recs['broken.service']['state'], recs['broken.service']['main_pid']),
                          ('running', pids['broken']), 'a bad file leaves its running unit as it was')
+        self.assertRegex(recs['broken.service']['file_error'] or '', r'broken\.service:3: Restart=: invalid value',
+                         'its record says why its file does not load')
         self.assertEqual(sorted(recs), ['added.service', 'broken.service', 'change.service', 'keep.service'])
         self.assertRegex(self.stderr(), r'broken\.service:3: Restart=: invalid value "sometimes"')
+        out = self.ctl('status', 'broken')[1]
+        self.assertRegex(out, r'Warning: its unit file no longer loads \(.*broken\.service:3: Restart=: invalid value')
+        out = self.ctl('status', 'change')[1]
+        self.assertIn('Warning: the unit file changed since the unit started; `tendctl restart change.service` '
+                      'applies it', out)
+        # tendctl restart applies the new file: its new command runs.
+        self.ctl('restart', 'change')
+        r = self.wait_running('change', other_than=pids['change'])
+        self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1011'], 'the restart runs the new file')
+        self.assertIs(self.st('change')['file_changed'], False, 'once restarted, it runs its file')
+        self.assertNotIn('Warning', self.ctl('status', 'change')[1])
+        self.assertFalse(pid_alive(pids['change']))
 
     def test_added_changed_removed_untouched_broken(self):
         pids = self.setup_five()
@@ -799,11 +845,12 @@ class DaemonReload(CtlTestCase):
         before = {n: (r['main_pid'], r['restarts']) for n, r in self.statuses().items()}
         self.assertEqual(self.ctl('daemon-reload', check=False)[0], 1)
         self.assertEqual({n: (r['main_pid'], r['restarts']) for n, r in self.statuses().items()}, before)
-        # The file fixed: the unit restarts with it.
+        # The file fixed: the unit takes it, still without a restart.
         self.unit('broken', '[Service]\nExecStart=/bin/sleep 1013')
         res = self.ctl_json('daemon-reload')
         self.assertEqual((res['ok'], res['changed']), (True, ['broken.service']))
-        self.wait_running('broken', other_than=pids['broken'])
+        r = self.st('broken')
+        self.assertEqual((r['main_pid'], r['file_error'], r['file_changed']), (pids['broken'], None, True))
 
     def test_sighup_applies_the_same_rules(self):
         pids = self.setup_five()
@@ -823,7 +870,8 @@ class DaemonReload(CtlTestCase):
         self.unit('inst@', '[Service]\nExecStart=/bin/sleep 1022')
         res = self.ctl_json('daemon-reload')
         self.assertEqual(res['changed'], ['inst@x.service'], 'its template\'s text counts')
-        self.wait_running('inst@x', other_than=pid)
+        r = self.st('inst@x')
+        self.assertEqual((r['main_pid'], r['file_changed']), (pid, True), 'changed, not restarted')
         os.unlink(os.path.join(self.dir, 'inst@.service'))
         res = self.ctl_json('daemon-reload')
         self.assertEqual(res['removed'], ['inst@x.service'])
@@ -831,8 +879,9 @@ class DaemonReload(CtlTestCase):
 
     def test_restarts_keep_the_environment_of_the_file_they_run(self):
         """A main process's environment is kept between its restarts (manager.c
-        op_spawn): a restart after a reload must get the new file's, and the
-        restarts after that the new one too."""
+        op_spawn): the process running at a reload keeps its own, the restart
+        after the reload gets the new file's, and the restarts after that the
+        new one too."""
         def environ(pid):
             # Type=simple is running at the fork: before its exec (and inside
             # it) the child's environ is tend's or empty (seen under load).
@@ -855,6 +904,9 @@ class DaemonReload(CtlTestCase):
         self.unit('envy', '[Service]\nEnvironment=GREETING=two\nExecStart=/bin/sleep 1040\nRestart=always\n'
                           'RestartSec=0\n')
         self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['envy.service'])
+        self.assertEqual(self.st('envy')['main_pid'], pid, 'a reload restarts nothing')
+        self.assertEqual(environ(pid), ['GREETING=one'], 'the running process keeps what it got')
+        os.kill(pid, signal.SIGKILL)
         pid = self.wait_running('envy', other_than=pid)['main_pid']
         self.assertEqual(environ(pid), ['GREETING=two'], 'the changed file\'s environment, not the kept one')
         os.kill(pid, signal.SIGKILL)
@@ -875,6 +927,65 @@ class DaemonReload(CtlTestCase):
         with open('/proc/%d/cmdline' % pid) as f:
             self.assertEqual(f.read().split('\0')[1], '1031')
 
+
+    def test_changed_restart_policy_applies_at_once(self):
+        """Issue 16: Restart=always → no keeps the pid, and the new policy
+        governs the next exit: killed, the unit stays failed."""
+        self.unit('db', '[Service]\nExecStart=/bin/sleep 1050\nRestart=always\nRestartSec=0')
+        self.start_tend()
+        pid = self.wait_running('db')['main_pid']
+        self.unit('db', '[Service]\nExecStart=/bin/sleep 1050\nRestart=no\nRestartSec=0')
+        self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['db.service'])
+        r = self.st('db')
+        self.assertEqual((r['state'], r['main_pid'], r['restarts']), ('running', pid, 0), 'a reload restarted it')
+        self.assertTrue(pid_alive(pid))
+        kill_pid(pid)
+        r = self.wait_state('db', lambda r: r['state'] in ('failed', 'inactive') or r['main_pid'] not in (None, pid),
+                            5, 'the killed unit never settled')
+        self.assertEqual((r['state'], r['result'], r['main_pid'], r['restarts']), ('failed', 'signal', None, 0),
+                         'Restart=no (the new file) must leave it failed, not restarted')
+
+    def test_changed_exec_start_applies_at_restart(self):
+        """ExecStart= changed: the running process stays (same pid, same
+        command), status says the file changed, and `tendctl restart` runs the
+        new command."""
+        self.unit('web', '[Service]\nExecStart=/bin/sleep 1060')
+        self.start_tend()
+        pid = self.wait_running('web')['main_pid']
+        self.unit('web', '[Service]\nExecStart=/bin/sleep 1061')
+        self.assertEqual(self.ctl_json('daemon-reload')['changed'], ['web.service'])
+        r = self.st('web')
+        self.assertEqual((r['main_pid'], r['restarts'], r['file_changed']), (pid, 0, True))
+        self.assertEqual(self.cmdline(pid), ['/bin/sleep', '1060'])
+        self.assertIn('the unit file changed since the unit started', self.ctl('status', 'web')[1])
+        self.ctl('restart', 'web')
+        r = self.wait_running('web', other_than=pid)
+        self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1061'], 'the restart runs the new ExecStart=')
+        self.assertIs(r['file_changed'], False)
+
+    def test_changed_restart_sec_governs_the_next_backoff(self):
+        """RestartSec= changed while running governs the next back-off; a unit
+        already in back-off keeps its delay but restarts with its new file."""
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1070\nRestart=always\nRestartSec=1h')
+        self.start_tend()
+        pid = self.wait_running('b')['main_pid']
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1071\nRestart=always\nRestartSec=100ms')
+        self.ctl('daemon-reload')
+        self.assertEqual(self.st('b')['main_pid'], pid, 'a reload restarted it')
+        kill_pid(pid)
+        r = self.wait_running('b', other_than=pid, timeout=5)  # with RestartSec=1h (the old file) it would wait
+        self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1071'])
+        # In back-off (3 s): the reload gives it RestartSec=1h and a new
+        # command; the back-off under way keeps its delay, the start runs 1072.
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1071\nRestart=always\nRestartSec=3')
+        self.ctl('daemon-reload')
+        pid = r['main_pid']
+        kill_pid(pid)
+        self.wait_state('b', lambda r: r['state'] == 'backoff', 5, 'not in back-off after its kill')
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1072\nRestart=always\nRestartSec=1h')
+        self.ctl('daemon-reload')
+        r = self.wait_running('b', other_than=pid, timeout=15)
+        self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1072'], 'the back-off restarts with the new file')
 
 # ---------------------------------------------------------------------------
 # Bash completion

@@ -66,7 +66,7 @@ static struct store_event put_event(const char *key, const char *value, size_t l
 static void check_record(struct record_writer *w, const char *name, const char *status,
                          const struct record_fields *f) {
         size_t len = 0;
-        const char *text = record_writer_format_fields(w, name, status, f, &len);
+        const char *text = record_writer_format_fields(w, name, status, f->has_file_error ? "w.service:3: Restart=: invalid value \"sometimes\"" : NULL, f, &len);
         assert_non_null(text);
         assert_true(watch_value_is_canonical(text, len));
         char key[300];

@@ -19,7 +19,8 @@
 #include "unit.h"
 
 static const char *const fields[] = { "version", "name",      "state",  "main_pid", "since",  "since_monotonic",
-                                      "restarts", "last_exit", "status", "result",   "waiters" };
+                                      "restarts", "last_exit", "status", "result",   "waiters",
+                                      "file_changed", "file_error" };
 
 /* A position that shows state s (unit.h's table); finer ones differ by alt. */
 static enum unit_pos pos_of(enum unit_state s, int alt) {
@@ -58,6 +59,8 @@ static json_object *expected(const struct unit *u, int waiters) {
         json_object_object_add(o, "status", u->status_text ? json_object_new_string(u->status_text) : NULL);
         json_object_object_add(o, "result", json_object_new_string(unit_result_to_string(u->result)));
         json_object_object_add(o, "waiters", json_object_new_int(waiters > 0 ? waiters : 0));
+        json_object_object_add(o, "file_changed", json_object_new_boolean(0)); /* the manager's notes: none */
+        json_object_object_add(o, "file_error", NULL);
         return o;
 }
 

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "notify.h"
 #include "singleflight.h"
+#include "strv.h"
 #include "unit.h"
 
 struct fake {
@@ -47,6 +48,7 @@ struct fake {
         int wait_deps;           /* what start_job() answers: 1 makes starts wait */
         int start_jobs, auto_restarts;
         bool waiting_at_auto_restart;
+        char spawned[64];        /* the last spawn's last argument (a copy: its file may be freed) */
 };
 
 static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, bool main, struct exit_process **ret) {
@@ -57,6 +59,8 @@ static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, boo
         if (k < 0)
                 return k;
         f->n_spawns++;
+        if (cmd) /* NULL: adopt()'s stand-in */
+                snprintf(f->spawned, sizeof f->spawned, "%s", cmd->argv[strv_length(cmd->argv) - 1]);
         assert_true(f->n_procs < 64);
         f->procs[f->n_procs++] = exit_process_ref(*ret);
         return 0;
@@ -508,7 +512,9 @@ static pid_t answered_pid(sf_waiter *w) {
 }
 
 /* A dead unit takes the new file at once and is not started; a running one
- * asks for a restart, and its start after the stop runs the new file. */
+ * takes it at once too, never restarted: its process runs on (same pid,
+ * nothing spawned), the new file governs its decisions (Restart=: the next
+ * exit), and its next start runs the new command. */
 static void test_new_file(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "n.service", "[Service]\nExecStart=/bin/true\n");
@@ -520,46 +526,96 @@ static void test_new_file(void **state) {
         assert_int_equal(f->n_spawns, 0);
 
         sf_waiter_free(start(f, u));
+        assert_string_equal(f->spawned, "two");
         pid_t old = u->main_pid;
-        struct unit_file *f3 = parse_file("n.service", "[Service]\nExecStart=/bin/echo three\n");
-        assert_true(unit_set_next_file(u, f3));
-        assert_ptr_equal(u->file, f2); /* the old instance runs the old file */
-        sf_waiter *w = NULL;
-        sf_resolution *r = NULL;
-        assert_int_equal(sf_table_join(f->flights, u->name, &w, &r), 1);
-        unit_explicit_restart(u, r);
-        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
-        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
-        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        struct unit_file *f3 = parse_file("n.service", "[Service]\nExecStart=/bin/echo three\nRestart=always\n"
+                                                       "RestartSec=5\n");
+        assert_false(unit_set_next_file(u, f3)); /* nothing waits */
         assert_ptr_equal(u->file, f3);
+        assert_null(u->next_file);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        assert_int_equal(u->main_pid, old);
+        assert_int_equal(f->n_spawns, 1);
+        assert_int_equal(f->n_signals, 0);
+        /* f2 had Restart=no: the exit would leave it failed. */
+        exit_main(u, EXIT_REASON_EXITED, 1);
+        assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
+        assert_int_equal(f->armed - f->now, 5 * USEC_PER_SEC);
+        fire(f, u);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        assert_string_equal(f->spawned, "three");
         assert_int_equal(u->restarts, 1);
-        pid_t pid = answered_pid(w);
-        assert_int_equal(pid, u->main_pid);
-        assert_int_not_equal(pid, old);
-        sf_waiter_free(w);
         unit_free(u);
 }
 
-/* A reload during a start: the restart carries the start's flight, whose
- * waiters get the outcome of the start with the new file. */
+/* Restart=always → no while it runs: the next exit is not restarted. */
+static void test_new_file_restart_no(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "r.service", "[Service]\nExecStart=/bin/true\nRestart=always\nRestartSec=0\n");
+        sf_waiter_free(start(f, u));
+        assert_false(unit_set_next_file(u, parse_file("r.service", "[Service]\nExecStart=/bin/true\nRestart=no\n")));
+        exit_main(u, EXIT_REASON_KILLED, SIGKILL);
+        assert_int_equal(unit_get_state(u), UNIT_FAILED);
+        assert_int_equal(f->restart_requests, 0);
+        assert_int_equal(f->n_spawns, 1);
+        unit_free(u);
+}
+
+/* A reload during a start: the new file waits while the start runs (its
+ * commands are walked by index) and is taken once the unit runs, without a
+ * restart; the start's waiters get the start's outcome. */
 static void test_new_file_during_start(void **state) {
         struct fake *f = *state;
         struct unit *u = make_unit(f, "s.service", "[Service]\nType=exec\nExecStart=/bin/true\n");
+        struct unit_file *f1 = u->file;
         sf_waiter *w = start(f, u);
         assert_int_equal(unit_get_state(u), UNIT_STARTING);
         struct unit_file *f2 = parse_file("s.service", "[Service]\nType=exec\nExecStart=/bin/echo two\n");
         assert_true(unit_set_next_file(u, f2));
-        unit_explicit_restart(u, NULL);
-        assert_int_equal(unit_get_state(u), UNIT_STOPPING);
-        exit_main(u, EXIT_REASON_KILLED, SIGTERM);
+        assert_ptr_equal(u->file, f1);
         assert_int_equal(unit_get_state(u), UNIT_STARTING);
-        assert_ptr_equal(u->file, f2);
-        sf_answer ans;
-        assert_int_equal(sf_waiter_peek(w, &ans), -EAGAIN); /* not answered by the stop */
+        pid_t pid = u->main_pid;
         unit_exec_result(u, u->main, 0);
         assert_int_equal(unit_get_state(u), UNIT_RUNNING);
-        assert_int_equal(answered_pid(w), u->main_pid);
+        assert_ptr_equal(u->file, f2);
+        assert_null(u->next_file);
+        assert_int_equal(answered_pid(w), pid);
+        assert_int_equal(f->n_spawns, 1);
         sf_waiter_free(w);
+        unit_free(u);
+}
+
+/* A changed Type= waits for the next start: the running instance keeps its
+ * shape; once it is dead the file is taken. */
+static void test_new_file_type_waits(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "y.service", "[Service]\nExecStart=/bin/true\n");
+        struct unit_file *f1 = u->file;
+        sf_waiter_free(start(f, u));
+        struct unit_file *f2 = parse_file("y.service", "[Service]\nType=oneshot\nExecStart=/bin/true\n");
+        assert_true(unit_set_next_file(u, f2));
+        assert_ptr_equal(u->file, f1);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        exit_main(u, EXIT_REASON_EXITED, 0);
+        assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
+        assert_ptr_equal(u->file, f2);
+        assert_null(u->next_file);
+        unit_free(u);
+}
+
+/* WatchdogSec= changed while it runs: the held lease is re-armed with the new
+ * value (as systemd), and let go when the new file has none. */
+static void test_new_file_watchdog(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "wd.service", "[Service]\nExecStart=/bin/true\nWatchdogSec=10\n");
+        sf_waiter_free(start(f, u));
+        assert_true(f->lease);
+        assert_int_equal(f->lease_ttl, 10 * USEC_PER_SEC);
+        assert_false(unit_set_next_file(u, parse_file("wd.service", "[Service]\nExecStart=/bin/true\nWatchdogSec=20\n")));
+        assert_int_equal(f->lease_ttl, 20 * USEC_PER_SEC);
+        assert_false(unit_set_next_file(u, parse_file("wd.service", "[Service]\nExecStart=/bin/true\n")));
+        assert_false(f->lease);
+        assert_int_equal(f->lease_deletes, 1);
         unit_free(u);
 }
 
@@ -1049,6 +1105,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_notify_stopping, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_new_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_new_file_during_start, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_file_restart_no, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_file_type_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_new_file_watchdog, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_during_publishing_restart, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
