@@ -302,6 +302,8 @@ static const struct key_def unit_keys[] = {
         { S, "LimitNICE", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_NICE) },
         { S, "LimitRTPRIO", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RTPRIO) },
         { S, "LimitRTTIME", uf_parse_limit, 0, 0, RESOURCE(RLIMIT_RTTIME) },
+        /* load: [Install] Alias= (the rest of [Install], and the keys tend does not apply: unit-file-known.c) */
+        { SECTION_INSTALL, "Alias", uf_parse_alias, 0, 0, LIST(LIST_ALIAS) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {
