@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,6 +383,19 @@ static int load_named(const char *dir, const char *name, char **aliases, struct 
                 k = load_resolved(dir, &r, aliases, ret, ret_message);
         resolved_done(&r);
         return k;
+}
+
+bool unit_exists(const char *dir, const char *name) {
+        if (!dir || !unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
+                return false;
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (lstat(path, &st) == 0)
+                return true;
+        const char *at = strchr(name, '@');
+        snprintf(path, sizeof path, "%s/%.*s.service", dir, at ? (int) (at - name) + 1 : 0, name);
+        return at && lstat(path, &st) == 0;
 }
 
 int unit_load(const char *dir, const char *name, struct unit_file **ret, char **ret_message) {

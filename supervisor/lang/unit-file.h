@@ -301,6 +301,10 @@ int unit_file_parse_texts(const char *name, const struct unit_text *texts, size_
  */
 int unit_load(const char *dir, const char *name, struct unit_file **ret, char **ret_message);
 
+/* Whether DIR has a file for unit name (an instance: its own or its
+ * template's), a link or not, without reading it; false for an invalid name. */
+bool unit_exists(const char *dir, const char *name);
+
 /* A unit of a directory that was not loaded. */
 struct unit_load_error {
         char *name;    /* the file name in DIR */
@@ -334,3 +338,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_set *, unit_set_free);
  * a negative errno only when dir itself cannot be read (logged) or -ENOMEM.
  */
 int unit_load_dir(const char *dir, struct unit_set **ret);
+
+/*
+ * tend --verify (docs/tend.8.md): loads each path, a unit file or a
+ * directory of them (its templates as NAME@instance.service), as tend
+ * would, logging every message; prints one summary line on stdout. Starts
+ * nothing. Returns the exit status: 1 if a unit does not load (a masked one
+ * is no error) or a path cannot be read, else 0. paths: NULL-terminated,
+ * borrowed. Not thread-safe (stdout).
+ */
+int unit_verify(char *const *paths);
