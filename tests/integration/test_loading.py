@@ -102,6 +102,14 @@ class Aliases(LoadingTestCase):
         self.wait_running('ssh', other_than=pid)
         self.ctl('restart', 'sshd.service')
         self.assertNotIn('error', self.stderr().lower(), 'aliases produced errors')
+        # a link added later is a name of the unit once DIR is reloaded
+        os.symlink('ssh.service', os.path.join(self.dir, 'openssh.service'))
+        self.ctl('daemon-reload')
+        self.assertEqual(list(self.statuses('openssh')), ['ssh.service'], 'a new alias link is not a name after reload')
+        self.assertEqual(sorted(self.statuses()), ['client.service', 'ssh.service'])
+        # names outside systemd's unit-name characters are refused, not resolved
+        st, out, err = self.ctl('status', 'ssh service', check=False)
+        self.assertNotEqual(st, 0, 'an invalid name was answered: %r' % out)
 
     @staticmethod
     def _runs(pid, arg):
