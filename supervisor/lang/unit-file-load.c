@@ -191,20 +191,11 @@ static int resolve(const char *dir, const char *name, struct resolved *ret, char
                         r.masked = true;
                         break;
                 }
-                if (in_dir(dir, &dir_st, buf) && name_kind(base) == name_kind(file)) {
-                        char *next = NULL; /* an alias: the same unit under another name of DIR */
-                        if (hop_name(unit, base, &next) < 0 || !(target = strdup(base))) {
-                                free(next);
-                                return -ENOMEM;
-                        }
-                        free(unit);
-                        unit = next;
-                        free(file);
-                        file = TAKE_PTR(target);
-                        continue;
-                }
-                if (in_dir(dir, &dir_st, buf) && name_kind(base) == UNIT_NAME_TEMPLATE && name_kind(file) == UNIT_NAME_INSTANCE) {
-                        char *next = NULL; /* foo@bar.service → foo@.service: the instance of that template */
+                unsigned kind = name_kind(file), to = name_kind(base);
+                if (in_dir(dir, &dir_st, buf) && (to == kind || (kind == UNIT_NAME_INSTANCE && to == UNIT_NAME_TEMPLATE))) {
+                        /* an alias: the same unit under another name of DIR (foo@bar.service →
+                         * foo@.service: the instance of that template) */
+                        char *next = NULL;
                         if (hop_name(unit, base, &next) < 0 || !(target = strdup(base))) {
                                 free(next);
                                 return -ENOMEM;
