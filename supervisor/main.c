@@ -9,6 +9,7 @@
 #include "log.h"
 #include "manager.h"
 #include "options.h"
+#include "unit-file.h"
 
 /* tend never stops: job-control stops are blocked for tend itself (SPEC §1);
  * in entrypoint mode they are forwarded to CMD. */
@@ -49,6 +50,10 @@ int main(int argc, char **argv) {
                 return k > 0 ? 0 : 2;
         log_set_program("tend");
         log_set_max_level(opts.log_level);
+        if (opts.verify) {
+                free(inherited);
+                return unit_verify(opts.verify);
+        }
 
         int status = opts.config_dir ? manager_run(&opts, inherited, n_inherited)
                                      : entrypoint_run(&opts, inherited, n_inherited);

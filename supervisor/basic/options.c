@@ -25,11 +25,13 @@ enum {
         OPT_LOG_LEVEL,
         OPT_CONTROL_SOCKET,
         OPT_CONTROL_GROUP,
+        OPT_VERIFY,
 };
 
 static void help(void) {
         printf("Usage: tend [OPTIONS] -- CMD [ARG...]\n"
                "       tend [OPTIONS] --config-dir DIR [-- CMD [ARG...]]\n"
+               "       tend [OPTIONS] --verify PATH...\n"
                "Run CMD as a container entrypoint: forward signals to it, reap every orphan,\n"
                "exit with its status. With --config-dir, supervise the units in DIR (and run\n"
                "CMD once they have started).\n\n"
@@ -39,6 +41,8 @@ static void help(void) {
                "      --control-group GROUP  members of GROUP may use tendctl too\n"
                "      --shutdown-timeout SPAN  the whole shutdown's deadline (default 9s as PID 1,\n"
                "                           else 90s)\n"
+               "      --verify PATH...     check unit files (or the units of directories) as tend\n"
+               "                           would load them; start nothing; exit 1 on an error\n"
                "  -g, --process-group      forward signals to CMD's process group\n"
                "      --remap FROM:TO      deliver signal TO when tend receives FROM (repeatable)\n"
                "      --stop-timeout SPAN  after CMD exits, SIGTERM its leftovers, SIGKILL after SPAN\n"
@@ -105,6 +109,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
                 { "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
+                { "verify", no_argument, NULL, OPT_VERIFY },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {}
@@ -118,7 +123,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
         opterr = 0;
         optind = 1;
         int c, k;
-        bool level_given = false;
+        bool level_given = false, verify = false;
         /* "+": stop at the first non-option, so CMD's own options are never ours. */
         while ((c = getopt_long(argc, argv, "+:gvh", longopts, NULL)) >= 0) {
                 switch (c) {
@@ -165,6 +170,9 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                                 return usage_error("--control-group: no group \"%s\"", optarg);
                         break;
                 }
+                case OPT_VERIFY:
+                        verify = true;
+                        break;
                 case 'h':
                         help();
                         return 1;
@@ -178,6 +186,18 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 default:
                         return usage_error("option \"%s\" needs an argument", argv[optind - 1]);
                 }
+        }
+        if (verify) { /* tend --verify PATH…: the rest are paths, not a command */
+                if (optind < argc && streq(argv[optind], "--"))
+                        optind++;
+                if (optind >= argc)
+                        return usage_error("--verify needs at least one unit file or directory");
+                if (o->config_dir)
+                        return usage_error("--verify and --config-dir do not go together");
+                o->verify = argv + optind;
+                if (!level_given)
+                        o->log_level = LOG_NOTICE;
+                return 0;
         }
         if (optind < argc)
                 o->cmd = argv + optind;

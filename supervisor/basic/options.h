@@ -18,6 +18,7 @@ struct tend_options {
         int log_level;            /* syslog level: -v raises it, --log-level sets it */
         const char *control_socket; /* --control-socket PATH, or NULL (SPEC §5 rules) */
         gid_t control_group;      /* --control-group NAME|GID, or (gid_t) -1 */
+        char **verify;            /* --verify PATH…: the paths (borrowed from argv), or NULL */
 };
 
 #define TEND_DEFAULT_STOP_TIMEOUT (5 * USEC_PER_SEC)

@@ -18,14 +18,15 @@
 #include "unit-file.h"
 
 #define WHITESPACE " \t\n\r"
-#define QUOTE_MAX 160      /* bytes of a user string shown in a message */
+#define QUOTE_MAX 64       /* bytes of a user's token (a value, a name) shown in a message */
 #define MESSAGES_MAX 50    /* logged per file: a garbage file cannot flood the log */
 
 enum section {
         SECTION_NONE,    /* before the first header */
         SECTION_UNIT,
         SECTION_SERVICE,
-        SECTION_IGNORED, /* [Install], [X-…]: silently ignored */
+        SECTION_INSTALL, /* [Install]: Alias= read, the rest silently ignored (unit-file-known.c) */
+        SECTION_IGNORED, /* [X-…]: silently ignored */
         SECTION_UNKNOWN, /* warned once at its header, its keys ignored */
 };
 
@@ -47,6 +48,7 @@ enum {
         LIST_ON_SUCCESS,
         LIST_PROPAGATES_RELOAD_TO,
         LIST_RELOAD_PROPAGATED_FROM,
+        LIST_ALIAS,      /* load: [Install] Alias= */
         _LIST_MAX,
 };
 
@@ -68,7 +70,22 @@ struct parse_ctx {
         bool sb_set;                 /* a sandboxing key was assigned */
         struct unit_exit_statuses xs; /* the same for the exit status sets */
         bool xs_set;
+        /* load: the texts parsed (the main file, its drop-ins); c->line of a
+         * drop-in's line carries its index (UF_LINE_FILE_SHIFT) */
+        const struct unit_text *texts;
+        size_t n_texts;
+        unsigned line_base;
+        uint64_t differs_warned[2]; /* unit-file-known.c: keys already warned about, by table index */
 };
+
+/* A line number's text index and its line in that text. */
+#define UF_LINE_FILE_SHIFT 24
+#define UF_LINE_MASK ((1u << UF_LINE_FILE_SHIFT) - 1)
+/* The file of line (a line of c->texts, or the main file). */
+static inline const char *uf_line_origin(const struct parse_ctx *c, unsigned line) {
+        size_t i = line >> UF_LINE_FILE_SHIFT;
+        return c->texts && i < c->n_texts ? c->texts[i].origin : c->origin;
+}
 
 struct key_def {
         enum section section;
@@ -193,6 +210,24 @@ void uf_verify_process(struct parse_ctx *c);
 int uf_parse_condition(struct parse_ctx *c, const struct key_def *k, const char *value);
 /* fork: unit-file-forking.c (Type=forking's keys) */
 int uf_parse_pid_file(struct parse_ctx *c, const struct key_def *k, const char *value);
+
+/* ------------------------------------------------------------------------ */
+/* unit-file-known.c (load): keys tend does not apply                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A key that is not in the key table: accepted silently (it matters only to
+ * systemd's own machinery), or named in one warning per unit saying what
+ * differs. True if the key was one of those (and handled), false if it is
+ * unknown to both tables (the caller warns).
+ */
+bool uf_known_key(struct parse_ctx *c, enum section section, const char *key);
+
+/* unit-file-load.c: sorts l in place, each string once (the duplicates freed). */
+void uf_strv_sort_unique(char **l);
+
+/* [Install] Alias= (unit-file-known.c). */
+int uf_parse_alias(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */

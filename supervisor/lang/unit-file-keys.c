@@ -391,6 +391,8 @@ static const struct key_def unit_keys[] = {
         /* fork: Type=forking's main process */
         { S, "PIDFile", uf_parse_pid_file, F(pid_file), NULL },
         { S, "GuessMainPID", parse_bool, F(guess_main_pid), NULL },
+        /* load: [Install] Alias= (the rest of [Install], and the keys tend does not apply: unit-file-known.c) */
+        { SECTION_INSTALL, "Alias", uf_parse_alias, 0, 0, LIST(LIST_ALIAS) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

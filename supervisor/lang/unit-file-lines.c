@@ -19,11 +19,24 @@ static char *strip(char *s) {
         return s;
 }
 
+/* Whether s is a key or section name as systemd writes them: only such a
+ * token is ever quoted back (a file that is not a unit file, e.g. a link to
+ * /etc/shadow, must not have its lines copied into the log). */
+static bool name_token(const char *s, bool section) {
+        size_t n = strlen(s);
+        if (n == 0 || n > 64)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+                      s[i] == '_' || s[i] == '-' || (section && s[i] == ' ')))
+                        return false;
+        return true;
+}
+
 static void parse_section_header(struct parse_ctx *c, char *l, enum section *section) {
         size_t n = strlen(l);
-        char q[QUOTE_BUF];
         if (l[n - 1] != ']' || n < 3 || strpbrk(l + 1, "[]") != l + n - 1) {
-                syntax_error(c, "syntax error: invalid section header %s", uf_quote(q, l));
+                syntax_error(c, "syntax error: invalid section header");
                 *section = SECTION_UNKNOWN;
                 return;
         }
@@ -33,21 +46,25 @@ static void parse_section_header(struct parse_ctx *c, char *l, enum section *sec
                 *section = SECTION_UNIT;
         else if (streq(name, "Service"))
                 *section = SECTION_SERVICE;
-        else if (streq(name, "Install") || strncmp(name, "X-", 2) == 0)
+        else if (streq(name, "Install"))
+                *section = SECTION_INSTALL;
+        else if (strncmp(name, "X-", 2) == 0)
                 *section = SECTION_IGNORED;
         else {
-                const char *qn = uf_quote(q, name); /* control bytes escaped; shown without its quotes */
-                report(c, LOG_WARNING, 0, "unknown section [%.*s], ignoring its keys", (int) strlen(qn) - 2, qn + 1);
+                if (name_token(name, true))
+                        report(c, LOG_WARNING, 0, "unknown section [%s], ignoring its keys", name);
+                else
+                        report(c, LOG_WARNING, 0, "unknown section (not a section name), ignoring its keys");
                 *section = SECTION_UNKNOWN;
         }
 }
 
 static void parse_assignment(struct parse_ctx *c, enum section section, char *l) {
-        static const char *const section_names[] = { [SECTION_UNIT] = "Unit", [SECTION_SERVICE] = "Service" };
-        char q[QUOTE_BUF];
+        static const char *const section_names[] = {
+                [SECTION_UNIT] = "Unit", [SECTION_SERVICE] = "Service", [SECTION_INSTALL] = "Install" };
         char *eq = strchr(l, '=');
         if (!eq) {
-                syntax_error(c, "syntax error: missing '=' in %s", uf_quote(q, l));
+                syntax_error(c, "syntax error: neither a [section] nor a KEY=VALUE assignment");
                 return;
         }
         *eq = '\0';
@@ -57,20 +74,28 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                 return;
         }
         if (section == SECTION_NONE) {
-                syntax_error(c, "syntax error: %s= before any [section]", key);
+                if (name_token(key, false))
+                        syntax_error(c, "syntax error: %s= before any [section]", key);
+                else
+                        syntax_error(c, "syntax error: an assignment before any [section]");
                 return;
         }
-        if (section != SECTION_UNIT && section != SECTION_SERVICE)
+        if (section != SECTION_UNIT && section != SECTION_SERVICE && section != SECTION_INSTALL)
                 return;
         if (strncmp(key, "X-", 2) == 0)
                 return;
         const struct key_def *k = uf_key_lookup(section, key);
-        if (!k) {
-                report(c, LOG_WARNING, 0, "unknown key %s in section [%s], ignoring", uf_quote(q, key),
-                       section_names[section]);
+        if (k) {
+                (void) k->parse(c, k, value); /* reports its own errors */
                 return;
         }
-        (void) k->parse(c, k, value); /* reports its own errors */
+        if (uf_known_key(c, section, key))
+                return;
+        if (name_token(key, false))
+                report(c, LOG_WARNING, 0, "unknown key \"%s\" in section [%s], ignoring", key, section_names[section]);
+        else
+                report(c, LOG_WARNING, 0, "unknown key (not a key name) in section [%s], ignoring",
+                       section_names[section]);
 }
 
 static void parse_logical_line(struct parse_ctx *c, enum section *section, char *line) {
@@ -109,7 +134,7 @@ int uf_parse_text(struct parse_ctx *c, const char *data, size_t size) {
                 size_t n = (size_t) ((nl ? nl : end) - p);
                 const char *l = p;
                 p = nl ? nl + 1 : end;
-                c->line = ++lineno;
+                c->line = c->line_base | ++lineno;
                 if (memchr(l, '\0', n)) {
                         syntax_error(c, "syntax error: NUL byte in line");
                         continue;
@@ -141,11 +166,11 @@ int uf_parse_text(struct parse_ctx *c, const char *data, size_t size) {
                         logical.s[e - 1] = ' ';
                         continue;
                 }
-                c->line = first;
+                c->line = c->line_base | first;
                 parse_logical_line(c, &section, logical.s);
         }
         if (cont && r >= 0) {
-                c->line = first;
+                c->line = c->line_base | first;
                 parse_logical_line(c, &section, logical.s);
         }
         free(logical.s);

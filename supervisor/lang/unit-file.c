@@ -64,8 +64,8 @@ _printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char 
         va_start(ap, fmt);
         vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
-        if (c->line)
-                snprintf(msg, sizeof msg, "%s:%u: %s", c->origin, c->line, text);
+        if (c->line) /* a drop-in's lines carry its index (UF_LINE_FILE_SHIFT) */
+                snprintf(msg, sizeof msg, "%s:%u: %s", uf_line_origin(c, c->line), c->line & UF_LINE_MASK, text);
         else
                 snprintf(msg, sizeof msg, "%s: %s", c->origin, text);
         if (c->n_messages < MESSAGES_MAX)
@@ -241,6 +241,7 @@ static int finish_lists(struct parse_ctx *c) {
                 [LIST_REQUIRES] = &c->u->requires, [LIST_WANTS] = &c->u->wants, [LIST_BINDS_TO] = &c->u->binds_to,
                 [LIST_AFTER] = &c->u->after,       [LIST_BEFORE] = &c->u->before,
                 [LIST_SUPPLEMENTARY_GROUPS] = &c->sb.supplementary_groups,
+                [LIST_ALIAS] = &c->u->aliases,
         };
         if (c->lists[LIST_SUPPLEMENTARY_GROUPS].v)
                 c->sb_set = true;
@@ -249,6 +250,8 @@ static int finish_lists(struct parse_ctx *c) {
                         *dst[i] = c->lists[i].v;
                         c->lists[i] = (struct strv_builder) {};
                 }
+        if (c->u->aliases) /* sorted, once each: load merges them with DIR's symlinks */
+                uf_strv_sort_unique(c->u->aliases);
         int k = uf_finish_dep_keys(c);
         return k < 0 ? k : finish_environment(c);
 }
@@ -359,6 +362,8 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         }
         free(u->exit_statuses);
         unit_conditions_free(u->conditions);
+        strv_free(u->aliases);
+        strv_free(u->dropins);
         free(u);
         return NULL;
 }
@@ -392,21 +397,77 @@ static void ctx_done(struct parse_ctx *c) {
                 strv_builder_clear(&c->lists[i]);
 }
 
+/* The drop-ins' paths, kept for status and --verify. */
+static int keep_dropins(struct parse_ctx *c, const struct unit_text *texts, size_t n) {
+        if (n < 2)
+                return 0;
+        c->u->dropins = calloc(n, sizeof(char *));
+        if (!c->u->dropins)
+                return -ENOMEM;
+        for (size_t i = 1; i < n; i++)
+                if (!(c->u->dropins[i - 1] = strdup(texts[i].origin)))
+                        return -ENOMEM;
+        return 0;
+}
+
+/* Every text parsed in order (the main file, then its drop-ins): each line
+ * number carries its text's index, so that messages name the right file. */
+static int parse_all(struct parse_ctx *c, const struct unit_text *texts, size_t n) {
+        int r = keep_dropins(c, texts, n);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                c->line_base = (unsigned) i << UF_LINE_FILE_SHIFT;
+                r = uf_parse_text(c, texts[i].data ? texts[i].data : "", texts[i].size);
+        }
+        c->line_base = 0;
+        c->line = 0;
+        return r;
+}
+
+/* The fingerprint of every text and its file name (a renamed drop-in
+ * changes the order). Not a defence against crafted collisions (whoever
+ * writes DIR runs commands anyway). */
+static void fingerprint(struct unit_file *u, const struct unit_text *texts, size_t n) {
+        uint64_t h = fnv1a_64(texts[0].data, texts[0].size);
+        size_t size = texts[0].size;
+        for (size_t i = 1; i < n; i++) {
+                uint64_t parts[3] = { h, fnv1a_64_str(texts[i].origin), fnv1a_64(texts[i].data, texts[i].size) };
+                h = fnv1a_64(parts, sizeof parts);
+                size += texts[i].size + 1;
+        }
+        u->text_size = size;
+        u->text_hash = h;
+}
+
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
                     char **ret_message) {
-        if (!name || !origin || (!data && size) || !ret)
+        const struct unit_text t = { origin, data, size };
+        if (!origin)
                 return -EINVAL;
+        return unit_file_parse_texts(name, &t, 1, ret, ret_message);
+}
+
+int unit_file_parse_texts(const char *name, const struct unit_text *texts, size_t n, struct unit_file **ret,
+                          char **ret_message) {
+        if (!name || !texts || n == 0 || n > UNIT_DROPINS_MAX + 1 || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!texts[i].origin || (!texts[i].data && texts[i].size))
+                        return -EINVAL;
         if (ret_message)
                 *ret_message = NULL;
+        const char *origin = texts[0].origin;
         char q[QUOTE_BUF];
         if (!unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
                 return log_error_errno(EINVAL, "%s: invalid unit name %s", origin, uf_quote(q, name));
-        if (size > UNIT_FILE_SIZE_MAX)
-                return log_error_errno(EFBIG, "%s: larger than %d bytes", origin, UNIT_FILE_SIZE_MAX);
+        for (size_t i = 0; i < n; i++)
+                if (texts[i].size > UNIT_FILE_SIZE_MAX)
+                        return log_error_errno(EFBIG, "%s: larger than %d bytes", texts[i].origin, UNIT_FILE_SIZE_MAX);
         struct parse_ctx c;
         int r = ctx_init(&c, name, origin);
+        c.texts = texts;
+        c.n_texts = n;
         if (r >= 0)
-                r = uf_parse_text(&c, data ? data : "", size);
+                r = parse_all(&c, texts, n);
         if (r >= 0 && !c.error)
                 r = finish_lists(&c);
         if (r >= 0 && !c.error)
@@ -438,10 +499,7 @@ int unit_file_parse(const char *name, const char *origin, const char *data, size
                 ctx_done(&c);
                 return r;
         }
-        c.u->text_size = size;
-        /* A fingerprint of the unit's text, not a defence against crafted
-         * collisions (whoever writes DIR runs commands anyway). */
-        c.u->text_hash = fnv1a_64(data, size);
+        fingerprint(c.u, texts, n);
         *ret = TAKE_PTR(c.u);
         ctx_done(&c);
         return 0;

@@ -185,6 +185,9 @@ struct unit_file {
         /* cond: Condition*=, Assert*= (docs/tend.service.5.md "CONDITIONS"),
          * checked at each start (exec/condition.h): out of line, most units have none. */
         struct unit_conditions *conditions; /* owned; NULL: none */
+        /* load: the unit's other names and the drop-ins read (docs/tend.service.5.md "LOADING") */
+        char **aliases;                  /* alias symlinks in DIR and [Install] Alias=, sorted; NULL: none */
+        char **dropins;                  /* the drop-in files parsed after path, in order; NULL: none */
 };
 
 /* deps: the lists of the dependency keys (service names, other unit types
@@ -401,18 +404,52 @@ bool unit_name_is_valid(const char *name, unsigned flags);
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
                     char **ret_message);
 
+/* Drop-in files read for one unit at most (more are not read, with a warning). */
+#define UNIT_DROPINS_MAX 64
+
+/* One text of a unit: its file, or one of its drop-ins. */
+struct unit_text {
+        const char *origin; /* the file, for messages */
+        const char *data;   /* size bytes, need not be NUL-terminated; NULL if size is 0 */
+        size_t size;
+};
+
 /*
- * Loads unit name from directory dir: DIR/NAME, or for an instance
- * foo@bar.service without its own file, DIR/foo@.service with %i = bar.
- * A symlink is read as the file it points to; a file that is empty or links
- * to /dev/null is a masked unit. One warning if DIR/NAME.d/ (or, for an
- * instance, the template's .d/) exists: drop-ins are not read.
- * Returns 0 with *ret owned by the caller; -EINVAL (a template name or an
- * invalid name), -ENOENT (no such unit), -ERFKILL (masked), an error of
- * unit_file_parse(), or the open/read error; every failure is logged.
+ * unit_file_parse() over texts[0..n): the unit's file, then its drop-ins in
+ * the order they apply (1 ≤ n ≤ UNIT_DROPINS_MAX + 1); each starts outside
+ * any section, and an empty assignment resets what earlier texts set, as in
+ * systemd. Messages name each text's own FILE:LINE. The unit's path is
+ * texts[0].origin, its dropins the other origins; its text_size and text_hash
+ * cover every text and the drop-ins' names. Returns as unit_file_parse().
+ */
+int unit_file_parse_texts(const char *name, const struct unit_text *texts, size_t n, struct unit_file **ret,
+                          char **ret_message);
+
+/*
+ * Loads unit name from directory dir (docs/tend.service.5.md "LOADING"):
+ * DIR/NAME, or for an instance foo@bar.service without its own file,
+ * DIR/foo@.service with %i = bar. Links are followed: a link to another
+ * name of DIR is an alias (the unit is loaded under the name the links
+ * lead to: *ret's name may differ from name); a link out of DIR is a linked
+ * unit named by the link, whose file is the target, which must be a regular
+ * file named as a unit of name's kind (anything else is refused unread); a
+ * file that is empty or links to /dev/null is a masked unit. Then the
+ * drop-ins: every *.conf of NAME.service.d/, the template's
+ * NAME@.service.d/, the dash prefixes' (foo-.service.d/ for foo-bar.service)
+ * and service.d/ in DIR, by file name, a more specific directory's file
+ * hiding a same-named one of a less specific; an empty or /dev/null drop-in
+ * adds nothing.
+ * Returns 0 with *ret owned by the caller; -EINVAL (a template name, an
+ * invalid name, a link refused), -ENOENT (no such unit), -ERFKILL (masked),
+ * an error of unit_file_parse(), or the open/read error; every failure is
+ * logged, quoting no more than a token of any file (a path, a key, a value).
  * ret_message as for unit_file_parse().
  */
 int unit_load(const char *dir, const char *name, struct unit_file **ret, char **ret_message);
+
+/* Whether DIR has a file for unit name (an instance: its own or its
+ * template's), a link or not, without reading it; false for an invalid name. */
+bool unit_exists(const char *dir, const char *name);
 
 /* A unit of a directory that was not loaded. */
 struct unit_load_error {
@@ -435,9 +472,25 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_set *, unit_set_free);
 
 /*
  * Loads every DIR/NAME.service that is not a template (SPEC §3 "Which units
- * run"). A unit that fails to load (including an invalid name) is an entry of
- * errors, logged, and affects no other unit. Other files are ignored.
+ * run"), each unit once: the names of DIR whose links lead to one unit are
+ * its aliases (with its [Install] Alias= names; an alias that names another
+ * unit is dropped with a warning), and dependencies that name an alias are
+ * rewritten to the unit's name. A unit that fails to load (including an
+ * invalid name) is an entry of errors under its (real) name, logged, and
+ * affects no other unit. Other unit types are ignored, in one line: a
+ * warning naming the .socket and .timer files, an info line for the rest;
+ * other files silently.
  * Returns 0 with *ret owned by the caller (even if every unit failed);
  * a negative errno only when dir itself cannot be read (logged) or -ENOMEM.
  */
 int unit_load_dir(const char *dir, struct unit_set **ret);
+
+/*
+ * tend --verify (docs/tend.8.md): loads each path, a unit file or a
+ * directory of them (its templates as NAME@instance.service), as tend
+ * would, logging every message; prints one summary line on stdout. Starts
+ * nothing. Returns the exit status: 1 if a unit does not load (a masked one
+ * is no error) or a path cannot be read, else 0. paths: NULL-terminated,
+ * borrowed. Not thread-safe (stdout).
+ */
+int unit_verify(char *const *paths);

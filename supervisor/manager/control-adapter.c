@@ -63,11 +63,14 @@ static int ctl_resolve(void *userdata, const char *name, char ret[static 256]) {
                 if (!strchr(full, '@') || !unit_name_is_valid(full, UNIT_NAME_INSTANCE) ||
                     unit_load(m->opts->config_dir, full, &f, NULL) < 0)
                         return -ENOENT;
-                if (manager_add_unit(m, f) < 0) {
+                u = manager_find_unit(m, f->name); /* an alias of an instance already loaded */
+                if (u)
+                        unit_file_free(f);
+                else if (manager_add_unit(m, f) < 0) {
                         unit_file_free(f);
                         return -ENOENT;
-                }
-                u = m->units[m->n_units - 1];
+                } else
+                        u = m->units[m->n_units - 1];
         }
         snprintf(ret, 256, "%s", u->name);
         return 0;

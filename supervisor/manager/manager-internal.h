@@ -23,6 +23,7 @@
 #include "due-timer.h"
 #include "exit-routes.h"
 #include "group-cache.h"
+#include "hashmap.h"
 #include "held-records.h"
 #include "libexit.h"
 #include "kept-env.h"
@@ -61,7 +62,16 @@ struct unit_data {
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
         exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
         unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
+        char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
 };
+
+/* load: a name of a unit (its own, or an alias) → the unit (units.c). */
+struct unit_name_slot {
+        uint64_t key;     /* hashmap_str_key(name) */
+        const char *name; /* the unit's own name, or one of its unit_data.aliases */
+        struct unit *unit;
+};
+HASHMAP_DEFINE(unit_name_map, struct unit_name_slot);
 
 /* Combined mode's CMD (SPEC §1; cmd.c, entrypoint/cmd-run.h). */
 struct cmd_state {
@@ -91,6 +101,7 @@ struct manager {
         bool initial_jobs_queued;          /* every initial start job exists: "settled" can be judged */
         struct unit **units;
         size_t n_units;
+        struct unit_name_map names;    /* load: every name of units[] → its unit (manager_find_unit()) */
         struct exit_routes routes;     /* exit id → the unit and role of its process (loop.c) */
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
@@ -193,8 +204,12 @@ void manager_kill_everything(struct manager *m);
 
 /* ---- units.c ---- */
 
-/* The loaded unit named name ("foo.service"), or NULL. */
+/* The loaded unit named name ("foo.service"), or one of whose aliases it is; NULL if none. */
 struct unit *manager_find_unit(struct manager *m, const char *name);
+
+/* A unit's names after a daemon-reload gave it file f: its aliases become f's
+ * (an alias that is another unit's name is dropped with a warning). */
+void manager_unit_names_update(struct manager *m, struct unit *u, const struct unit_file *f);
 
 /* Adds a unit for f (taken on success; the caller keeps it on failure) at the
  * end of units[]. 0 or a negative errno. */

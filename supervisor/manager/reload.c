@@ -145,6 +145,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                 manager_start_unit(m, u);
                 return;
         }
+        manager_unit_names_update(m, u, f); /* its aliases: links in DIR may have changed */
         if (unit_file_same_text(u->next_file ? u->next_file : u->file, f)) {
                 unit_file_free(f); /* unchanged: not touched */
                 return;

@@ -20,6 +20,7 @@
 #include "manager-internal.h"
 #include "notify.h"
 #include "singleflight.h"
+#include "strv.h"
 #include "unit-file.h"
 #include "unit.h"
 #include "watchdog.h"
@@ -59,6 +60,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         logs_stream_free(d->logs);
         free(d->logs_key);
         free(d->file_error);
+        strv_free(d->aliases);
         unit_group_free(d->group);
         free(d);
         return NULL;
@@ -130,6 +132,65 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         return 0;
 }
 
+/* ---- names: a unit's own and its aliases, one hash table ---- */
+
+static struct unit_name_slot *name_slot(struct manager *m, const char *name) {
+        uint64_t key = hashmap_str_key(name);
+        for (struct unit_name_slot *s = unit_name_map_get(&m->names, key); s; s = unit_name_map_get_next(&m->names, s))
+                if (streq(s->name, name))
+                        return s;
+        return NULL;
+}
+
+/* name (borrowed: u's own, or one of its aliases) → u, unless another unit has it. */
+static int name_add(struct manager *m, struct unit *u, const char *name) {
+        struct unit_name_slot *s = name_slot(m, name);
+        if (s && s->unit != u) {
+                log_warning("%s: alias %s is already a name of %s, ignored", u->name, name, s->unit->name);
+                return -EEXIST;
+        }
+        if (s)
+                return 0;
+        return unit_name_map_insert(&m->names, (struct unit_name_slot) { hashmap_str_key(name), name, u });
+}
+
+static void name_remove(struct manager *m, struct unit *u, const char *name) {
+        struct unit_name_slot *s = name_slot(m, name);
+        if (s && s->unit == u)
+                unit_name_map_remove(&m->names, s);
+}
+
+static void aliases_remove(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        for (char **a = d->aliases; a && *a; a++)
+                name_remove(m, u, *a);
+        d->aliases = strv_free(d->aliases);
+}
+
+/* f's aliases as u's names (those another unit has are left out). */
+static void aliases_add(struct manager *m, struct unit *u, const struct unit_file *f) {
+        struct unit_data *d = data(u);
+        for (char *const *a = f->aliases; a && *a; a++) {
+                if (strv_extend(&d->aliases, *a) < 0)
+                        break;
+                char **last = d->aliases + strv_length(d->aliases) - 1;
+                if (name_add(m, u, *last) < 0) {
+                        free(*last);
+                        *last = NULL;
+                }
+        }
+}
+
+void manager_unit_names_update(struct manager *m, struct unit *u, const struct unit_file *f) {
+        aliases_remove(m, u);
+        aliases_add(m, u, f);
+}
+
+struct unit *manager_find_unit(struct manager *m, const char *name) {
+        struct unit_name_slot *s = name ? name_slot(m, name) : NULL;
+        return s ? s->unit : NULL;
+}
+
 struct unit *manager_unit_free(struct unit *u) {
         if (!u)
                 return NULL;
@@ -140,12 +201,18 @@ struct unit *manager_unit_free(struct unit *u) {
                 exit_routes_forget(&d->m->routes, &d->exits);
         if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
                 (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
+        if (d) {
+                aliases_remove(d->m, u);
+                name_remove(d->m, u, u->name);
+        }
         unit_data_free(u->manager_data);
         u->manager_data = NULL;
         return unit_free(u);
 }
 
 int manager_add_unit(struct manager *m, struct unit_file *f) {
+        if (manager_find_unit(m, f->name))
+                return -EEXIST; /* an alias's unit, loaded under its own name */
         struct unit **v = realloc(m->units, (m->n_units + 1) * sizeof *v);
         if (!v)
                 return -ENOMEM;
@@ -155,22 +222,18 @@ int manager_add_unit(struct manager *m, struct unit_file *f) {
         if (k < 0)
                 return k;
         k = unit_data_new(m, u);
+        if (k >= 0)
+                k = name_add(m, u, u->name);
         if (k < 0) {
                 u->file = NULL; /* the caller still owns f */
                 manager_unit_free(u);
                 return k;
         }
+        aliases_add(m, u, f);
         m->units[m->n_units++] = u;
         jobs_invalidate(m->jobs);
         record_write(m, u);
         return 0;
-}
-
-struct unit *manager_find_unit(struct manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_units; i++)
-                if (streq(m->units[i]->name, name))
-                        return m->units[i];
-        return NULL;
 }
 
 void manager_start_unit(struct manager *m, struct unit *u) {
@@ -234,6 +297,10 @@ static struct unit *jobs_find(void *userdata, const char *name) {
 static int jobs_load(void *userdata, const char *name) {
         struct manager *m = userdata;
         struct unit_file *f = NULL;
+        if (!unit_exists(m->opts->config_dir, name)) { /* Wants= of a missing unit: no impact (systemd) */
+                log_notice("%s: not in %s, which a dependency names", name, m->opts->config_dir);
+                return -ENOENT;
+        }
         int k = unit_load(m->opts->config_dir, name, &f, NULL);
         if (k < 0)
                 return k;
