@@ -251,7 +251,11 @@ int etcd_watch(struct store *base, enum store_keyspace ks, const char *prefix,
                 return -ENOMEM;
         *w = (struct etcd_watch) { .base.ops = base->ops, .s = s, .ks = ks, .stream_done = true };
         pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->cond, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadline_of() is monotonic */
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
         w->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         key = etcd_key(s, ks, prefix);
         end = key ? etcd_range_end(key, &end_n) : NULL;

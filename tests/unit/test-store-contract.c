@@ -353,6 +353,29 @@ static void test_watch_snapshot_marker_live(void **state) {
         expect_quiet(s, w, 200 * MS);
 }
 
+/* store_watch_wait blocks until an event, or for its whole timeout (no polling). */
+static void test_watch_wait(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        struct store_event *ev = NULL;
+        uint64_t r = 0;
+
+        assert_int_equal(store_watch(s, STORE_DURABLE, "ww", &w), 0);
+        assert_int_equal(store_watch_wait(w, 5 * USEC_PER_SEC, &ev), 0);
+        assert_int_equal(ev->type, STORE_EVENT_SNAPSHOT_DONE);
+        store_event_unref(ev);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(store_watch_wait(w, 200 * MS, &ev), -ETIMEDOUT);
+        usec_t waited = now_usec(CLOCK_MONOTONIC) - t0;
+        if (waited < 190 * MS)
+                fail_msg("store_watch_wait(200 ms) gave up after %" PRIu64 " µs", waited);
+        assert_int_equal(put(s, STORE_DURABLE, "ww", "1", 0, &r), 1);
+        assert_int_equal(store_watch_wait(w, 5 * USEC_PER_SEC, &ev), 0);
+        assert_int_equal(ev->type, STORE_EVENT_PUT);
+        assert_int_equal(ev->revision, r);
+        store_event_unref(ev);
+}
+
 /* The heart of the etcd backend's cause derivation: delete vs lease expiry. */
 static void test_deleted_vs_expired(void **state) {
         struct store *s = *state;
@@ -560,6 +583,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_values, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_snapshot_marker_live, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_wait, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_deleted_vs_expired, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_update_renews_lease, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lag_ends_watch, setup_small, teardown),
