@@ -105,8 +105,9 @@ struct store_options {
 struct store;
 
 /*
- * Creates an in-memory store (the etcd backend is store_etcd_new(), store-etcd.h). opts may be NULL (all
- * defaults). The caller owns the returned reference (the "owner").
+ * Creates an in-memory store (the etcd backend: store_etcd_new() in
+ * store-etcd.h). opts may be NULL (all defaults). The caller owns the
+ * returned reference (the "owner").
  * Errors: -EINVAL (ret NULL, default_ttl_usec > STORE_TTL_MAX_USEC, max_keys
  * > INT_MAX, a clock without now or arm), -ENOMEM, or a timerfd_create() error.
  */
