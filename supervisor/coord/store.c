@@ -295,6 +295,62 @@ struct store_watch *store_watch_free(struct store_watch *w) {
         return NULL;
 }
 
+static int check_op(struct store *s, struct store_op *op) {
+        int r;
+
+        if (!s || !op || !op->done || !keyspace_valid(op->keyspace))
+                return -EINVAL;
+        switch (op->type) {
+        case STORE_OP_CREATE:
+                return check_write(s, op->keyspace, op->key, op->value, op->size, op->ttl_usec);
+        case STORE_OP_UPDATE:
+                r = check_write(s, op->keyspace, op->key, op->value, op->size, op->ttl_usec);
+                return r < 0 ? r : op->expected == 0 ? -EINVAL : 0;
+        case STORE_OP_DELETE:
+        case STORE_OP_GET:
+                return check_key(op->key);
+        case STORE_OP_LIST:
+                return check_prefix(op->key);
+        default:
+                return -EINVAL;
+        }
+}
+
+/* The blocking op, for a backend without a submit of its own (in-memory). */
+static int run_op(struct store *s, struct store_op *op) {
+        switch (op->type) {
+        case STORE_OP_CREATE:
+                return s->ops->create(s, op->keyspace, op->key, op->value, op->size, op->ttl_usec,
+                                      &op->revision);
+        case STORE_OP_UPDATE:
+                return s->ops->update(s, op->keyspace, op->key, op->value, op->size, op->expected,
+                                      op->ttl_usec, &op->revision);
+        case STORE_OP_DELETE:
+                return s->ops->delete(s, op->keyspace, op->key, op->expected, &op->revision);
+        case STORE_OP_GET:
+                return s->ops->get(s, op->keyspace, op->key, &op->event);
+        default: {
+                int r = s->ops->list(s, op->keyspace, op->key ?: "", &op->events, &op->n_events);
+                return r < 0 ? r : (int) op->n_events;
+        }
+        }
+}
+
+int store_submit(struct store *s, struct store_op *op) {
+        int r = check_op(s, op);
+        if (r < 0)
+                return r;
+        op->revision = 0;
+        op->event = NULL;
+        op->events = NULL;
+        op->n_events = 0;
+        if (s->ops->submit)
+                return s->ops->submit(s, op);
+        op->result = run_op(s, op);
+        op->done(op, op->userdata);
+        return 0;
+}
+
 const char *store_keyspace_to_string(enum store_keyspace ks) {
         switch (ks) {
         case STORE_DURABLE:

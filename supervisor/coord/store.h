@@ -105,8 +105,9 @@ struct store_options {
 struct store;
 
 /*
- * Creates an in-memory store (the only backend today). opts may be NULL (all
- * defaults). The caller owns the returned reference (the "owner").
+ * Creates an in-memory store (the etcd backend: store_etcd_new() in
+ * store-etcd.h). opts may be NULL (all defaults). The caller owns the
+ * returned reference (the "owner").
  * Errors: -EINVAL (ret NULL, default_ttl_usec > STORE_TTL_MAX_USEC, max_keys
  * > INT_MAX, a clock without now or arm), -ENOMEM, or a timerfd_create() error.
  */
@@ -289,6 +290,60 @@ int store_watch_wait(struct store_watch *w, usec_t timeout_usec, struct store_ev
 /* Ends the watch, drops what it has queued, closes its fd. Accepts NULL; returns NULL. */
 struct store_watch *store_watch_free(struct store_watch *w);
 
+/* ------------------------------------------------------------------------ */
+/* Asynchronous operations (issue 20; docs/store.md §1.8)                    */
+/* ------------------------------------------------------------------------ */
+
+enum store_op_type {
+        STORE_OP_CREATE = 1,
+        STORE_OP_UPDATE,
+        STORE_OP_DELETE,
+        STORE_OP_GET,
+        STORE_OP_LIST,
+};
+
+/*
+ * One operation of the table above, submitted without waiting. The caller
+ * fills the inputs (the arguments of the blocking function of the same name;
+ * `key` is the prefix for LIST, NULL allowed there) and owns the struct; key
+ * and value are copied at submit and may go right after it. done(op,
+ * userdata) runs exactly once, after store_submit() answered 0:
+ *  - in-memory backend: at once, inside store_submit();
+ *  - etcd backend: from store_dispatch() in the thread that calls it, when
+ *    store_get_fd() turned readable (the owner's event loop never waits on
+ *    the network).
+ * Then `result` is what the blocking function would have answered (1/0 for
+ * CAS, the count for LIST, or a negative errno) and the results are set:
+ * `revision` (CREATE/UPDATE/DELETE WON), `event` (GET: a reference the
+ * callee of done owns), `events`/`n_events` (LIST: freed with
+ * store_event_array_free()). The struct must stay valid until done ran.
+ */
+struct store_op {
+        enum store_op_type type;
+        enum store_keyspace keyspace;
+        const char *key;
+        const void *value;
+        size_t size;
+        uint64_t expected;
+        usec_t ttl_usec;
+        void (*done)(struct store_op *op, void *userdata);
+        void *userdata;
+
+        int result;
+        uint64_t revision;
+        struct store_event *event;
+        struct store_event **events;
+        size_t n_events;
+};
+
+/*
+ * Starts op. Returns 0 (done will run) or a negative errno (done will not
+ * run): -EINVAL/-E2BIG for the argument errors the blocking functions
+ * answer (checked here, before anything is sent), -ENOMEM, -EPIPE (the
+ * store is closing).
+ */
+int store_submit(struct store *s, struct store_op *op);
+
 /* "durable"/"ephemeral", "put"/"delete"/"snapshot-done", "none"/"deleted"/"expired";
  * NULL for an unknown value. */
 const char *store_keyspace_to_string(enum store_keyspace ks);
@@ -337,6 +392,8 @@ struct store_ops {
         int (*watch_fd)(const struct store_watch *w);
         int (*watch_next)(struct store_watch *w, usec_t timeout_usec, struct store_event **ret);
         void (*watch_free)(struct store_watch *w);
+        /* NULL: the front runs the blocking op and calls done at once. */
+        int (*submit)(struct store *s, struct store_op *op);
 };
 
 struct store {

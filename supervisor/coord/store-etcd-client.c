@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The etcd backend's HTTP client (docs/store.md §4): etcd's JSON gateway
+ * over libcurl's multi interface, driven by one I/O thread per store.
+ *
+ * Any thread queues a request (etcd_submit) and wakes the thread
+ * (curl_multi_wakeup); the thread adds it to the multi handle, runs
+ * curl_multi_perform and waits in curl_multi_poll (no timer of its own: an
+ * idle client sleeps until a socket or a submit wakes it). A request that
+ * fails to connect (or gets gRPC UNAVAILABLE from a member that lost its
+ * quorum) is retried on the next member of the list; the member that
+ * answered stays the current one for the next requests. TLS (CA, client
+ * certificate) is curl's; with a user, the token from /v3/auth/authenticate
+ * goes in every request's Authorization header and is renewed once when
+ * etcd answers "invalid auth token".
+ *
+ * Locking: c->lock guards the submit queue and `closing` (a cancel flag is atomic);
+ * everything else (the multi handle, the easy handles, the buffers) belongs
+ * to the I/O thread alone.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "log.h"
+#include "store-etcd-internal.h"
+
+#define STREAM_LINE_MAX (4u * 1024u * 1024u) /* a watch message; etcd's own limit is 1.5 MiB */
+
+struct etcd_req {
+        struct etcd_client *c;
+        char *path;
+        char *body;
+        bool stream, in_multi;
+        atomic_bool cancel; /* set by any thread */
+        etcd_line_fn on_line;
+        etcd_done_fn on_done;
+        void *userdata;
+        CURL *easy;
+        struct curl_slist *headers;
+        char *buf;
+        size_t len, cap;
+        unsigned tries;     /* members tried for this request */
+        size_t member;      /* the member it was last sent to */
+        bool reauthed;      /* renewed the token once already */
+        int stream_error;   /* on_line's error, ends the stream */
+        struct etcd_req *next; /* submit queue / active list */
+};
+
+struct etcd_client {
+        char **members;
+        size_t n_members;
+        size_t current; /* I/O thread */
+        char *ca_file, *cert_file, *key_file, *user, *password;
+        char *token; /* I/O thread (auth); written once before the thread starts too */
+        long timeout_ms;
+        CURLM *multi;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        struct etcd_req *queue, *queue_tail; /* under lock */
+        bool closing;                        /* under lock */
+        struct etcd_req *active;             /* I/O thread */
+};
+
+/* ------------------------------------------------------------------------ */
+/* base64 and JSON helpers                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *etcd_base64(const void *data, size_t n) {
+        const unsigned char *p = data;
+        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) p[i] << 16;
+                if (i + 1 < n)
+                        v |= (uint32_t) p[i + 1] << 8;
+                if (i + 2 < n)
+                        v |= p[i + 2];
+                *o++ = b64[v >> 18 & 63];
+                *o++ = b64[v >> 12 & 63];
+                *o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+                *o++ = i + 2 < n ? b64[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+static int b64_value(char ch) {
+        const char *p = ch ? strchr(b64, ch) : NULL;
+        return p ? (int) (p - b64) : -1;
+}
+
+int etcd_unbase64(const char *text, char **ret, size_t *ret_n) {
+        size_t len = text ? strlen(text) : 0, n = 0;
+        uint32_t acc = 0;
+        unsigned bits = 0;
+        char *out = malloc(len / 4 * 3 + 3);
+
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < len && text[i] != '='; i++) {
+                int v = b64_value(text[i]);
+                if (v < 0) {
+                        free(out);
+                        return -EINVAL;
+                }
+                acc = acc << 6 | (uint32_t) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[n++] = (char) (acc >> bits & 0xff);
+                }
+        }
+        out[n] = '\0';
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}
+
+int64_t etcd_json_int(struct json_object *o, const char *field) {
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, field, &v))
+                return 0;
+        if (json_object_is_type(v, json_type_string))
+                return strtoll(json_object_get_string(v), NULL, 10);
+        return json_object_get_int64(v);
+}
+
+/* gRPC status codes (grpc/status.h) as errnos. */
+static int grpc_to_errno(int64_t code) {
+        switch (code) {
+        case 3:
+                return -EINVAL; /* INVALID_ARGUMENT */
+        case 5:
+                return -ENOENT; /* NOT_FOUND: e.g. the lease */
+        case 7:
+        case 16:
+                return -EACCES; /* PERMISSION_DENIED, UNAUTHENTICATED */
+        case 8:
+                return -ENOSPC; /* RESOURCE_EXHAUSTED: the database quota */
+        case 11:
+                return -ERANGE; /* OUT_OF_RANGE: a compacted or future revision */
+        case 4:
+        case 14:
+                return -ETIMEDOUT; /* DEADLINE_EXCEEDED, UNAVAILABLE */
+        default:
+                return -EIO;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void req_free(struct etcd_req *r) {
+        if (!r)
+                return;
+        if (r->easy)
+                curl_easy_cleanup(r->easy);
+        curl_slist_free_all(r->headers);
+        free(r->path);
+        free(r->body);
+        free(r->buf);
+        free(r);
+}
+
+/* Splits a stream into messages: the gateway ends each one with a newline. */
+static int stream_lines(struct etcd_req *r) {
+        char *start = r->buf, *nl;
+
+        while ((nl = memchr(start, '\n', r->len - (size_t) (start - r->buf)))) {
+                *nl = '\0';
+                struct json_object *msg = json_tokener_parse(start);
+                int q = msg ? r->on_line(r, msg, r->userdata) : -EIO;
+                json_object_put(msg);
+                start = nl + 1;
+                if (q < 0) {
+                        r->stream_error = q;
+                        return q;
+                }
+        }
+        r->len -= (size_t) (start - r->buf);
+        memmove(r->buf, start, r->len);
+        return 0;
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata) {
+        struct etcd_req *r = userdata;
+        size_t n = size * nmemb;
+
+        if (r->cancel || (r->stream && r->len + n > STREAM_LINE_MAX))
+                return 0; /* aborts the transfer */
+        if (r->len + n + 1 > r->cap) {
+                size_t cap = r->cap ? r->cap : 4096;
+                while (cap < r->len + n + 1)
+                        cap *= 2;
+                char *b = realloc(r->buf, cap);
+                if (!b)
+                        return 0;
+                r->buf = b;
+                r->cap = cap;
+        }
+        memcpy(r->buf + r->len, data, n);
+        r->len += n;
+        r->buf[r->len] = '\0';
+        if (r->stream && stream_lines(r) < 0)
+                return 0;
+        return n;
+}
+
+static int req_setup(struct etcd_req *r) {
+        struct etcd_client *c = r->c;
+        _cleanup_free_ char *url = NULL, *auth = NULL;
+
+        r->member = c->current;
+        if (asprintf(&url, "%s%s", c->members[c->current], r->path) < 0)
+                return -ENOMEM;
+        if (!r->easy) {
+                r->easy = curl_easy_init();
+                if (!r->easy)
+                        return -ENOMEM;
+        }
+        curl_easy_reset(r->easy);
+        curl_slist_free_all(r->headers);
+        r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (c->token && asprintf(&auth, "Authorization: %s", c->token) >= 0)
+                r->headers = curl_slist_append(r->headers, auth);
+        r->len = 0;
+        curl_easy_setopt(r->easy, CURLOPT_URL, url);
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+        curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+        curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->stream ? 0L : c->timeout_ms);
+        curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (c->ca_file)
+                curl_easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_file);
+        if (c->cert_file)
+                curl_easy_setopt(r->easy, CURLOPT_SSLCERT, c->cert_file);
+        if (c->key_file)
+                curl_easy_setopt(r->easy, CURLOPT_SSLKEY, c->key_file);
+        return 0;
+}
+
+/* A connection-level failure: another member may answer. */
+static bool curl_error_is_member(CURLcode code) {
+        switch (code) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_SSL_CONNECT_ERROR:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int req_start(struct etcd_req *r) {
+        int q = req_setup(r);
+        if (q < 0)
+                return q;
+        if (curl_multi_add_handle(r->c->multi, r->easy) != CURLM_OK)
+                return -ENOMEM;
+        r->in_multi = true;
+        return 0;
+}
+
+static void req_finish(struct etcd_req *r, int error, struct json_object *reply) {
+        struct etcd_client *c = r->c;
+
+        for (struct etcd_req **p = &c->active; *p; p = &(*p)->next)
+                if (*p == r) {
+                        *p = r->next;
+                        break;
+                }
+        if (r->in_multi)
+                curl_multi_remove_handle(c->multi, r->easy);
+        r->in_multi = false;
+        if (r->on_done)
+                r->on_done(r, error, reply, r->userdata);
+        req_free(r);
+}
+
+static int reauthenticate(struct etcd_client *c);
+
+/* The member r used failed: the next requests go to the next member, unless
+ * another request moved on already (several fail at once on a dead member). */
+static void member_failed(struct etcd_req *r) {
+        struct etcd_client *c = r->c;
+        if (c->current == r->member)
+                c->current = (c->current + 1) % c->n_members;
+}
+
+/* Retries r on the next member (or again, after a new token); false when out of members. */
+static bool req_retry(struct etcd_req *r, bool next_member) {
+        struct etcd_client *c = r->c;
+
+        curl_multi_remove_handle(c->multi, r->easy);
+        r->in_multi = false;
+        if (next_member) {
+                member_failed(r);
+                if (++r->tries >= c->n_members)
+                        return false;
+        }
+        return req_start(r) >= 0;
+}
+
+/* Judges an HTTP answer: 0 with *ret a reference, or an errno (gRPC status). */
+static int parse_reply(struct etcd_req *r, long http, struct json_object **ret) {
+        struct json_object *o = r->len > 0 ? json_tokener_parse(r->buf) : NULL;
+
+        if (!o)
+                return -EIO;
+        if (http == 200 && !json_object_object_get_ex(o, "error", NULL)) {
+                *ret = o;
+                return 0;
+        }
+        int64_t code = etcd_json_int(o, "code");
+        struct json_object *msg = NULL;
+        (void) json_object_object_get_ex(o, "error", &msg);
+        log_debug("store-etcd: %s%s: %s (code %lld)", r->c->members[r->c->current], r->path,
+                  msg ? json_object_get_string(msg) : "?", (long long) code);
+        int q = grpc_to_errno(code);
+        if (code == 16 || (msg && strstr(json_object_get_string(msg), "invalid auth token")))
+                q = -EKEYEXPIRED;
+        json_object_put(o);
+        return q;
+}
+
+static void req_completed(struct etcd_req *r, CURLcode code) {
+        struct etcd_client *c = r->c;
+        struct json_object *reply = NULL;
+        long http = 0;
+        int q;
+
+        if (r->cancel) {
+                req_finish(r, r->stream_error ?: -ECANCELED, NULL);
+                return;
+        }
+        if (r->stream_error) {
+                req_finish(r, r->stream_error, NULL);
+                return;
+        }
+        if (code != CURLE_OK) {
+                log_warning("store-etcd: %s%s: %s", c->members[c->current], r->path,
+                            curl_easy_strerror(code));
+                /* A stream is not retried: it ends, and the re-watch goes to the next member. */
+                if (r->stream)
+                        member_failed(r);
+                else if (curl_error_is_member(code) && req_retry(r, true))
+                        return;
+                req_finish(r, code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED, NULL);
+                return;
+        }
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &http);
+        q = r->stream ? -EPIPE : parse_reply(r, http, &reply);
+        if (q == -ETIMEDOUT && req_retry(r, true)) /* UNAVAILABLE: a member without quorum */
+                return;
+        if (q == -EKEYEXPIRED) {
+                q = -EACCES;
+                if (c->user && !r->reauthed && reauthenticate(c) >= 0) {
+                        r->reauthed = true;
+                        if (req_retry(r, false))
+                                return;
+                }
+        }
+        req_finish(r, q, reply);
+        json_object_put(reply);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The I/O thread                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Moves queued requests into the multi handle; cancels flagged streams. */
+static bool take_queue(struct etcd_client *c) {
+        struct etcd_req *q;
+        bool closing;
+
+        pthread_mutex_lock(&c->lock);
+        q = c->queue;
+        c->queue = c->queue_tail = NULL;
+        closing = c->closing;
+        pthread_mutex_unlock(&c->lock);
+
+        while (q) {
+                struct etcd_req *r = q;
+                q = q->next;
+                r->next = c->active;
+                c->active = r;
+                int e = closing ? -EPIPE : req_start(r);
+                if (e < 0)
+                        req_finish(r, e, NULL);
+        }
+        return closing;
+}
+
+static void *io_thread(void *userdata) {
+        struct etcd_client *c = userdata;
+        int running;
+
+        for (;;) {
+                if (take_queue(c))
+                        break;
+                curl_multi_perform(c->multi, &running);
+                CURLMsg *m;
+                int left;
+                while ((m = curl_multi_info_read(c->multi, &left)))
+                        if (m->msg == CURLMSG_DONE) {
+                                struct etcd_req *r;
+                                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **) &r);
+                                req_completed(r, m->data.result);
+                        }
+                /* Cancelled streams: their write callback aborts at the next byte, but an idle
+                 * stream may send none; end them here. */
+                for (struct etcd_req *r = c->active, *n; r; r = n) {
+                        n = r->next;
+                        if (atomic_load(&r->cancel))
+                                req_finish(r, r->stream_error ?: -ECANCELED, NULL);
+                }
+                /* No timeout of ours: curl shortens the wait to its own timers. */
+                curl_multi_poll(c->multi, NULL, 0, 3600 * 1000, NULL);
+        }
+        while (c->active)
+                req_finish(c->active, -EPIPE, NULL);
+        return NULL;
+}
+
+int etcd_submit(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
+                etcd_line_fn on_line, etcd_done_fn on_done, void *userdata,
+                struct etcd_req **ret) {
+        struct etcd_req *r = calloc(1, sizeof(*r));
+        int q = -ENOMEM;
+
+        if (r) {
+                *r = (struct etcd_req) { .c = c, .stream = stream, .on_line = on_line,
+                                         .on_done = on_done, .userdata = userdata };
+                r->path = strdup(path);
+                r->body = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+        }
+        json_object_put(body);
+        if (!r || !r->path || !r->body) {
+                req_free(r);
+                return q;
+        }
+        pthread_mutex_lock(&c->lock);
+        if (c->closing)
+                q = -EPIPE;
+        else {
+                if (c->queue_tail)
+                        c->queue_tail->next = r;
+                else
+                        c->queue = r;
+                c->queue_tail = r;
+                q = 0;
+                if (ret)
+                        *ret = r;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (q < 0) {
+                req_free(r);
+                return q;
+        }
+        curl_multi_wakeup(c->multi);
+        return 0;
+}
+
+void etcd_req_cancel(struct etcd_client *c, struct etcd_req *r) {
+        atomic_store(&r->cancel, true);
+        curl_multi_wakeup(c->multi);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocking calls                                                            */
+/* ------------------------------------------------------------------------ */
+
+struct call {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done;
+        int error;
+        struct json_object *reply;
+};
+
+static void call_done(struct etcd_req *r, int error, struct json_object *reply, void *userdata) {
+        struct call *k = userdata;
+
+        pthread_mutex_lock(&k->lock);
+        k->error = error;
+        k->reply = json_object_get(reply);
+        k->done = true;
+        pthread_cond_signal(&k->cond);
+        pthread_mutex_unlock(&k->lock);
+}
+
+int etcd_call(struct etcd_client *c, const char *path, struct json_object *body,
+              struct json_object **ret_reply) {
+        struct call k = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        int q = etcd_submit(c, path, body, false, NULL, call_done, &k, NULL);
+
+        if (q < 0)
+                return q;
+        pthread_mutex_lock(&k.lock);
+        while (!k.done)
+                pthread_cond_wait(&k.cond, &k.lock);
+        pthread_mutex_unlock(&k.lock);
+        pthread_cond_destroy(&k.cond);
+        pthread_mutex_destroy(&k.lock);
+        if (k.error < 0)
+                return k.error;
+        if (ret_reply)
+                *ret_reply = k.reply;
+        else
+                json_object_put(k.reply);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Authentication                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * /v3/auth/authenticate with a blocking easy handle on the calling thread
+ * (at creation, or in the I/O thread when a token expired: a rare, short
+ * stall of that thread). Tries every member.
+ */
+static int reauthenticate(struct etcd_client *c) {
+        struct json_object *body = json_object_new_object(), *reply = NULL, *tok;
+        int q = -ECONNREFUSED;
+
+        json_object_object_add(body, "name", json_object_new_string(c->user));
+        json_object_object_add(body, "password", json_object_new_string(c->password));
+        struct etcd_req r = { .c = c, .path = (char *) "/v3/auth/authenticate",
+                              .body = (char *) json_object_to_json_string(body) };
+        free(c->token);
+        c->token = NULL;
+        for (size_t i = 0; i < c->n_members; i++) {
+                long http = 0;
+                if (req_setup(&r) < 0)
+                        break;
+                CURLcode code = curl_easy_perform(r.easy);
+                if (code != CURLE_OK) {
+                        log_warning("store-etcd: %s/v3/auth/authenticate: %s",
+                                    c->members[c->current], curl_easy_strerror(code));
+                        c->current = (c->current + 1) % c->n_members;
+                        continue;
+                }
+                curl_easy_getinfo(r.easy, CURLINFO_RESPONSE_CODE, &http);
+                /* etcd answers a wrong password with INVALID_ARGUMENT: any refusal is EACCES. */
+                q = parse_reply(&r, http, &reply);
+                if (q < 0 && q != -ENOMEM)
+                        q = -EACCES;
+                break;
+        }
+        if (q >= 0 && json_object_object_get_ex(reply, "token", &tok)) {
+                c->token = strdup(json_object_get_string(tok));
+                q = c->token ? 0 : -ENOMEM;
+        } else if (q >= 0)
+                q = -EACCES;
+        if (q < 0)
+                log_warning_errno(q, "store-etcd: %s: authentication as %s failed: %m",
+                                  c->members[c->current], c->user);
+        json_object_put(reply);
+        json_object_put(body);
+        if (r.easy)
+                curl_easy_cleanup(r.easy);
+        curl_slist_free_all(r.headers);
+        free(r.buf);
+        return q;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Creation                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int parse_members(struct etcd_client *c, const char *list) {
+        _cleanup_free_ char *copy = strdup(list);
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+                char **a = reallocarray(c->members, c->n_members + 1, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                c->members = a;
+                size_t len = strlen(m);
+                while (len > 0 && m[len - 1] == '/')
+                        m[--len] = '\0';
+                if (strstr(m, "://"))
+                        a[c->n_members] = strdup(m);
+                else if (asprintf(&a[c->n_members], "%s://%s", c->ca_file ? "https" : "http", m) < 0)
+                        a[c->n_members] = NULL;
+                if (!a[c->n_members])
+                        return -ENOMEM;
+                c->n_members++;
+        }
+        return c->n_members > 0 ? 0 : -EINVAL;
+}
+
+static int dup_opt(const char *s, char **ret) {
+        *ret = NULL;
+        if (!s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+void etcd_client_free(struct etcd_client *c) {
+        if (!c)
+                return;
+        if (c->multi) {
+                pthread_mutex_lock(&c->lock);
+                c->closing = true;
+                pthread_mutex_unlock(&c->lock);
+                curl_multi_wakeup(c->multi);
+                pthread_join(c->thread, NULL);
+                curl_multi_cleanup(c->multi);
+        }
+        for (size_t i = 0; i < c->n_members; i++)
+                free(c->members[i]);
+        free(c->members);
+        free(c->ca_file);
+        free(c->cert_file);
+        free(c->key_file);
+        free(c->user);
+        free(c->password);
+        free(c->token);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int etcd_client_new(const struct store_etcd_options *opts, struct etcd_client **ret) {
+        struct etcd_client *c;
+        int q;
+
+        if (!opts->endpoints || (!opts->user != !opts->password))
+                return -EINVAL;
+        pthread_once(&curl_once, curl_init_once);
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        pthread_mutex_init(&c->lock, NULL);
+        c->timeout_ms = (long) ((opts->request_timeout_usec ?: 5 * USEC_PER_SEC) / 1000);
+        q = dup_opt(opts->ca_file, &c->ca_file);
+        if (q >= 0)
+                q = dup_opt(opts->cert_file, &c->cert_file);
+        if (q >= 0)
+                q = dup_opt(opts->key_file, &c->key_file);
+        if (q >= 0)
+                q = dup_opt(opts->user, &c->user);
+        if (q >= 0)
+                q = dup_opt(opts->password, &c->password);
+        if (q >= 0)
+                q = parse_members(c, opts->endpoints);
+        if (q >= 0 && c->user)
+                q = reauthenticate(c);
+        if (q >= 0) {
+                c->multi = curl_multi_init();
+                q = c->multi ? -pthread_create(&c->thread, NULL, io_thread, c) : -ENOMEM;
+                if (q < 0 && c->multi) {
+                        curl_multi_cleanup(c->multi);
+                        c->multi = NULL;
+                }
+        }
+        if (q < 0) {
+                etcd_client_free(c);
+                return q;
+        }
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The leased store on etcd v3 (SPEC §2.4; docs/store.md §4): the same
+ * contract as the in-memory backend (store.h), served by an etcd cluster
+ * through its JSON gateway (grpc-gateway, /v3/...) with libcurl and json-c.
+ * Built only when libcurl is found (meson: HAVE_STORE_ETCD).
+ *
+ * Every store_* function of store.h works on the returned store, from any
+ * thread. One I/O thread per store runs libcurl's multi interface (all
+ * requests and the watch streams); a caller of a blocking function waits
+ * for its answer on a condition variable, and store_submit() (store.h)
+ * returns at once and delivers its completion through store_get_fd() /
+ * store_dispatch() in the owner's event loop.
+ */
+#pragma once
+
+#include "store.h"
+
+struct store_etcd_options {
+        /* Comma-separated members: "http://127.0.0.1:2379,https://h2:2379"; a
+         * member without a scheme is http:// (https:// when ca_file is set).
+         * Required. A request that fails to connect moves to the next member. */
+        const char *endpoints;
+        /* Every key lives under this prefix (e.g. "tend/"); NULL = "". */
+        const char *prefix;
+        /* TLS: the CA that signed the members' certificates, and the client
+         * certificate and key (PEM files). Each may be NULL. */
+        const char *ca_file;
+        const char *cert_file;
+        const char *key_file;
+        /* etcd authentication (/v3/auth/authenticate); both or neither. */
+        const char *user;
+        const char *password;
+        usec_t default_ttl_usec;       /* 0 = STORE_DEFAULT_TTL_USEC */
+        uint32_t watch_queue_capacity; /* 0 = STORE_DEFAULT_WATCH_QUEUE */
+        usec_t request_timeout_usec;   /* per request and member; 0 = 5 s */
+};
+
+/*
+ * Creates a store on etcd (strings are copied) and, with user/password,
+ * authenticates (a blocking request). The etcd cluster need not be reachable:
+ * requests fail with -ECONNREFUSED (or -ETIMEDOUT) after every member was tried.
+ * Errors: -EINVAL (ret or endpoints NULL, an empty member, user without
+ * password), -EACCES (authentication refused), -ENOMEM, an I/O thread error.
+ */
+int store_etcd_new(const struct store_etcd_options *opts, struct store **ret);

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The store contract against a real etcd (issue 20, docs/store.md §4).
+
+Starts Debian's etcd on 127.0.0.1 with free client/peer ports and a temp
+--data-dir, runs test-store-contract (the same assertions as the in-memory
+run) against it, then twice more with the smoke case only: over TLS with a
+client certificate (a CA, server and client certificate made with openssl
+here; etcd --client-cert-auth), and with etcd user/password authentication.
+Each etcd is stopped by its pid. Skips (77) only when the etcd binary is
+absent.
+
+Env: STORE_CONTRACT (the test binary), ETCD (default: etcd on PATH).
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+CONTRACT = os.environ.get("STORE_CONTRACT", "")
+ETCD = os.environ.get("ETCD") or shutil.which("etcd") or "/usr/bin/etcd"
+ETCDCTL = shutil.which("etcdctl") or "/usr/bin/etcdctl"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Etcd:
+    """One etcd member on loopback, owned by this test (stopped by pid)."""
+
+    def __init__(self, tmp, name, tls=None):
+        self.tmp, self.name, self.tls = tmp, name, tls
+        self.client, self.peer = free_port(), free_port()
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.client}"
+        peer = f"http://127.0.0.1:{self.peer}"
+        args = [ETCD, "--name", name, "--data-dir", os.path.join(tmp, name + ".data"),
+                "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", f"{name}={peer}", "--log-level", "warn"]
+        if tls:
+            args += ["--cert-file", tls["server_cert"], "--key-file", tls["server_key"],
+                     "--trusted-ca-file", tls["ca"], "--client-cert-auth"]
+        self.log = open(os.path.join(tmp, name + ".log"), "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.wait_ready()
+
+    def wait_ready(self):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                sys.exit(f"etcd {self.name} exited ({self.proc.returncode}); see {self.log.name}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.client), timeout=0.2):
+                    pass
+                if self.tls or self.healthy():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        sys.exit(f"etcd {self.name} not ready on {self.url} within 20 s (busy machine? "
+                 f"see {self.log.name})")
+
+    def healthy(self):
+        with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+            return b'"true"' in r.read()
+
+    def ctl(self, *args):
+        env = dict(os.environ, ETCDCTL_API="3")
+        subprocess.run([ETCDCTL, "--endpoints", self.url, *args], check=True, env=env,
+                       stdout=subprocess.DEVNULL, timeout=30)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def run_contract(env_extra, what):
+    env = dict(os.environ, TEST_STORE_BACKEND="etcd", **env_extra)
+    r = subprocess.run([CONTRACT], env=env, timeout=600)
+    if r.returncode != 0:
+        sys.exit(f"store contract on etcd ({what}) failed: exit {r.returncode}")
+    print(f"ok: store contract on etcd ({what})")
+
+
+def make_certs(tmp):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate."""
+    def ssl(*args):
+        subprocess.run(["openssl", *args], check=True, cwd=tmp,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    with open(os.path.join(tmp, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n")
+    for name in ("server", "client"):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+            "-keyout", f"{name}.key", "-out", f"{name}.csr")
+        ssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", f"{name}.pem")
+    p = lambda n: os.path.join(tmp, n)
+    return {"ca": p("ca.pem"), "server_cert": p("server.pem"), "server_key": p("server.key"),
+            "client_cert": p("client.pem"), "client_key": p("client.key")}
+
+
+def main():
+    if not os.access(ETCD, os.X_OK):
+        print(f"SKIP: no etcd binary ({ETCD}); apt-get install etcd-server", file=sys.stderr)
+        return 77
+    if not CONTRACT:
+        sys.exit("STORE_CONTRACT is not set (run through meson test)")
+    tmp = tempfile.mkdtemp(prefix="tend-etcd-")
+    members = []
+    try:
+        # 1. The whole contract; the first listed member is dead: failover.
+        e = Etcd(tmp, "plain")
+        members.append(e)
+        dead = f"http://127.0.0.1:{free_port()}"
+        run_contract({"TEST_ETCD_ENDPOINTS": f"{dead},{e.url}"}, "plain, with failover")
+
+        # 2. TLS with a client certificate.
+        tls = make_certs(tmp)
+        t = Etcd(tmp, "tls", tls)
+        members.append(t)
+        # Without the client certificate, the member refuses us: the case must fail.
+        r = subprocess.run([CONTRACT], env=dict(os.environ, TEST_STORE_BACKEND="etcd",
+                           TEST_ETCD_ENDPOINTS=t.url, TEST_ETCD_CA=tls["ca"],
+                           TEST_STORE_ONLY="smoke"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        if r.returncode == 0:
+            sys.exit("the TLS member accepted a client without a certificate")
+        run_contract({"TEST_ETCD_ENDPOINTS": t.url, "TEST_ETCD_CA": tls["ca"],
+                      "TEST_ETCD_CERT": tls["client_cert"], "TEST_ETCD_KEY": tls["client_key"],
+                      "TEST_STORE_ONLY": "smoke"}, "TLS client certificate")
+        t.stop()
+
+        # 3. User and password (etcd auth enabled with a root user).
+        e.ctl("user", "add", "root:test-root-pw")
+        e.ctl("user", "grant-role", "root", "root")
+        e.ctl("user", "add", "tend:test-tend-pw")
+        e.ctl("role", "add", "tendrole")
+        e.ctl("role", "grant-permission", "tendrole", "--prefix=true", "readwrite", "contract-")
+        e.ctl("user", "grant-role", "tend", "tendrole")
+        e.ctl("auth", "enable")
+        run_contract({"TEST_ETCD_ENDPOINTS": e.url, "TEST_ETCD_USER": "tend",
+                      "TEST_ETCD_PASSWORD": "test-tend-pw", "TEST_STORE_ONLY": "smoke"},
+                     "user/password")
+    finally:
+        for m in members:
+            m.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

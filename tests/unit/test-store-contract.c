@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store contract (docs/store.md §1), the same assertions against every
+ * backend: the in-memory one (no argument) and etcd (TEST_STORE_BACKEND=etcd
+ * with TEST_ETCD_ENDPOINTS and, optionally, TEST_ETCD_CA/CERT/KEY and
+ * TEST_ETCD_USER/PASSWORD; tests/integration/test_store_etcd.py starts a real
+ * etcd and runs this binary against it). Revisions are compared only for
+ * order (etcd's are cluster-wide and do not start at 1). The lease TTL is
+ * real time: 300 ms in memory, 2 s on etcd (its minimum); the clock seam and
+ * sub-second TTLs are tested in test-store.c, in-memory only.
+ * TEST_STORE_ONLY=smoke runs one short case (the TLS and user/password runs).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "store.h"
+#ifdef HAVE_STORE_ETCD
+#include "store-etcd.h"
+#endif
+
+#define MS (USEC_PER_MSEC)
+
+static bool use_etcd;
+static usec_t ttl;   /* the lease TTL of the lease cases */
+static usec_t slack; /* how late an expiry may be seen: the backend's timer granularity */
+
+static const char *env(const char *name) {
+        const char *v = getenv(name);
+        return v && v[0] ? v : NULL;
+}
+
+/* A fresh store; on etcd under a prefix of its own, so cases never see each other's keys. */
+static int new_store(uint32_t queue_capacity, const char *password, struct store **ret) {
+        if (!use_etcd)
+                return store_new(&(struct store_options) { .watch_queue_capacity = queue_capacity },
+                                 ret);
+#ifdef HAVE_STORE_ETCD
+        static unsigned counter;
+        char prefix[128];
+        snprintf(prefix, sizeof(prefix), "contract-%d-%u/", (int) getpid(), counter++);
+        struct store_etcd_options o = {
+                .endpoints = env("TEST_ETCD_ENDPOINTS"),
+                .prefix = prefix,
+                .ca_file = env("TEST_ETCD_CA"),
+                .cert_file = env("TEST_ETCD_CERT"),
+                .key_file = env("TEST_ETCD_KEY"),
+                .user = env("TEST_ETCD_USER"),
+                .password = password ?: env("TEST_ETCD_PASSWORD"),
+                .watch_queue_capacity = queue_capacity,
+        };
+        return store_etcd_new(&o, ret);
+#else
+        return -EOPNOTSUPP;
+#endif
+}
+
+static int setup_cap(void **state, uint32_t cap) {
+        struct store *s = NULL;
+        int r = new_store(cap, NULL, &s);
+        if (r < 0)
+                fail_msg("creating the %s store: %s (etcd not running, or bad TLS/auth options?)",
+                         use_etcd ? "etcd" : "in-memory", strerror(-r));
+        *state = s;
+        return 0;
+}
+
+static int setup(void **state) {
+        return setup_cap(state, 0);
+}
+
+static int setup_small(void **state) {
+        return setup_cap(state, 4);
+}
+
+static int teardown(void **state) {
+        store_unref(*state);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int put(struct store *s, enum store_keyspace ks, const char *key, const char *v,
+               usec_t t, uint64_t *rev) {
+        return store_create(s, ks, key, v, strlen(v), t, rev);
+}
+
+static int upd(struct store *s, enum store_keyspace ks, const char *key, const char *v,
+               uint64_t expected, usec_t t, uint64_t *rev) {
+        return store_update(s, ks, key, v, strlen(v), expected, t, rev);
+}
+
+static void expect_stored(struct store *s, enum store_keyspace ks, const char *key,
+                          const char *value, uint64_t rev) {
+        _cleanup_store_event_unref_ struct store_event *ev = NULL;
+        assert_int_equal(store_get(s, ks, key, &ev), 0);
+        assert_int_equal(ev->type, STORE_EVENT_PUT);
+        assert_int_equal(ev->keyspace, ks);
+        assert_string_equal(ev->key, key);
+        assert_string_equal(ev->value, value);
+        assert_int_equal(ev->value_size, strlen(value));
+        assert_int_equal(ev->revision, rev);
+}
+
+static void expect_absent(struct store *s, enum store_keyspace ks, const char *key) {
+        struct store_event *ev = NULL;
+        assert_int_equal(store_get(s, ks, key, &ev), -ENOENT);
+}
+
+/*
+ * The next event of w within timeout, as an event loop gets it: poll the
+ * watch's fd and the store's fd (the in-memory timerfd runs expiry; etcd's
+ * completions), dispatching the store's. NULL and *ret_error on failure.
+ */
+static struct store_event *wait_event(struct store *s, struct store_watch *w, usec_t timeout,
+                                      int *ret_error) {
+        usec_t until = now_usec(CLOCK_MONOTONIC) + timeout;
+        struct store_event *ev = NULL;
+        int r;
+
+        while ((r = store_watch_next(w, &ev)) == -EAGAIN) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= until) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                struct pollfd p[2] = { { .fd = store_watch_fd(w), .events = POLLIN },
+                                       { .fd = store_get_fd(s), .events = POLLIN } };
+                (void) poll(p, 2, (int) ((until - now) / MS) + 1);
+                if (p[1].revents & POLLIN)
+                        (void) store_dispatch(s);
+        }
+        *ret_error = r;
+        return r == 0 ? ev : NULL;
+}
+
+static struct store_event *next_of(struct store *s, struct store_watch *w, int line) {
+        int r;
+        struct store_event *ev = wait_event(s, w, 5 * USEC_PER_SEC + slack, &r);
+        if (!ev)
+                fail_msg("line %d: no event within %" PRIu64 " ms: %s (not broadcast, or the "
+                         "watch stream is down?)", line, (5 * USEC_PER_SEC + slack) / MS, strerror(-r));
+        return ev;
+}
+
+static void expect_put(struct store *s, struct store_watch *w, const char *key, const char *value,
+                       uint64_t rev, int line) {
+        _cleanup_store_event_unref_ struct store_event *ev = next_of(s, w, line);
+        if (ev->type != STORE_EVENT_PUT || !streq(ev->key, key) || ev->revision != rev ||
+            !streq(ev->value, value))
+                fail_msg("line %d: expected PUT %s=%s @%" PRIu64 ", got %s %s=%s @%" PRIu64, line,
+                         key, value, rev, store_event_type_to_string(ev->type), ev->key, ev->value,
+                         ev->revision);
+}
+
+/* A DELETE of key with cause and prev; its own revision (> prev) is returned. */
+static uint64_t expect_delete(struct store *s, struct store_watch *w, const char *key, uint64_t prev,
+                              enum store_cause cause, int line) {
+        _cleanup_store_event_unref_ struct store_event *ev = next_of(s, w, line);
+        if (ev->type != STORE_EVENT_DELETE || !streq(ev->key, key) || ev->prev_revision != prev ||
+            ev->revision <= prev || ev->cause != cause || ev->value_size != 0)
+                fail_msg("line %d: expected DELETE %s (prev %" PRIu64 ", %s), got %s %s @%" PRIu64
+                         " (prev %" PRIu64 ", %s)", line, key, prev, store_cause_to_string(cause),
+                         store_event_type_to_string(ev->type), ev->key, ev->revision,
+                         ev->prev_revision, store_cause_to_string(ev->cause));
+        return ev->revision;
+}
+
+static uint64_t expect_marker(struct store *s, struct store_watch *w, uint64_t at_least, int line) {
+        _cleanup_store_event_unref_ struct store_event *ev = next_of(s, w, line);
+        if (ev->type != STORE_EVENT_SNAPSHOT_DONE || ev->revision < at_least)
+                fail_msg("line %d: expected SNAPSHOT_DONE @>=%" PRIu64 ", got %s %s @%" PRIu64,
+                         line, at_least, store_event_type_to_string(ev->type), ev->key, ev->revision);
+        return ev->revision;
+}
+
+#define EXPECT_PUT(w, k, v, rev) expect_put(s, w, k, v, rev, __LINE__)
+#define EXPECT_DELETE(w, k, prev, c) expect_delete(s, w, k, prev, c, __LINE__)
+#define EXPECT_MARKER(w, rev) expect_marker(s, w, rev, __LINE__)
+
+static void expect_quiet(struct store *s, struct store_watch *w, usec_t for_usec) {
+        int r;
+        struct store_event *ev = wait_event(s, w, for_usec, &r);
+        if (ev)
+                fail_msg("unexpected %s %s @%" PRIu64, store_event_type_to_string(ev->type),
+                         ev->key, ev->revision);
+        assert_int_equal(r, -ETIMEDOUT);
+}
+
+/* ------------------------------------------------------------------------ */
+/* CAS, delete, keyspaces, values                                            */
+/* ------------------------------------------------------------------------ */
+
+static void test_create_update_cas(void **state) {
+        struct store *s = *state;
+        uint64_t r1 = 0, r2 = 0, r3 = 0;
+
+        assert_int_equal(put(s, STORE_DURABLE, "a", "one", 0, &r1), 1);
+        assert_true(r1 > 0);
+        expect_stored(s, STORE_DURABLE, "a", "one", r1);
+        assert_int_equal(put(s, STORE_DURABLE, "a", "again", 0, &r2), 0); /* LOST: exists */
+        assert_int_equal(r2, 0);                                            /* untouched */
+        assert_int_equal(upd(s, STORE_DURABLE, "a", "two", r1, 0, &r2), 1);
+        assert_true(r2 > r1);
+        assert_int_equal(upd(s, STORE_DURABLE, "a", "stale", r1, 0, &r3), 0); /* LOST: old rev */
+        assert_int_equal(upd(s, STORE_DURABLE, "nope", "x", r2, 0, &r3), 0);  /* LOST: absent */
+        expect_stored(s, STORE_DURABLE, "a", "two", r2);
+        /* The same key in the other keyspace is another entry. */
+        expect_absent(s, STORE_EPHEMERAL, "a");
+        assert_int_equal(put(s, STORE_EPHEMERAL, "a", "eph", 0, &r3), 1);
+        assert_true(r3 > 0); /* keyspaces' revisions are not comparable with each other */
+        expect_stored(s, STORE_DURABLE, "a", "two", r2);
+        expect_stored(s, STORE_EPHEMERAL, "a", "eph", r3);
+}
+
+static void test_delete(void **state) {
+        struct store *s = *state;
+
+        for (enum store_keyspace ks = 0; ks < _STORE_KEYSPACE_MAX; ks++) {
+                uint64_t r1 = 0, r2 = 0, d = 99;
+                assert_int_equal(put(s, ks, "k", "v", 0, &r1), 1);
+                assert_int_equal(store_delete(s, ks, "k", r1 + 1000, &d), 0); /* LOST */
+                assert_int_equal(d, 99);
+                assert_int_equal(store_delete(s, ks, "k", r1, &d), 1);
+                assert_int_equal(d, r1); /* the deleted entry's revision */
+                expect_absent(s, ks, "k");
+                assert_int_equal(store_delete(s, ks, "k", r1, &d), 1); /* vacuous */
+                assert_int_equal(d, 0);
+                assert_int_equal(put(s, ks, "k", "w", 0, &r2), 1); /* a fresh entry */
+                assert_true(r2 > r1);
+                assert_int_equal(upd(s, ks, "k", "x", r1, 0, NULL), 0); /* CAS on the old one */
+                assert_int_equal(store_delete(s, ks, "k", STORE_REV_ANY, &d), 1);
+                assert_int_equal(d, r2);
+        }
+}
+
+static void test_list_in_key_order(void **state) {
+        struct store *s = *state;
+        struct store_event **evs = NULL;
+        size_t n = 0;
+        uint64_t rb = 0;
+
+        assert_int_equal(put(s, STORE_EPHEMERAL, "svc/b", "2", 0, &rb), 1);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "svc/a", "1", 0, NULL), 1);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "svd", "x", 0, NULL), 1);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "gone", "x", 0, NULL), 1);
+        assert_int_equal(store_delete(s, STORE_EPHEMERAL, "gone", STORE_REV_ANY, NULL), 1);
+        assert_int_equal(put(s, STORE_DURABLE, "svc/c", "3", 0, NULL), 1);
+        assert_int_equal(store_list(s, STORE_EPHEMERAL, "svc/", &evs, &n), 2);
+        assert_int_equal(n, 2);
+        assert_string_equal(evs[0]->key, "svc/a");
+        assert_string_equal(evs[1]->key, "svc/b");
+        assert_string_equal(evs[1]->value, "2");
+        assert_int_equal(evs[1]->revision, rb);
+        store_event_array_free(evs, n);
+        /* Everything, and a deleted key (its tombstone, on etcd) is never listed. */
+        assert_int_equal(store_list(s, STORE_EPHEMERAL, NULL, &evs, &n), 3);
+        assert_string_equal(evs[2]->key, "svd");
+        store_event_array_free(evs, n);
+        assert_int_equal(store_list(s, STORE_DURABLE, "", &evs, &n), 1);
+        store_event_array_free(evs, n);
+        assert_int_equal(store_list(s, STORE_DURABLE, "zzz", &evs, &n), 0);
+        assert_null(evs);
+}
+
+static void test_values(void **state) {
+        struct store *s = *state;
+        static char big[STORE_VALUE_MAX + 1];
+        const char bin[] = { 'a', 0, 'b', (char) 0xff };
+        struct store_event *ev = NULL;
+        char key[STORE_KEY_MAX + 2];
+
+        memset(big, 'v', sizeof(big));
+        assert_int_equal(store_create(s, STORE_DURABLE, "bin", bin, sizeof(bin), 0, NULL), 1);
+        assert_int_equal(store_get(s, STORE_DURABLE, "bin", &ev), 0);
+        assert_int_equal(ev->value_size, sizeof(bin));
+        assert_memory_equal(ev->value, bin, sizeof(bin));
+        assert_int_equal(ev->value[sizeof(bin)], '\0');
+        store_event_unref(ev);
+        assert_int_equal(store_create(s, STORE_DURABLE, "big", big, STORE_VALUE_MAX, 0, NULL), 1);
+        assert_int_equal(store_get(s, STORE_DURABLE, "big", &ev), 0);
+        assert_int_equal(ev->value_size, STORE_VALUE_MAX);
+        store_event_unref(ev);
+        assert_int_equal(store_create(s, STORE_DURABLE, "big2", big, STORE_VALUE_MAX + 1, 0, NULL), -E2BIG);
+        assert_int_equal(store_create(s, STORE_DURABLE, "empty", NULL, 0, 0, NULL), 1);
+        assert_int_equal(store_get(s, STORE_DURABLE, "empty", &ev), 0);
+        assert_int_equal(ev->value_size, 0);
+        assert_string_equal(ev->value, "");
+        store_event_unref(ev);
+        memset(key, 'k', STORE_KEY_MAX);
+        key[STORE_KEY_MAX] = '\0';
+        assert_int_equal(store_create(s, STORE_DURABLE, key, "x", 1, 0, NULL), 1);
+        key[STORE_KEY_MAX] = 'k';
+        key[STORE_KEY_MAX + 1] = '\0';
+        assert_int_equal(store_create(s, STORE_DURABLE, key, "x", 1, 0, NULL), -E2BIG);
+}
+
+static void test_invalid_arguments(void **state) {
+        struct store *s = *state;
+        struct store_event *ev;
+        struct store_event **evs;
+
+        assert_int_equal(store_create(s, STORE_DURABLE, "", "x", 1, 0, NULL), -EINVAL);
+        assert_int_equal(store_create(s, STORE_DURABLE, "k", "x", 1, USEC_PER_SEC, NULL), -EINVAL);
+        assert_int_equal(store_create(s, STORE_EPHEMERAL, "k", "x", 1, STORE_TTL_MAX_USEC + 1, NULL),
+                         -EINVAL);
+        assert_int_equal(store_create(s, 7, "k", "x", 1, 0, NULL), -EINVAL);
+        assert_int_equal(store_update(s, STORE_DURABLE, "k", "x", 1, 0, 0, NULL), -EINVAL);
+        assert_int_equal(store_get(s, STORE_DURABLE, NULL, &ev), -EINVAL);
+        assert_int_equal(store_list(s, STORE_DURABLE, "", NULL, NULL), -EINVAL);
+        (void) evs;
+        struct store_op op = { .type = STORE_OP_GET, .keyspace = STORE_DURABLE, .key = "" };
+        assert_int_equal(store_submit(s, &op), -EINVAL); /* no done, empty key */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Watches                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void test_watch_snapshot_marker_live(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        uint64_t ra = 0, rb = 0, ra2 = 0, rc = 0;
+
+        assert_int_equal(put(s, STORE_DURABLE, "svc/b", "b1", 0, &rb), 1);
+        assert_int_equal(put(s, STORE_DURABLE, "svc/a", "a1", 0, &ra), 1);
+        assert_int_equal(put(s, STORE_DURABLE, "other", "o", 0, NULL), 1);
+        assert_int_equal(store_watch(s, STORE_DURABLE, "svc/", &w), 0);
+        EXPECT_PUT(w, "svc/a", "a1", ra); /* key order, not revision order */
+        EXPECT_PUT(w, "svc/b", "b1", rb);
+        uint64_t marker = EXPECT_MARKER(w, ra);
+        assert_int_equal(upd(s, STORE_DURABLE, "svc/a", "a2", ra, 0, &ra2), 1);
+        assert_true(ra2 > marker);
+        assert_int_equal(put(s, STORE_DURABLE, "other2", "o", 0, NULL), 1); /* not ours */
+        assert_int_equal(put(s, STORE_DURABLE, "svc/c", "c1", 0, &rc), 1);
+        assert_int_equal(store_delete(s, STORE_DURABLE, "svc/b", STORE_REV_ANY, NULL), 1);
+        EXPECT_PUT(w, "svc/a", "a2", ra2);
+        EXPECT_PUT(w, "svc/c", "c1", rc);
+        uint64_t rdel = EXPECT_DELETE(w, "svc/b", rb, STORE_CAUSE_DELETED);
+        assert_true(rdel > rc);
+        expect_quiet(s, w, 200 * MS);
+}
+
+/* store_watch_wait blocks until an event, or for its whole timeout (no polling). */
+static void test_watch_wait(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        struct store_event *ev = NULL;
+        uint64_t r = 0;
+
+        assert_int_equal(store_watch(s, STORE_DURABLE, "ww", &w), 0);
+        assert_int_equal(store_watch_wait(w, 5 * USEC_PER_SEC, &ev), 0);
+        assert_int_equal(ev->type, STORE_EVENT_SNAPSHOT_DONE);
+        store_event_unref(ev);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(store_watch_wait(w, 200 * MS, &ev), -ETIMEDOUT);
+        usec_t waited = now_usec(CLOCK_MONOTONIC) - t0;
+        if (waited < 190 * MS)
+                fail_msg("store_watch_wait(200 ms) gave up after %" PRIu64 " µs", waited);
+        assert_int_equal(put(s, STORE_DURABLE, "ww", "1", 0, &r), 1);
+        assert_int_equal(store_watch_wait(w, 5 * USEC_PER_SEC, &ev), 0);
+        assert_int_equal(ev->type, STORE_EVENT_PUT);
+        assert_int_equal(ev->revision, r);
+        store_event_unref(ev);
+}
+
+/* The heart of the etcd backend's cause derivation: delete vs lease expiry. */
+static void test_deleted_vs_expired(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        uint64_t ra = 0, rb = 0;
+
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "lease/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "lease/a", "a", ttl, &ra), 1);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "lease/b", "b", ttl, &rb), 1);
+        EXPECT_PUT(w, "lease/a", "a", ra);
+        EXPECT_PUT(w, "lease/b", "b", rb);
+        assert_int_equal(store_delete(s, STORE_EPHEMERAL, "lease/b", rb, NULL), 1);
+        EXPECT_DELETE(w, "lease/b", rb, STORE_CAUSE_DELETED);
+        EXPECT_DELETE(w, "lease/a", ra, STORE_CAUSE_EXPIRED);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
+        if (took < ttl)
+                fail_msg("lease/a expired after %" PRIu64 " ms, before its TTL %" PRIu64 " ms",
+                         took / MS, ttl / MS);
+        expect_absent(s, STORE_EPHEMERAL, "lease/a");
+        struct store_event **evs = NULL;
+        assert_int_equal(store_list(s, STORE_EPHEMERAL, "lease/", &evs, NULL), 0);
+}
+
+/* Writing renews the lease: updated before its deadline, the key outlives it. */
+static void test_update_renews_lease(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        uint64_t r1 = 0, r2 = 0;
+
+        assert_int_equal(put(s, STORE_EPHEMERAL, "renew", "1", ttl, &r1), 1);
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + ttl;
+        usleep((useconds_t) (ttl * 6 / 10));
+        assert_int_equal(upd(s, STORE_EPHEMERAL, "renew", "2", r1, ttl, &r2), 1);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "renew", &w), 0);
+        EXPECT_PUT(w, "renew", "2", r2);
+        EXPECT_MARKER(w, r2);
+        /* Past the first write's deadline (and the old lease's revocation): still there. */
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (now < deadline + ttl / 5)
+                usleep((useconds_t) (deadline + ttl / 5 - now));
+        expect_stored(s, STORE_EPHEMERAL, "renew", "2", r2);
+        EXPECT_DELETE(w, "renew", r2, STORE_CAUSE_EXPIRED);
+}
+
+static void test_lag_ends_watch(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        struct store_event *ev = NULL;
+        char k[16];
+        int r;
+
+        assert_int_equal(store_watch(s, STORE_DURABLE, "lag/", &w), 0);
+        for (int i = 0; i < 10; i++) {
+                snprintf(k, sizeof(k), "lag/%d", i);
+                assert_int_equal(put(s, STORE_DURABLE, k, "x", 0, NULL), 1);
+        }
+        /* Room: the marker + 4 events; the 5th live event ends the watch. */
+        ev = wait_event(s, w, 5 * USEC_PER_SEC, &r);
+        if (ev)
+                fail_msg("a lagging watcher got %s %s instead of -ENOBUFS",
+                         store_event_type_to_string(ev->type), ev->key);
+        assert_int_equal(r, -ENOBUFS);
+        assert_int_equal(store_watch_next(w, &ev), -ENOBUFS); /* sticky */
+        /* Re-watch: a new snapshot has every key. */
+        store_watch_free(w);
+        w = NULL;
+        assert_int_equal(store_watch(s, STORE_DURABLE, "lag/", &w), 0);
+        for (int i = 0; i < 10; i++) {
+                ev = next_of(s, w, __LINE__);
+                assert_int_equal(ev->type, STORE_EVENT_PUT);
+                store_event_unref(ev);
+        }
+}
+
+static void test_close_drains_then_epipe(void **state) {
+        struct store *s = *state;
+        struct store_watch *w = NULL;
+        struct store_event *ev = NULL;
+        uint64_t r1 = 0;
+
+        assert_int_equal(store_watch(s, STORE_DURABLE, "c/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(put(s, STORE_DURABLE, "c/1", "x", 0, &r1), 1);
+        /* Wait until the PUT is queued (etcd: it arrives on the stream). */
+        struct pollfd p = { .fd = store_watch_fd(w), .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 5000), 1);
+        store_unref(s);
+        *state = NULL;
+        assert_int_equal(store_watch_next(w, &ev), 0);
+        assert_string_equal(ev->key, "c/1");
+        assert_int_equal(ev->revision, r1);
+        store_event_unref(ev);
+        assert_int_equal(store_watch_wait(w, 5 * USEC_PER_SEC, &ev), -EPIPE);
+        store_watch_free(w);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Asynchronous operations: completion through the owner's loop             */
+/* ------------------------------------------------------------------------ */
+
+static void op_done(struct store_op *op, void *userdata) {
+        (*(unsigned *) userdata)++;
+}
+
+/* Runs the loop (store fd → store_dispatch) until *count reaches want, bounded. */
+static void run_loop_until(struct store *s, unsigned *count, unsigned want) {
+        usec_t until = now_usec(CLOCK_MONOTONIC) + 5 * USEC_PER_SEC;
+        while (*count < want) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= until)
+                        fail_msg("%u of %u submitted operations completed within 5 s (the "
+                                 "store's fd never turned readable?)", *count, want);
+                struct pollfd p = { .fd = store_get_fd(s), .events = POLLIN };
+                if (poll(&p, 1, (int) ((until - now) / MS) + 1) == 1)
+                        (void) store_dispatch(s);
+        }
+}
+
+static void test_submit(void **state) {
+        struct store *s = *state;
+        unsigned done = 0;
+        struct store_op c = { .type = STORE_OP_CREATE, .keyspace = STORE_DURABLE, .key = "async",
+                              .value = "v", .size = 1, .done = op_done, .userdata = &done };
+        struct store_op c2 = c;
+
+        assert_int_equal(store_submit(s, &c), 0);
+        assert_int_equal(store_submit(s, &c2), 0);
+        run_loop_until(s, &done, 2);
+        assert_true((c.result == 1 && c2.result == 0) || (c.result == 0 && c2.result == 1));
+        uint64_t rev = c.result == 1 ? c.revision : c2.revision;
+        assert_true(rev > 0);
+        struct store_op g = { .type = STORE_OP_GET, .keyspace = STORE_DURABLE, .key = "async",
+                              .done = op_done, .userdata = &done };
+        struct store_op l = { .type = STORE_OP_LIST, .keyspace = STORE_DURABLE, .key = NULL,
+                              .done = op_done, .userdata = &done };
+        struct store_op u = { .type = STORE_OP_UPDATE, .keyspace = STORE_DURABLE, .key = "async",
+                              .value = "w", .size = 1, .expected = rev, .done = op_done,
+                              .userdata = &done };
+        struct store_op d = { .type = STORE_OP_DELETE, .keyspace = STORE_DURABLE, .key = "async",
+                              .expected = STORE_REV_ANY, .done = op_done, .userdata = &done };
+        assert_int_equal(store_submit(s, &g), 0);
+        assert_int_equal(store_submit(s, &l), 0);
+        run_loop_until(s, &done, 4);
+        assert_int_equal(g.result, 0);
+        assert_string_equal(g.event->value, "v");
+        assert_int_equal(g.event->revision, rev);
+        store_event_unref(g.event);
+        assert_int_equal(l.result, 1);
+        assert_int_equal(l.n_events, 1);
+        store_event_array_free(l.events, l.n_events);
+        assert_int_equal(store_submit(s, &u), 0);
+        run_loop_until(s, &done, 5);
+        assert_int_equal(u.result, 1);
+        assert_true(u.revision > rev);
+        assert_int_equal(store_submit(s, &d), 0);
+        run_loop_until(s, &done, 6);
+        assert_int_equal(d.result, 1);
+        assert_int_equal(d.revision, u.revision);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The smoke case (TLS, user/password)                                       */
+/* ------------------------------------------------------------------------ */
+
+static void test_smoke(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        uint64_t r = 0;
+
+        assert_int_equal(store_watch(s, STORE_DURABLE, "", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(put(s, STORE_DURABLE, "smoke", "1", 0, &r), 1);
+        expect_stored(s, STORE_DURABLE, "smoke", "1", r);
+        EXPECT_PUT(w, "smoke", "1", r);
+        assert_int_equal(store_delete(s, STORE_DURABLE, "smoke", r, NULL), 1);
+        EXPECT_DELETE(w, "smoke", r, STORE_CAUSE_DELETED);
+        if (use_etcd && env("TEST_ETCD_USER")) {
+                /* The same member refuses a wrong password. */
+                struct store *bad = NULL;
+                assert_int_equal(new_store(0, "wrong-password", &bad), -EACCES);
+        }
+}
+
+int main(void) {
+        const char *backend = env("TEST_STORE_BACKEND");
+
+        use_etcd = backend && streq(backend, "etcd");
+        ttl = use_etcd ? 2 * USEC_PER_SEC : 300 * MS;
+        slack = use_etcd ? 3 * USEC_PER_SEC : 100 * MS;
+#ifndef HAVE_STORE_ETCD
+        if (use_etcd) {
+                fprintf(stderr, "test-store-contract: built without libcurl: no etcd backend\n");
+                return 77;
+        }
+#endif
+        const struct CMUnitTest smoke[] = {
+                cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
+        };
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_create_update_cas, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_list_in_key_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_values, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_invalid_arguments, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_snapshot_marker_live, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_wait, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_deleted_vs_expired, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_update_renews_lease, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lag_ends_watch, setup_small, teardown),
+                cmocka_unit_test_setup_teardown(test_close_drains_then_epipe, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_submit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
+        };
+        const char *only = env("TEST_STORE_ONLY");
+        if (only && streq(only, "smoke"))
+                return cmocka_run_group_tests_name(use_etcd ? "store-etcd-smoke" : "store-smoke",
+                                                   smoke, NULL, NULL);
+        return cmocka_run_group_tests_name(use_etcd ? "store-contract-etcd" : "store-contract-mem",
+                                           tests, NULL, NULL);
+}
