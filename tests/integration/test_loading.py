@@ -255,10 +255,10 @@ class Verify(LoadingTestCase):
         self.assertEqual(code, 0, err)
         self.assertIn('warned.service:3: unknown key "NoSuchKey"', err)
         self.assertEqual(out, '3 units: 3 loaded, 0 masked, 0 with errors\n')
-        self.unit('bad', '[Service]\nType=forking\nExecStart=/bin/true\n')
+        self.unit('bad', '[Service]\nType=dbus\nExecStart=/bin/true\n')
         code, out, err = self.verify(self.dir)
         self.assertEqual(code, 1)
-        self.assertIn('bad.service:2: Type=forking is not supported', err)
+        self.assertIn('bad.service:2: Type=dbus is not supported', err)
         # nothing started, no socket made
         self.assertFalse(os.path.exists(self.sock))
         self.assertEqual(self.verify(self.path('nope'))[0], 1)
