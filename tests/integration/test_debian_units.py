@@ -11,7 +11,7 @@ DIR/NAME.service -> /lib/systemd/system/FILE (a linked unit, as `systemctl
 link` makes one), never a copy, never an edit. What the test needs to
 change goes in a drop-in DIR/NAME.service.d/test.conf, each line named and
 justified by the comment above it; the drop-ins only point the daemon at the
-test's own configuration (its own free 127.0.0.1 port, pid file, logs), the
+test's own configuration (its own 127.0.0.1 port, pid file, logs), the
 way an operator overrides a packaged unit. Nothing under /etc is written:
  - nginx: no environment variable names its configuration, so the drop-in
    resets ExecStartPre=/ExecStart=/ExecReload=/ExecStop= to the package's
@@ -31,6 +31,10 @@ way an operator overrides a packaged unit. Nothing under /etc is written:
  - haproxy: the unit runs $CONFIG/$PIDFILE/$EXTRAOPTS; an EnvironmentFile=
    of the drop-in sets them (it overrides Environment= and the earlier
    /etc/default/haproxy whatever they say).
+tend runs in a network namespace of its own (only `lo`): the daemons' ports
+can never meet the machine's, even if a drop-in were not applied; for the
+units with a RuntimeDirectory= (ssh, redis-server) also in a mount namespace
+whose /run is its own tmpfs, so the machine's /run/sshd is never touched.
 Each test prints the versions of the packages it ran (dpkg-query). The
 daemon tests run one after another (meson: is_parallel false)."""
 import ctypes
@@ -193,25 +197,38 @@ class DebianUnits(ServiceTestCase):
         with open(os.path.join(d, conf), 'w') as f:
             f.write(body)
 
-    def run_dir(self, what):
-        """A directory of the test's own under /run (for units whose
-        PrivateTmp=/ProtectSystem= would hide /tmp), removed at the end."""
-        d = tempfile.mkdtemp(prefix='tend-it-%s.' % what, dir='/run')
+    def own_dir(self, what, parent='/run'):
+        """A directory of the test's own under parent, for units whose
+        PrivateTmp= would hide /tmp; removed at the end."""
+        d = tempfile.mkdtemp(prefix='tend-it-%s.' % what, dir=parent)
         self.addCleanup(shutil.rmtree, d, True)
         os.chmod(d, 0o755)
         return d
 
-    def start_units(self, wrap=()):
+    def start_units(self, wrap=(), private_run=False):
         """tend over DIR, in a cgroup of its own (required: the test reads
         each unit's processes from its cgroup) and in a network namespace of
         its own with only `lo` up: the daemons' ports can never meet the
         machine's (even if a drop-in were not applied and a package's
         default port, 80 or 22, were used). self.net is that namespace (an
-        fd), for talk(); wrap is run inside the namespace, before tend."""
-        netns = ['unshare', '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh']
-        self.start_tend(cgroup=self.make_cgroup(required=True), wrap=netns + list(wrap))
+        fd), for talk(). private_run: also a mount namespace whose /run is a
+        fresh tmpfs, so that a RuntimeDirectory= (/run/sshd, /run/redis) is
+        tend's own, never the machine's (a real sshd may use /run/sshd, and
+        the unit's stop removes it); self.ns_path(PATH) reads it from outside.
+        wrap is run inside the namespaces, before tend."""
+        setup = 'ip link set lo up'
+        ns = ['unshare', '--net']
+        if private_run:
+            ns += ['--mount', '--propagation', 'private']
+            setup += ' && mount -t tmpfs -o mode=0755 tend-it-run /run'
+        ns += ['--', 'sh', '-c', setup + ' && exec "$@"', 'sh']
+        self.start_tend(cgroup=self.make_cgroup(required=True), wrap=ns + list(wrap))
         self.net = os.open('/proc/%d/ns/net' % self.tend_pid, os.O_RDONLY | os.O_CLOEXEC)
         self.addCleanup(os.close, self.net)
+
+    def ns_path(self, path):
+        """PATH (under /run) as tend sees it (through /proc/PID/root)."""
+        return '/proc/%d/root%s' % (self.tend_pid, path)
 
     def unit_cgroup(self, name):
         return os.path.join(self.cgroup, name + '.service')
@@ -436,7 +453,8 @@ http {{
         self.assertEqual(self.st(name)['main_pid'], postmaster, 'the reload changed the main pid')
         self.wait_serving(query, 'psql after the reload')
         self.stop_leaves_nothing(name)
-        self.assertIn('received fast shutdown request', read_text(log), 'ExecStop= did not stop the cluster with -m fast')
+        self.assertIn('received fast shutdown request', read_text(log),
+                      'ExecStop= did not stop the cluster with -m fast')
         self.assertFalse(pid_alive(postmaster))
         ls = subprocess.run(['pg_lsclusters', '-h'], env=env, capture_output=True, text=True, timeout=30)
         self.assertEqual([ln.split()[:4] for ln in ls.stdout.splitlines()], [['15', 'main', str(port), 'down']],
@@ -450,8 +468,6 @@ http {{
         banner; `reload` (sshd -t, then SIGHUP to $MAINPID) keeps the pid and
         the banner; the alias sshd.service names it; stop removes /run/sshd."""
         self.need('ssh.service', '/usr/sbin/sshd')
-        if os.path.exists('/run/sshd'):
-            self.skipTest('/run/sshd exists: a real sshd may use it, and the unit\'s stop removes it')
         port = free_port()
         os.chmod(self.tmp.name, 0o755)
         key = self.path('ssh_host_ed25519_key')
@@ -480,10 +496,10 @@ http {{
             ExecReload=/usr/sbin/sshd -t $SSHD_OPTS
             ExecReload=/bin/kill -HUP $MAINPID
         '''.format(env=env_file))
-        self.start_units()
+        self.start_units(private_run=True)
         r = self.running('ssh', 30)
         main = r['main_pid']
-        st = os.stat('/run/sshd')
+        st = os.stat(self.ns_path('/run/sshd'))
         self.assertTrue(stat.S_ISDIR(st.st_mode))
         self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid), (0o755, 0), 'RuntimeDirectoryMode=0755, owner root')
         banner = lambda: (talk(self.net, port) or b'').startswith(b'SSH-2.0-OpenSSH')  # noqa: E731
@@ -496,7 +512,7 @@ http {{
         r = self.st('ssh')
         self.assertEqual((r['state'], r['main_pid']), ('running', main), 'the reload changed the main pid')
         self.stop_leaves_nothing('ssh')
-        self.assertFalse(os.path.exists('/run/sshd'), 'RuntimeDirectory=sshd was not removed at the stop')
+        self.assertFalse(os.path.exists(self.ns_path('/run/sshd')), 'RuntimeDirectory=sshd was not removed at the stop')
 
     # ---- apache2: Type=forking without PIDFile= (GuessMainPID=) ----
 
@@ -507,7 +523,7 @@ http {{
         same parent; stop (apachectl graceful-stop) leaves nothing."""
         self.need('apache2.service', '/usr/sbin/apachectl', '/usr/sbin/apache2')
         port = free_port()
-        base = self.run_dir('apache2')
+        base = self.own_dir('apache2')
         conf = os.path.join(base, 'apache2')
         shutil.copytree('/etc/apache2', conf, symlinks=True)
         for f in os.listdir(os.path.join(conf, 'sites-enabled')):
@@ -556,11 +572,9 @@ http {{
         redis runs as User=redis in /run/redis (RuntimeDirectoryMode=2755) and
         answers; stop leaves nothing and removes /run/redis."""
         self.need('redis-server.service', '/usr/bin/redis-server')
-        if os.path.exists('/run/redis'):
-            self.skipTest('/run/redis exists: a real redis may use it, and the unit\'s stop removes it')
         port = free_port()
-        # Under /run: the unit's PrivateTmp=/ProtectSystem= would hide or lock /tmp.
-        base = self.run_dir('redis')
+        # Not under /tmp (the unit's PrivateTmp= would hide it) nor /run (tend's is private here).
+        base = self.own_dir('redis', '/var/lib')
         conf = os.path.join(base, 'redis.conf')
         with open(conf, 'w') as f:
             f.write('port %d\nbind 127.0.0.1\nsave ""\nappendonly no\ndir %s\nlogfile ""\n' % (port, base))
@@ -574,7 +588,8 @@ http {{
             ExecStart=/usr/bin/redis-server {conf} --supervised systemd --daemonize no
         '''.format(conf=conf))
         # tend's hard limit 4096, and no CAP_SYS_RESOURCE to raise it.
-        self.start_units(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nofile=1024:4096', '--'])
+        self.start_units(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nofile=1024:4096', '--'],
+                         private_run=True)
         r = self.running('redis-server', 30)
         main = r['main_pid']
 
@@ -584,11 +599,12 @@ http {{
                          'LimitNOFILE=65535 not clamped to the closest value the hard limit allows')
         self.assertIn('LimitNOFILE', self.stderr(), 'no notice about the clamped LimitNOFILE=')
         self.assertEqual(proc_uid(main), pwd.getpwnam('redis').pw_uid, 'User=redis not applied')
-        st = os.stat('/run/redis')
+        st = os.stat(self.ns_path('/run/redis'))
         self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid), (0o2755, pwd.getpwnam('redis').pw_uid),
                          'RuntimeDirectory=redis with RuntimeDirectoryMode=2755, owned by User=')
         self.stop_leaves_nothing('redis-server')
-        self.assertFalse(os.path.exists('/run/redis'), 'RuntimeDirectory=redis was not removed at the stop')
+        self.assertFalse(os.path.exists(self.ns_path('/run/redis')),
+                         'RuntimeDirectory=redis was not removed at the stop')
 
     # ---- haproxy: Type=notify master-worker, ExecReload= with USR2 ----
 
