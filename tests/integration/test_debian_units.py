@@ -21,8 +21,8 @@ way an operator overrides a packaged unit. Nothing under /etc is written:
    data dir, port, socket dir), so the instance is `15-main` as the issue
    asks while the machine's own 15/main (in /etc/postgresql) is untouched;
  - apachectl reads $APACHE_CONFDIR (then passes -d DIR to apache2): a copy
-   of /etc/apache2 with its own ports.conf, envvars and one site, under /run
-   (not /tmp: the unit has PrivateTmp=true);
+   of /etc/apache2 with its own ports.conf, envvars and one site, under
+   /var/lib (not /tmp: the unit has PrivateTmp=true);
  - sshd: /etc/default/ssh's $SSHD_OPTS is the package's hook; a later
    EnvironmentFile= sets it to `-f CONF` (own port, own host key), and the
    `sshd -t` checks are repeated with $SSHD_OPTS;
@@ -32,9 +32,9 @@ way an operator overrides a packaged unit. Nothing under /etc is written:
    of the drop-in sets them (it overrides Environment= and the earlier
    /etc/default/haproxy whatever they say).
 tend runs in a network namespace of its own (only `lo`): the daemons' ports
-can never meet the machine's, even if a drop-in were not applied; for the
-units with a RuntimeDirectory= (ssh, redis-server) also in a mount namespace
-whose /run is its own tmpfs, so the machine's /run/sshd is never touched.
+can never meet the machine's, even if a drop-in were not applied; and in a
+mount namespace whose /run is its own tmpfs: the machine's /run/sshd (or
+/run/nginx.pid…) is never touched.
 Each test prints the versions of the packages it ran (dpkg-query). The
 daemon tests run one after another (meson: is_parallel false)."""
 import ctypes
@@ -197,31 +197,29 @@ class DebianUnits(ServiceTestCase):
         with open(os.path.join(d, conf), 'w') as f:
             f.write(body)
 
-    def own_dir(self, what, parent='/run'):
-        """A directory of the test's own under parent, for units whose
-        PrivateTmp= would hide /tmp; removed at the end."""
-        d = tempfile.mkdtemp(prefix='tend-it-%s.' % what, dir=parent)
+    def own_dir(self, what):
+        """A directory of the test's own under /var/lib, for units whose
+        PrivateTmp= would hide /tmp (tend's /run is its own tmpfs); removed
+        at the end."""
+        d = tempfile.mkdtemp(prefix='tend-it-%s.' % what, dir='/var/lib')
         self.addCleanup(shutil.rmtree, d, True)
         os.chmod(d, 0o755)
         return d
 
-    def start_units(self, wrap=(), private_run=False):
+    def start_units(self, wrap=()):
         """tend over DIR, in a cgroup of its own (required: the test reads
         each unit's processes from its cgroup) and in a network namespace of
         its own with only `lo` up: the daemons' ports can never meet the
         machine's (even if a drop-in were not applied and a package's
         default port, 80 or 22, were used). self.net is that namespace (an
-        fd), for talk(). private_run: also a mount namespace whose /run is a
-        fresh tmpfs, so that a RuntimeDirectory= (/run/sshd, /run/redis) is
-        tend's own, never the machine's (a real sshd may use /run/sshd, and
-        the unit's stop removes it); self.ns_path(PATH) reads it from outside.
-        wrap is run inside the namespaces, before tend."""
-        setup = 'ip link set lo up'
-        ns = ['unshare', '--net']
-        if private_run:
-            ns += ['--mount', '--propagation', 'private']
-            setup += ' && mount -t tmpfs -o mode=0755 tend-it-run /run'
-        ns += ['--', 'sh', '-c', setup + ' && exec "$@"', 'sh']
+        fd), for talk(). And in a mount namespace whose /run is a fresh
+        tmpfs: a RuntimeDirectory= (/run/sshd, /run/redis) is tend's own,
+        never the machine's (a real sshd may use /run/sshd, and the unit's
+        stop removes it), and no package default (/run/nginx.pid, …) can
+        touch the machine's; self.ns_path(PATH) reads such a path from
+        outside. wrap is run inside the namespaces, before tend."""
+        setup = 'ip link set lo up && mount -t tmpfs -o mode=0755 tend-it-run /run && exec "$@"'
+        ns = ['unshare', '--net', '--mount', '--propagation', 'private', '--', 'sh', '-c', setup, 'sh']
         self.start_tend(cgroup=self.make_cgroup(required=True), wrap=ns + list(wrap))
         self.net = os.open('/proc/%d/ns/net' % self.tend_pid, os.O_RDONLY | os.O_CLOEXEC)
         self.addCleanup(os.close, self.net)
@@ -496,7 +494,7 @@ http {{
             ExecReload=/usr/sbin/sshd -t $SSHD_OPTS
             ExecReload=/bin/kill -HUP $MAINPID
         '''.format(env=env_file))
-        self.start_units(private_run=True)
+        self.start_units()
         r = self.running('ssh', 30)
         main = r['main_pid']
         st = os.stat(self.ns_path('/run/sshd'))
@@ -549,7 +547,7 @@ http {{
             [Service]
             # apachectl reads /etc/apache2 (port 80) unless APACHE_CONFDIR names another
             # directory (then it runs apache2 -d DIR and reads DIR/envvars): the test's copy
-            # of /etc/apache2, with its own port, pid file, logs and locks. It is under /run,
+            # of /etc/apache2, with its own port, pid file, logs and locks. It is under /var/lib,
             # not /tmp, because the unit has PrivateTmp=true.
             Environment=APACHE_CONFDIR={conf}
         '''.format(conf=conf))
@@ -573,8 +571,7 @@ http {{
         answers; stop leaves nothing and removes /run/redis."""
         self.need('redis-server.service', '/usr/bin/redis-server')
         port = free_port()
-        # Not under /tmp (the unit's PrivateTmp= would hide it) nor /run (tend's is private here).
-        base = self.own_dir('redis', '/var/lib')
+        base = self.own_dir('redis')
         conf = os.path.join(base, 'redis.conf')
         with open(conf, 'w') as f:
             f.write('port %d\nbind 127.0.0.1\nsave ""\nappendonly no\ndir %s\nlogfile ""\n' % (port, base))
@@ -588,8 +585,7 @@ http {{
             ExecStart=/usr/bin/redis-server {conf} --supervised systemd --daemonize no
         '''.format(conf=conf))
         # tend's hard limit 4096, and no CAP_SYS_RESOURCE to raise it.
-        self.start_units(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nofile=1024:4096', '--'],
-                         private_run=True)
+        self.start_units(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nofile=1024:4096', '--'])
         r = self.running('redis-server', 30)
         main = r['main_pid']
 
