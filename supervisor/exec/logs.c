@@ -84,32 +84,8 @@ int logs_target_parse(const char *s, struct logs_target *ret) {
         return -EINVAL;
 }
 
-/* Parses a decimal number ending at `end`; false if anything else is there. */
-static bool parse_u64(const char *s, char end, unsigned long long *ret, const char **ret_next) {
-        char *e;
-        if (*s < '0' || *s > '9')
-                return false;
-        errno = 0;
-        unsigned long long v = strtoull(s, &e, 10);
-        if (errno != 0 || *e != end)
-                return false;
-        *ret = v;
-        *ret_next = e;
-        return true;
-}
-
 bool logs_journal_stream_matches(int fd, const char *journal_stream) {
-        unsigned long long dev, ino;
-        const char *p;
-        struct stat st;
-
-        if (!journal_stream || fd < 0)
-                return false;
-        if (!parse_u64(journal_stream, ':', &dev, &p) || !parse_u64(p + 1, '\0', &ino, &p))
-                return false;
-        if (fstat(fd, &st) < 0)
-                return false;
-        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+        return log_stream_is_journal(fd, journal_stream);
 }
 
 enum logs_target_type logs_target_default(void) {
