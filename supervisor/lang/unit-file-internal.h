@@ -171,6 +171,12 @@ int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *
 /* The process keys that depend on each other (CPUSchedulingPriority= by policy); at the end of a file. */
 void uf_verify_process(struct parse_ctx *c);
 
+/* journal: unit-file-syslog.c (issue 18's SyslogLevelPrefix=, SyslogLevel=, SyslogFacility=) */
+enum { UF_SYSLOG_LEVEL_PREFIX, UF_SYSLOG_LEVEL, UF_SYSLOG_FACILITY };
+int uf_parse_syslog(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* "yes"/"no" and systemd's other words: 1, 0, or -EINVAL. */
+int uf_parse_boolean(const char *value);
+
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
 /* ------------------------------------------------------------------------ */

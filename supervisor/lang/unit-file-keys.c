@@ -328,6 +328,10 @@ static const struct key_def unit_keys[] = {
         { S, "StandardInput", uf_parse_standard_input, 0, 0, NULL },
         { S, "StandardInputText", uf_parse_standard_input_text, 0, 0, NULL },
         { S, "TTYPath", uf_parse_tty_path, 0, 0, NULL },
+        /* journal: the level of a unit's lines (issue 18; unit-file-syslog.c) */
+        { S, "SyslogLevelPrefix", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL_PREFIX) },
+        { S, "SyslogLevel", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL) },
+        { S, "SyslogFacility", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_FACILITY) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {
