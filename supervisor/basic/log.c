@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* CODE_FILE= and friends are the caller's, not this file's: we add them. */
+#define SD_JOURNAL_SUPPRESS_LOCATION 1
 #include <systemd/sd-journal.h>
 
 #include "log.h"
