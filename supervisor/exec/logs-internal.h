@@ -22,7 +22,7 @@ static inline void *mfree(void *p) {
 
 #define SCRATCH_SIZE LOGS_PIPE_BUFFER_MAX
 #define BATCH_LINES 64u
-#define IOV_PER_LINE 4u /* prefix, text (+ newline), marker, newline */
+#define IOV_PER_LINE 5u /* prefix, text (+ newline), marker, newline; journal: PRIORITY=, fields, size, text, newline */
 
 /* ------------------------------------------------------------------------ */
 /* Types                                                                     */
@@ -44,6 +44,8 @@ struct logs_sink {
         bool prefix;    /* console: "NAME[PID]: " before every line */
         bool pollable;  /* false for regular files: they never block */
         bool dgram;     /* a datagram socket: one line per send */
+        bool journal;   /* journald's native socket: one entry per line (fields, then MESSAGE) */
+        bool connected; /* journal: connected to the manager's journal_path */
         bool blocked;   /* would block: nobody writes it before EPOLLOUT */
         bool failing;   /* its last write failed; warned once */
         char *desc;     /* "tend's stdout", "file:PATH": for messages */
@@ -77,9 +79,11 @@ struct ring_hdr {
         uint64_t ts;
         int32_t pid;
         uint16_t len;
-        uint8_t origin;
+        uint8_t origin;        /* enum logs_origin, and the line's syslog level << RING_PRIORITY_SHIFT */
         uint8_t flags;
 };
+#define RING_ORIGIN_MASK 0x0fu
+#define RING_PRIORITY_SHIFT 4
 _Static_assert(sizeof(struct ring_hdr) == LOGS_RING_RECORD_OVERHEAD, "ring record header size");
 _Static_assert(LOGS_LINE_MAX <= UINT16_MAX, "ring record length field");
 
@@ -111,8 +115,9 @@ struct logs_stream {
         struct logs_target target[2];
         char *path[2];
         struct logs_pipe *pipe[2];   /* [1] may equal [0]: one shared pipe */
-        int journal_fd[2];           /* [1] may equal [0] */
         pid_t pid;
+        uint8_t priority;            /* SyslogFacility= | SyslogLevel= */
+        bool level_prefix;           /* SyslogLevelPrefix= */
         struct ring ring;
         logs_follower *followers;
         struct logs_stream_stats st;
@@ -123,6 +128,8 @@ struct logs_manager {
         sd_event *event;
         int console_orig;            /* borrowed: handed to INHERIT units */
         struct logs_sink *console;
+        struct logs_sink *journal;   /* journald's native socket, made at the first journal stream */
+        char *journal_path;
         int devnull;
         size_t ring_bytes, follower_bytes;
         /* Every pipe's read end, in one epoll set of its own behind one
@@ -140,6 +147,8 @@ struct bline {
         const char *text;
         size_t len;
         unsigned flags;
+        uint8_t priority;      /* syslog level */
+        uint64_t size_le;      /* journal: the MESSAGE size, little-endian */
         size_t end;            /* offset in the buffer just after the line */
         size_t wire;           /* bytes this line takes on the sink */
         unsigned iov_start, iov_n;
@@ -150,8 +159,9 @@ struct batch {
         struct iovec iov[BATCH_LINES * IOV_PER_LINE];
         unsigned n, niov;
         size_t total;
-        const char *prefix;
+        const char *prefix;    /* console: "NAME[PID]: "; journal: the stream's fields, then "MESSAGE\n" */
         size_t prefix_len;
+        bool journal;          /* lines as journal entries */
 };
 
 /* The targets' names, by enum logs_target_type (logs.c). */
@@ -191,6 +201,12 @@ struct logs_sink *logs_sink_unref(struct logs_sink *k);
 /* tend's stdout (SPEC §4): our own description of it, non-blocking. 0 with
  * *ret (one reference, the caller's), or a negative errno. */
 int logs_console_open(logs_manager *m, int fd, struct logs_sink **ret);
+
+/* journald's native socket of m (made at the first call, one reference
+ * more each call): 0 with *ret, or a negative errno. Not connected yet. */
+int logs_journal_sink(logs_manager *m, struct logs_sink **ret);
+/* Connects m's journal sink if it is not: 0 or a negative errno. */
+int logs_journal_connect(logs_manager *m);
 
 /* file:PATH, append:PATH of stream s: 0 with *ret (one reference, the
  * caller's), or a negative errno, logged. */

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -26,21 +27,45 @@ static const char marker[] = LOGS_CONTINUES_MARKER;
 /* Pipes: read, cut into lines, write                                        */
 /* ------------------------------------------------------------------------ */
 
-static void batch_add(struct batch *b, const char *text, size_t len, unsigned flags, size_t end,
+static const char *const priority_fields[8] = {
+        "PRIORITY=0\n", "PRIORITY=1\n", "PRIORITY=2\n", "PRIORITY=3\n",
+        "PRIORITY=4\n", "PRIORITY=5\n", "PRIORITY=6\n", "PRIORITY=7\n",
+};
+
+/* A line as one journal entry: PRIORITY=, the stream's fields, then MESSAGE
+ * in the protocol's binary form (its size, little-endian, then the bytes). */
+static unsigned batch_journal_iov(struct batch *b, struct bline *l, struct iovec *v) {
+        uint64_t size = l->len;
+        for (unsigned i = 0; i < 8; i++)
+                ((uint8_t *) &l->size_le)[i] = (uint8_t) (size >> (8 * i));
+        v[0] = (struct iovec) { (void *) priority_fields[l->priority & 7], 11 };
+        v[1] = (struct iovec) { (void *) b->prefix, b->prefix_len };
+        v[2] = (struct iovec) { &l->size_le, sizeof l->size_le };
+        v[3] = (struct iovec) { (void *) l->text, l->len };
+        v[4] = (struct iovec) { (void *) newline, 1 };
+        return 5;
+}
+
+static void batch_add(struct batch *b, const char *text, size_t len, unsigned flags, int priority, size_t end,
                       bool has_newline) {
         struct bline *l = &b->l[b->n++];
         struct iovec *v = b->iov + b->niov;
         unsigned n = 0;
 
-        *l = (struct bline) { .text = text, .len = len, .flags = flags, .end = end, .iov_start = b->niov };
-        if (b->prefix_len)
-                v[n++] = (struct iovec) { (void *) b->prefix, b->prefix_len };
-        /* A complete line is followed by its newline in the buffer: one iovec. */
-        v[n++] = (struct iovec) { (void *) text, len + has_newline };
-        if (flags & LOGS_LINE_CONTINUES)
-                v[n++] = (struct iovec) { (void *) marker, sizeof marker - 1 };
-        if (!has_newline)
-                v[n++] = (struct iovec) { (void *) newline, 1 };
+        *l = (struct bline) { .text = text, .len = len, .flags = flags, .priority = (uint8_t) priority, .end = end,
+                              .iov_start = b->niov };
+        if (b->journal)
+                n = batch_journal_iov(b, l, v);
+        else {
+                if (b->prefix_len)
+                        v[n++] = (struct iovec) { (void *) b->prefix, b->prefix_len };
+                /* A complete line is followed by its newline in the buffer: one iovec. */
+                v[n++] = (struct iovec) { (void *) text, len + has_newline };
+                if (flags & LOGS_LINE_CONTINUES)
+                        v[n++] = (struct iovec) { (void *) marker, sizeof marker - 1 };
+                if (!has_newline)
+                        v[n++] = (struct iovec) { (void *) newline, 1 };
+        }
         for (unsigned i = 0; i < n; i++)
                 l->wire += v[i].iov_len;
         l->iov_n = n;
@@ -66,9 +91,40 @@ static size_t batch_flush(struct logs_pipe *p, struct batch *b, usec_t now, size
 /* Cuts buf[0..len) into lines (SPEC §7: pieces of LOGS_LINE_MAX, marked) and
  * writes them. final: the tail without a newline is a line too. Returns the
  * bytes emitted; *ret_blocked when the sink stopped taking lines. */
+/* Line buf[0..len) into the batch: its "<N>" prefix read (SyslogLevelPrefix=)
+ * and, but for a file: sink, removed. */
+static void pipe_add(const struct logs_pipe *p, struct batch *b, const char *buf, size_t len, unsigned flags,
+                     size_t end, bool has_newline) {
+        int level = p->s->priority & LOG_PRIMASK;
+        size_t skip = p->s->level_prefix ? logs_parse_level_prefix(buf, len, &level) : 0;
+        if (!p->sink->prefix && !p->sink->journal)
+                skip = 0;
+        batch_add(b, buf + skip, len - skip, flags, level, end, has_newline);
+}
+
+/* The text before every line of the batch: "NAME[PID]: " on the console, the
+ * stream's fields for the journal (docs/logging.md "journal"). */
+static size_t batch_prefix(const struct logs_pipe *p, char *buf, size_t size) {
+        const logs_stream *s = p->s;
+        int n = 0;
+        if (p->sink->journal) {
+                n = snprintf(buf, size, "SYSLOG_FACILITY=%d\nSYSLOG_IDENTIFIER=%.255s\nTEND_UNIT=%s\n"
+                             "OBJECT_SYSTEMD_UNIT=%s\n", LOG_FAC(s->priority), s->ident, s->name, s->name);
+                if (p->read_pid > 0)
+                        n += snprintf(buf + n, size - (size_t) n, "SYSLOG_PID=%d\n", (int) p->read_pid);
+                n += snprintf(buf + n, size - (size_t) n, "MESSAGE\n");
+        } else if (p->sink->prefix && p->sink->kind != SINK_DISCARD)
+                n = p->read_pid > 0 ? snprintf(buf, size, "%s[%d]: ", s->name, (int) p->read_pid)
+                                    : snprintf(buf, size, "%s: ", s->name);
+        return (size_t) n;
+}
+
+/* Cuts buf[0..len) into lines (SPEC §7: pieces of LOGS_LINE_MAX, marked) and
+ * writes them. final: the tail without a newline is a line too. Returns the
+ * bytes emitted; *ret_blocked when the sink stopped taking lines. */
 static size_t pipe_emit(struct logs_pipe *p, const char *buf, size_t len, bool final, bool *ret_blocked) {
         struct batch b;
-        char prefix[LOGS_NAME_MAX + 32];
+        char prefix[3 * LOGS_NAME_MAX + 160];
         size_t off = 0, consumed = 0;
         usec_t now = now_usec(CLOCK_REALTIME);
         bool all = true;
@@ -76,22 +132,18 @@ static size_t pipe_emit(struct logs_pipe *p, const char *buf, size_t len, bool f
         b.n = b.niov = 0;
         b.total = 0;
         b.prefix = prefix;
-        b.prefix_len = 0;
-        if (p->sink->prefix && p->sink->kind != SINK_DISCARD) {
-                int n = p->read_pid > 0 ? snprintf(prefix, sizeof prefix, "%s[%d]: ", p->s->name, (int) p->read_pid)
-                                        : snprintf(prefix, sizeof prefix, "%s: ", p->s->name);
-                b.prefix_len = (size_t) n;
-        }
+        b.journal = p->sink->journal;
+        b.prefix_len = batch_prefix(p, prefix, sizeof prefix);
 
         while (all && off < len) {
                 size_t rest = len - off;
                 const char *nl = memchr(buf + off, '\n', MIN(rest, (size_t) LOGS_LINE_MAX + 1));
                 if (nl)
-                        batch_add(&b, buf + off, (size_t) (nl - (buf + off)), 0, (size_t) (nl - buf) + 1, true);
+                        pipe_add(p, &b, buf + off, (size_t) (nl - (buf + off)), 0, (size_t) (nl - buf) + 1, true);
                 else if (rest > LOGS_LINE_MAX)
-                        batch_add(&b, buf + off, LOGS_LINE_MAX, LOGS_LINE_CONTINUES, off + LOGS_LINE_MAX, false);
+                        pipe_add(p, &b, buf + off, LOGS_LINE_MAX, LOGS_LINE_CONTINUES, off + LOGS_LINE_MAX, false);
                 else if (final)
-                        batch_add(&b, buf + off, rest, LOGS_LINE_PARTIAL, len, false);
+                        pipe_add(p, &b, buf + off, rest, LOGS_LINE_PARTIAL, len, false);
                 else
                         break;
                 off = b.l[b.n - 1].end;
@@ -254,7 +306,12 @@ int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_tar
 
         if (t->type == LOGS_TARGET_CONSOLE)
                 p->sink = logs_sink_ref(m->console);
-        else if ((r = logs_file_sink_open(m, s, t, &p->sink)) < 0)
+        else if (t->type == LOGS_TARGET_JOURNAL) {
+                if ((r = logs_journal_sink(m, &p->sink)) < 0) {
+                        r = log_error_errno(r, "unit %s: cannot make a socket for the journal: %m", s->name);
+                        goto fail;
+                }
+        } else if ((r = logs_file_sink_open(m, s, t, &p->sink)) < 0)
                 goto fail;
 
         /* The write end stays blocking: its description is the one the child's

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "log.h"
 #include "logs.h"
@@ -62,7 +63,7 @@ static void ring_push(logs_stream *s, const struct logs_line *l) {
                 .ts = l->realtime_usec,
                 .pid = (int32_t) l->pid,
                 .len = (uint16_t) len,
-                .origin = (uint8_t) l->origin,
+                .origin = (uint8_t) (l->origin | (l->priority & LOG_PRIMASK) << RING_PRIORITY_SHIFT),
                 .flags = (uint8_t) (l->flags | (len < l->len ? LOGS_LINE_TRUNCATED : 0)),
         };
         if (len < l->len) {
@@ -97,7 +98,8 @@ int logs_stream_ring(logs_stream *s, size_t n, logs_line_fn fn, void *userdata) 
                         ring_copy_out(r, off + sizeof h, text, h.len);
                         text[h.len] = '\0';
                         struct logs_line l = {
-                                .realtime_usec = h.ts, .pid = h.pid, .origin = h.origin,
+                                .realtime_usec = h.ts, .pid = h.pid, .origin = h.origin & RING_ORIGIN_MASK,
+                                .priority = h.origin >> RING_PRIORITY_SHIFT,
                                 .flags = h.flags, .text = text, .len = h.len,
                         };
                         int k = fn(&l, userdata);
@@ -178,7 +180,7 @@ static void follower_drop(logs_follower *f, const struct logs_line *l) {
                   s->name, lines + 1, f->queued + LOGS_RING_RECORD_OVERHEAD + l->len, f->max);
         logs_follower_detach(f);
         struct logs_line nl = {
-                .realtime_usec = l->realtime_usec, .pid = 0, .origin = LOGS_ORIGIN_TEND,
+                .realtime_usec = l->realtime_usec, .pid = 0, .origin = LOGS_ORIGIN_TEND, .priority = LOG_NOTICE,
                 .flags = LOGS_LINE_NOTE, .text = note, .len = (size_t) MIN(n, (int) sizeof note - 1),
         };
         struct frec *r = frec_new(&nl);
@@ -257,7 +259,7 @@ void logs_deliver(struct logs_pipe *p, const struct bline *b, usec_t now) {
         logs_stream *s = p->s;
         struct logs_line l = {
                 .realtime_usec = now, .pid = p->read_pid, .origin = p->origin,
-                .flags = b->flags, .text = b->text, .len = b->len,
+                .flags = b->flags, .priority = b->priority, .text = b->text, .len = b->len,
         };
 
         s->st.lines++;

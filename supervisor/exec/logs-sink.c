@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -67,7 +68,10 @@ static int sink_block(struct logs_sink *k) {
         return 0;
 }
 
+static int journal_connect(struct logs_sink *k);
+
 static ssize_t sink_raw_write(struct logs_sink *k, const struct iovec *iov, unsigned niov) {
+        bool reconnected = false;
         for (;;) {
                 ssize_t n;
                 if (k->kind == SINK_SEND) {
@@ -77,6 +81,14 @@ static ssize_t sink_raw_write(struct logs_sink *k, const struct iovec *iov, unsi
                         n = writev(k->fd, iov, (int) niov);
                 if (n >= 0)
                         return n;
+                /* journald restarted: its socket is a new one. Once. */
+                if (k->journal && !reconnected && (errno == ECONNREFUSED || errno == ENOTCONN)) {
+                        reconnected = true;
+                        k->connected = false;
+                        if (journal_connect(k) >= 0)
+                                continue;
+                        errno = ECONNREFUSED;
+                }
                 if (errno != EINTR)
                         return -errno;
         }
@@ -362,6 +374,51 @@ int logs_console_open(logs_manager *m, int fd, struct logs_sink **ret) {
         }
         *ret = k;
         return 0;
+}
+
+/* journald's native socket (systemd's journal protocol): a datagram socket
+ * connected to the manager's journal path, with a large send buffer so a
+ * burst waits in the kernel rather than in the unit's pipe. */
+static int journal_connect(struct logs_sink *k) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        const char *path = k->m->journal_path;
+
+        if (k->connected)
+                return 0;
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        if (connect(k->fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return negative_errno();
+        k->connected = true;
+        return 0;
+}
+
+int logs_journal_sink(logs_manager *m, struct logs_sink **ret) {
+        if (!m->journal) {
+                int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        return negative_errno();
+                int size = 8 * 1024 * 1024;
+                if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
+                        (void) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+                struct logs_sink *k = sink_new(m, SINK_SEND, fd, "the journal");
+                if (!k) {
+                        safe_close(fd);
+                        return -ENOMEM;
+                }
+                k->dgram = k->journal = true;
+                m->journal = k;
+        }
+        *ret = logs_sink_ref(m->journal);
+        return 0;
+}
+
+int logs_journal_connect(logs_manager *m) {
+        struct logs_sink *k = m->journal;
+        if (!k)
+                return -ENOTCONN;
+        return journal_connect(k);
 }
 
 int logs_file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t,

@@ -39,8 +39,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <systemd/sd-journal.h>
-
 #include "log.h"
 #include "logs.h"
 #include "logs-internal.h"
@@ -84,32 +82,8 @@ int logs_target_parse(const char *s, struct logs_target *ret) {
         return -EINVAL;
 }
 
-/* Parses a decimal number ending at `end`; false if anything else is there. */
-static bool parse_u64(const char *s, char end, unsigned long long *ret, const char **ret_next) {
-        char *e;
-        if (*s < '0' || *s > '9')
-                return false;
-        errno = 0;
-        unsigned long long v = strtoull(s, &e, 10);
-        if (errno != 0 || *e != end)
-                return false;
-        *ret = v;
-        *ret_next = e;
-        return true;
-}
-
 bool logs_journal_stream_matches(int fd, const char *journal_stream) {
-        unsigned long long dev, ino;
-        const char *p;
-        struct stat st;
-
-        if (!journal_stream || fd < 0)
-                return false;
-        if (!parse_u64(journal_stream, ':', &dev, &p) || !parse_u64(p + 1, '\0', &ino, &p))
-                return false;
-        if (fstat(fd, &st) < 0)
-                return false;
-        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+        return log_stream_is_journal(fd, journal_stream);
 }
 
 enum logs_target_type logs_target_default(void) {
@@ -119,7 +93,21 @@ enum logs_target_type logs_target_default(void) {
 }
 
 static bool target_has_pipe(const struct logs_target *t) {
-        return t->type == LOGS_TARGET_CONSOLE || t->type == LOGS_TARGET_FILE || t->type == LOGS_TARGET_APPEND;
+        return t->type == LOGS_TARGET_CONSOLE || t->type == LOGS_TARGET_FILE || t->type == LOGS_TARGET_APPEND ||
+               t->type == LOGS_TARGET_JOURNAL;
+}
+
+size_t logs_parse_level_prefix(const char *text, size_t len, int *level) {
+        /* journald's reading: one digit 0-7 after at most two zeros, in <>. */
+        size_t i = 1;
+        if (!text || len < 3 || text[0] != '<')
+                return 0;
+        while (i < 3 && i + 2 < len && text[i] == '0' && text[i + 1] != '>')
+                i++;
+        if (i + 1 >= len || text[i] < '0' || text[i] > '7' || text[i + 1] != '>')
+                return 0;
+        *level = text[i] - '0';
+        return i + 2;
 }
 
 static bool target_same(const struct logs_target *a, const struct logs_target *b) {
@@ -140,6 +128,8 @@ static int stream_check_config(const logs_manager *m, const struct logs_stream_c
         size_t ring = c->ring_bytes ?: m->ring_bytes;
         if (ring < LOGS_RING_MIN || ring > LOGS_RING_MAX)
                 return -EINVAL;
+        if (c->syslog_priority < 0 || c->syslog_priority > (LOG_LOCAL7 | LOG_DEBUG))
+                return -EINVAL;
         const struct logs_target *t[2] = { &c->stdout_target, &c->stderr_target };
         for (unsigned i = 0; i < 2; i++) {
                 if ((unsigned) t[i]->type >= _LOGS_TARGET_MAX)
@@ -154,6 +144,8 @@ static int stream_check_config(const logs_manager *m, const struct logs_stream_c
 static int stream_copy_config(logs_stream *s, const struct logs_stream_config *c) {
         const struct logs_target *t[2] = { &c->stdout_target, &c->stderr_target };
 
+        s->priority = (uint8_t) (c->syslog_priority ?: LOGS_PRIORITY_DEFAULT);
+        s->level_prefix = !c->no_level_prefix;
         s->name = strdup(c->name);
         s->ident = c->syslog_identifier ? strdup(c->syslog_identifier) : s->name; /* shared when the same */
         if (!s->name || !s->ident)
@@ -196,7 +188,6 @@ int logs_stream_new(logs_manager *m, const struct logs_stream_config *c, logs_st
         if (!s)
                 return log_error_errno(-ENOMEM, "unit %s: out of memory", c->name);
         s->m = m;
-        s->journal_fd[0] = s->journal_fd[1] = -1;
         s->ring.cap = c->ring_bytes ?: m->ring_bytes;
         /* Linked first so that a failure below is undone by logs_stream_free(). */
         s->next = m->streams;
@@ -273,19 +264,6 @@ static int devnull_fd(logs_manager *m) {
         return m->devnull >= 0 ? m->devnull : negative_errno();
 }
 
-static int journal_open(logs_stream *s, unsigned i) {
-        if (i == 1 && s->journal_fd[0] >= 0 && target_same(&s->target[0], &s->target[1])) {
-                s->journal_fd[1] = s->journal_fd[0];
-                return s->journal_fd[1];
-        }
-        int fd = sd_journal_stream_fd(s->ident, LOG_INFO, 0);
-        if (fd < 0)
-                return log_error_errno(fd, "unit %s: cannot connect %s to the journal (is systemd-journald running?): %m",
-                                       s->name, i == 0 ? "stdout" : "stderr");
-        s->journal_fd[i] = fd;
-        return fd;
-}
-
 int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) {
         int fd[2];
 
@@ -293,7 +271,12 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
                 return -EINVAL;
         logs_stream_spawn_done(s);
         for (unsigned i = 0; i < 2; i++) {
+                int r;
+                if (s->target[i].type == LOGS_TARGET_JOURNAL && (r = logs_journal_connect(s->m)) < 0)
+                        return log_error_errno(r, "unit %s: cannot connect %s to the journal (is systemd-journald "
+                                               "running?): %m", s->name, i == 0 ? "stdout" : "stderr");
                 switch (s->target[i].type) {
+                case LOGS_TARGET_JOURNAL:
                 case LOGS_TARGET_CONSOLE:
                 case LOGS_TARGET_FILE:
                 case LOGS_TARGET_APPEND:
@@ -305,15 +288,8 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
                                 return log_error_errno(fd[i], "unit %s: open /dev/null: %m", s->name);
                         break;
                 case LOGS_TARGET_INHERIT:
-                        fd[i] = s->m->console_orig;
-                        break;
-                case LOGS_TARGET_JOURNAL:
                 default:
-                        fd[i] = journal_open(s, i);
-                        if (fd[i] < 0) {
-                                logs_stream_spawn_done(s);
-                                return fd[i];
-                        }
+                        fd[i] = s->m->console_orig;
                         break;
                 }
         }
@@ -323,12 +299,7 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
 }
 
 void logs_stream_spawn_done(logs_stream *s) {
-        if (!s)
-                return;
-        if (s->journal_fd[1] != s->journal_fd[0])
-                safe_close(s->journal_fd[1]);
-        s->journal_fd[0] = safe_close(s->journal_fd[0]);
-        s->journal_fd[1] = -1;
+        (void) s;
 }
 
 void logs_stream_set_pid(logs_stream *s, pid_t pid) {
@@ -394,6 +365,9 @@ int logs_manager_new(sd_event *event, const struct logs_manager_options *o, logs
         m->console_orig = o->console_fd >= 0 ? o->console_fd : STDOUT_FILENO;
         m->ring_bytes = ring;
         m->follower_bytes = follow;
+        m->journal_path = strdup(o->journal_socket ?: LOGS_JOURNAL_SOCKET);
+        if (!m->journal_path)
+                return -ENOMEM;
         m->scratch = malloc(SCRATCH_SIZE);
         m->linebuf = malloc(LOGS_LINE_MAX + 1);
         if (!m->scratch || !m->linebuf)
@@ -412,6 +386,8 @@ logs_manager *logs_manager_free(logs_manager *m) {
         sd_event_source_disable_unref(m->pipes_src);
         safe_close(m->pipes_ep);
         logs_sink_unref(m->console);
+        logs_sink_unref(m->journal);
+        free(m->journal_path);
         safe_close(m->devnull);
         free(m->scratch);
         free(m->linebuf);

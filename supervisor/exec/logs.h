@@ -20,9 +20,16 @@
  *                                              ├─▶ ring (recent lines)
  *                                              └─▶ followers
  *
- * journal, null and inherit targets have no pipe: the unit's fd is connected
- * directly (a journald stream socket, /dev/null, tend's own stdout), tend is
- * not in the path, and such output has no ring.
+ * null and inherit targets have no pipe: the unit's fd is connected directly
+ * (/dev/null, tend's own stdout), tend is not in the path, and such output
+ * has no ring. The journal target has a pipe like the console: tend sends
+ * each line to journald's native socket as one entry with the unit's fields
+ * (docs/logging.md "journal").
+ *
+ * A line may start with a syslog level prefix "<N>" (SyslogLevelPrefix=,
+ * logs_parse_level_prefix()): it gives the line's priority, and is removed
+ * from the line shown on the console, sent to the journal and kept in the
+ * ring; file:/append: targets get the unit's bytes as they are.
  *
  * Backpressure: sinks are written without blocking. When a sink would block,
  * the stream stops reading its pipe (its io source is disabled) and keeps the
@@ -57,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <syslog.h>
 
 #include <systemd/sd-event.h>
 
@@ -105,7 +113,7 @@ enum logs_target_type {
         LOGS_TARGET_APPEND,   /* append:PATH; ring */
         LOGS_TARGET_NULL,     /* /dev/null: no pipe, no ring */
         LOGS_TARGET_INHERIT,  /* tend's own stdout fd itself: no prefix, no pipe, no ring */
-        LOGS_TARGET_JOURNAL,  /* a journald stream opened before each fork: no pipe, no ring */
+        LOGS_TARGET_JOURNAL,  /* journald's native socket, one entry per line; ring */
         _LOGS_TARGET_MAX,
 };
 
@@ -138,6 +146,18 @@ enum logs_target_type logs_target_default(void);
 /* Lines                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* journald's own socket for native entries. */
+#define LOGS_JOURNAL_SOCKET "/run/systemd/journal/socket"
+
+/* The default priority of a unit's lines: SyslogFacility=daemon, SyslogLevel=info. */
+#define LOGS_PRIORITY_DEFAULT (LOG_DAEMON | LOG_INFO)
+
+/* A syslog level prefix at the start of text[0..len), as journald reads one
+ * on a stream (SyslogLevelPrefix=): "<N>", "<0N>" or "<00N>" with N in 0..7.
+ * Returns the bytes it takes (3 to 5) and sets *level to N; 0 if text does not
+ * start with one (*level untouched). Pure. */
+size_t logs_parse_level_prefix(const char *text, size_t len, int *level);
+
 enum logs_origin {
         LOGS_ORIGIN_STDOUT = 1, /* also lines of a pipe stdout and stderr share */
         LOGS_ORIGIN_STDERR = 2,
@@ -154,6 +174,8 @@ struct logs_line {
         pid_t pid;              /* the stream's pid when the line was read (0: none) */
         enum logs_origin origin;
         unsigned flags;         /* LOGS_LINE_* */
+        int priority;           /* syslog level, LOG_EMERG (0) … LOG_DEBUG (7): the line's
+                                 * "<N>" prefix, or the stream's SyslogLevel= */
         const char *text;       /* len bytes, NUL-terminated, no newline; may hold NULs */
         size_t len;
 };
@@ -183,6 +205,8 @@ struct logs_manager_options {
         int console_fd;
         size_t ring_bytes;           /* per-stream default; 0 = LOGS_RING_DEFAULT */
         size_t follower_queue_bytes; /* per follower; 0 = LOGS_FOLLOWER_QUEUE_DEFAULT */
+        const char *journal_socket;  /* journald's native socket; NULL = LOGS_JOURNAL_SOCKET (tests
+                                      * give their own); copied */
 };
 
 /* Creates the manager on event (a reference is taken). o may be NULL (all
@@ -218,6 +242,9 @@ struct logs_stream_config {
         const char *syslog_identifier;  /* journal identifier; NULL = name; copied */
         struct logs_target stdout_target, stderr_target; /* paths copied */
         size_t ring_bytes;              /* 0 = the manager's default */
+        int syslog_priority;            /* SyslogFacility= | SyslogLevel= of lines without a prefix;
+                                         * 0 = LOGS_PRIORITY_DEFAULT */
+        bool no_level_prefix;           /* SyslogLevelPrefix=no: "<N>" is text like any other */
 };
 
 /* Creates a unit's stream when the unit is loaded: one pipe if stdout and
@@ -242,16 +269,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(logs_stream *, logs_stream_free);
  * *ret_stderr receive the fds the child must get as its fd 1 and 2 (the same
  * fd for both when they share a target). They are borrowed and O_CLOEXEC
  * (except tend's own stdout for INHERIT): the spawn code dup2()s them in the
- * child. For a journal target a new journald stream is opened here with
- * sd_journal_stream_fd(identifier, LOG_INFO, 0); failure (journald not
- * reachable: -ENOENT, -ECONNREFUSED, …) is logged naming the unit and
- * returned. Call logs_stream_spawn_done() once the child exists (or the spawn
- * failed). */
+ * child. For a journal target the manager's socket to journald is
+ * connected here if it is not yet; failure (journald not reachable: -ENOENT,
+ * -ECONNREFUSED, …) is logged naming the unit and returned. Call
+ * logs_stream_spawn_done() once the child exists (or the spawn failed). */
 int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr);
 
-/* After the fork: closes tend's copies of the journald streams (the child
- * keeps its own; journald sees the end when the child's copies close). Pipes
- * stay open. Idempotent. */
+/* After the fork (kept for the callers' symmetry: pipes stay open, nothing
+ * to close). Idempotent. */
 void logs_stream_spawn_done(logs_stream *s);
 
 /* The pid shown in the prefix and recorded with each line, as of now: the

@@ -229,6 +229,12 @@ void uf_strv_sort_unique(char **l);
 /* [Install] Alias= (unit-file-known.c). */
 int uf_parse_alias(struct parse_ctx *c, const struct key_def *k, const char *value);
 
+/* journal: unit-file-syslog.c (issue 18's SyslogLevelPrefix=, SyslogLevel=, SyslogFacility=) */
+enum { UF_SYSLOG_LEVEL_PREFIX, UF_SYSLOG_LEVEL, UF_SYSLOG_FACILITY };
+int uf_parse_syslog(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* "yes"/"no" and systemd's other words: 1, 0, or -EINVAL. */
+int uf_parse_boolean(const char *value);
+
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */
 /* ------------------------------------------------------------------------ */

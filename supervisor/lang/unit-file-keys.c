@@ -393,6 +393,10 @@ static const struct key_def unit_keys[] = {
         { S, "GuessMainPID", parse_bool, F(guess_main_pid), NULL },
         /* load: [Install] Alias= (the rest of [Install], and the keys tend does not apply: unit-file-known.c) */
         { SECTION_INSTALL, "Alias", uf_parse_alias, 0, 0, LIST(LIST_ALIAS) },
+        /* journal: the level of a unit's lines (issue 18; unit-file-syslog.c) */
+        { S, "SyslogLevelPrefix", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL_PREFIX) },
+        { S, "SyslogLevel", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL) },
+        { S, "SyslogFacility", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_FACILITY) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

@@ -168,6 +168,11 @@ struct unit_file {
         struct unit_output standard_output;
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name */
+        /* journal: SyslogLevelPrefix=, SyslogLevel=, SyslogFacility= (unit-file-syslog.c);
+         * 0 = not set, use unit_file_syslog_priority(), unit_file_syslog_level_prefix() */
+        uint8_t syslog_level;            /* SyslogLevel= + 1 */
+        uint8_t syslog_facility;         /* SyslogFacility= + 1 */
+        uint8_t syslog_level_prefix;     /* SyslogLevelPrefix=: 1 no, 2 yes */
 
         /* fork: Type=forking's keys (docs/tend.service.5.md "Type=forking"). */
         char *pid_file;                  /* PIDFile=: absolute (a relative one is under /run), NULL: none */
@@ -205,6 +210,23 @@ static inline const struct unit_dep_keys *unit_file_dep_keys(const struct unit_f
         static const struct unit_dep_keys none = {};
         return f->dep_keys ? f->dep_keys : &none;
 }
+
+/* The priority of f's lines without a "<N>" prefix: SyslogFacility= (default
+ * daemon) | SyslogLevel= (default info), as <syslog.h> numbers them. Thread-safe. */
+static inline int unit_file_syslog_priority(const struct unit_file *f) {
+        int level = f->syslog_level ? f->syslog_level - 1 : 6 /* LOG_INFO */;
+        int facility = f->syslog_facility ? f->syslog_facility - 1 : 3 /* LOG_DAEMON >> 3 */;
+        return (facility << 3) | level;
+}
+
+/* SyslogLevelPrefix= (default yes): whether a "<N>" at a line's start gives its level. */
+static inline bool unit_file_syslog_level_prefix(const struct unit_file *f) {
+        return f->syslog_level_prefix != 1;
+}
+
+/* A syslog level by name ("err", "warning" …) or number 0-7: the level, or
+ * -EINVAL. Thread-safe. */
+int unit_syslog_level_from_string(const char *s);
 
 /* SuccessExitStatus= and RestartPreventExitStatus=: out of line, few units set them. */
 struct unit_exit_statuses {

@@ -204,7 +204,7 @@ void unit_sm_set_pos(struct unit *u, enum unit_pos p) {
         if (unit_sm_row(u)->shown != was) {
                 u->since_monotonic = unit_sm_now(u);
                 u->since_realtime = now_usec(CLOCK_REALTIME);
-                log_debug("%s: %s", u->name, unit_state_to_string(unit_sm_row(u)->shown));
+                log_info("%s: %s", u->name, unit_state_to_string(unit_sm_row(u)->shown));
         }
         unit_sm_queue_changed(u);
 }

@@ -70,8 +70,9 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
 static char *output_key(const struct unit_file *f) {
         const struct unit_output *o = &f->standard_output, *e = &f->standard_error;
         char *s = NULL;
-        if (asprintf(&s, "%d %s\n%d %s\n%s", (int) o->kind, o->path ? o->path : "", (int) e->kind,
-                     e->path ? e->path : "", f->syslog_identifier ? f->syslog_identifier : "") < 0)
+        if (asprintf(&s, "%d %s\n%d %s\n%s\n%d %d", (int) o->kind, o->path ? o->path : "", (int) e->kind,
+                     e->path ? e->path : "", f->syslog_identifier ? f->syslog_identifier : "",
+                     unit_file_syslog_priority(f), (int) unit_file_syslog_level_prefix(f)) < 0)
                 return NULL;
         return s;
 }
@@ -84,6 +85,8 @@ static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char 
                 .syslog_identifier = f->syslog_identifier,
                 .stdout_target = manager_output_target(&f->standard_output, false, &f->standard_output),
                 .stderr_target = manager_output_target(&f->standard_error, true, &f->standard_output),
+                .syslog_priority = unit_file_syslog_priority(f),
+                .no_level_prefix = !unit_file_syslog_level_prefix(f),
         };
         _cleanup_free_ char *key = output_key(f);
         if (!key)

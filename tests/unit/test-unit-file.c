@@ -746,6 +746,34 @@ static void test_dependency_keys(void **state) {
         }
 }
 
+/* journal (issue 18): SyslogLevelPrefix=, SyslogLevel=, SyslogFacility=. */
+static void test_syslog_keys(void **state) {
+        struct unit_file *u = parse_ok(EXEC);
+        assert_int_equal(unit_file_syslog_priority(u), LOG_DAEMON | LOG_INFO);
+        assert_true(unit_file_syslog_level_prefix(u));
+        unit_file_free(u);
+        u = parse_ok(EXEC "SyslogLevelPrefix=no\nSyslogLevel=warning\nSyslogFacility=local7\n");
+        assert_int_equal(unit_file_syslog_priority(u), LOG_LOCAL7 | LOG_WARNING);
+        assert_false(unit_file_syslog_level_prefix(u));
+        unit_file_free(u);
+        u = parse_ok(EXEC "SyslogLevel=3\nSyslogFacility=kern\nSyslogLevelPrefix=yes\n");
+        assert_int_equal(unit_file_syslog_priority(u), LOG_KERN | LOG_ERR);
+        assert_true(unit_file_syslog_level_prefix(u));
+        unit_file_free(u);
+        u = parse_ok(EXEC "SyslogLevel=debug\nSyslogLevel=\nSyslogFacility=mail\nSyslogFacility=\n");
+        assert_int_equal(unit_file_syslog_priority(u), LOG_DAEMON | LOG_INFO); /* empty: the default again */
+        unit_file_free(u);
+        const char *bad[] = { "SyslogLevel=loud", "SyslogLevel=8", "SyslogFacility=local8", "SyslogFacility=12",
+                              "SyslogLevelPrefix=maybe" };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+                char text[128];
+                int r;
+                snprintf(text, sizeof text, EXEC "%s\n", bad[i]);
+                assert_null(parse_as("a.service", text, &r, NULL));
+                assert_int_equal(r, -EINVAL);
+        }
+}
+
 static void test_readiness_keys(void **state) {
         /* Readiness and the watchdog load (issue 7). */
         n_msgs = 0;
@@ -1266,6 +1294,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_dependency_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_readiness_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_forking_keys, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_syslog_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_command_line_examples, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quoting_and_escapes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_variables, setup, teardown),
