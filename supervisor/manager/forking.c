@@ -31,15 +31,18 @@
 #define GUESS_MAX_CHILDREN 1024
 
 void manager_forking_spawned(struct unit *u, struct exit_process *start) {
-        struct unit_data *d = data(u);
-        d->forking_since = exit_process_id(start);
-        d->pid_file_reads = 0;
-        d->pid_file_retry = sd_event_source_disable_unref(d->pid_file_retry);
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return; /* no orphan is taken for its daemon: it is guessed (out of memory) */
+        r->forking_since = exit_process_id(start);
+        r->pid_file_reads = 0;
+        r->pid_file_retry = sd_event_source_disable_unref(r->pid_file_retry);
 }
 
 static int on_pid_file_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         struct unit *u = userdata;
-        data(u)->pid_file_retry = sd_event_source_disable_unref(data(u)->pid_file_retry);
+        struct unit_rare *r = unit_rare(u); /* it exists: the source is in it */
+        r->pid_file_retry = sd_event_source_disable_unref(r->pid_file_retry);
         unit_forking_retry(u);
         return 0;
 }
@@ -47,14 +50,16 @@ static int on_pid_file_retry(sd_event_source *s, uint64_t usec, void *userdata) 
 /* Not there yet: read again soon (the state machine gives up at
  * TimeoutStartSec= or when no process of the unit is left). */
 static int retry_later(struct unit *u) {
-        struct unit_data *d = data(u);
-        unsigned n = d->pid_file_reads < 8 ? d->pid_file_reads : 8;
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot wait for PIDFile=%s: %m", u->name, u->file->pid_file);
+        unsigned n = r->pid_file_reads < 8 ? r->pid_file_reads : 8;
         usec_t delay = 10 * USEC_PER_MSEC << n;
         if (delay > PID_FILE_RETRY_MAX_USEC)
                 delay = PID_FILE_RETRY_MAX_USEC;
-        d->pid_file_reads++;
-        if (!d->pid_file_retry) {
-                int k = sd_event_add_time_relative(d->m->event, &d->pid_file_retry, CLOCK_MONOTONIC, delay, 0,
+        r->pid_file_reads++;
+        if (!r->pid_file_retry) {
+                int k = sd_event_add_time_relative(data(u)->m->event, &r->pid_file_retry, CLOCK_MONOTONIC, delay, 0,
                                                    on_pid_file_retry, u);
                 if (k < 0)
                         return log_error_errno(k, "%s: cannot wait for PIDFile=%s: %m", u->name, u->file->pid_file);
@@ -110,7 +115,7 @@ static int open_pid(struct manager *m, struct unit *u, pid_t pid, int *ret_fd, s
                                        (int) pid);
         /* Gone: a daemon that exited after writing its file was reaped as an
          * orphan, its status kept; else a stale file, not rewritten yet. */
-        if (exit_hub_orphan_find(m->hub, pid, data(u)->forking_since, ret_reason) == 0)
+        if (exit_hub_orphan_find(m->hub, pid, unit_rare_peek(u) ? unit_rare_peek(u)->forking_since : 0, ret_reason) == 0)
                 return 1;
         log_debug("%s: PIDFile=%s: PID %d is gone and was not reaped by tend (a stale file?)", u->name,
                   u->file->pid_file, (int) pid);

@@ -36,6 +36,22 @@
 #include "unit.h"
 #include "watchdog.h"
 
+/* What few units use, out of line (unit_data.rare): allocated at the first use
+ * (unit_rare()), so that 1,000 plain units keep none (SPEC §8's footprint). */
+struct unit_rare {
+        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn
+                                        * (only once the unit restarted: kept-env.h) */
+        char *file_error;              /* reload: why its file no longer loads (owned), NULL when it does:
+                                        * tend(8) "RELOADING DIR" */
+        char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
+        /* fork: Type=forking (runtime.c op_forking_main) */
+        sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
+        exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
+        unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
+};
+
+/* (The fields are ordered to leave no hole, and rarely used ones are in
+ * struct unit_rare: 1,000 units keep one each, a 256-byte malloc chunk.) */
 struct unit_data {
         struct manager *m;
         struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
@@ -45,25 +61,29 @@ struct unit_data {
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
-        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn */
         struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
         struct record_fields record;   /* what its last state record was made of */
-        bool record_written;           /* record is that of the record in the store (or held to be) */
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
-        bool removed;                  /* gone from DIR at a reload: freed once dead */
-        /* reload: the file text its running instance started from (op_prepare), and why its file
-         * no longer loads (owned, NULL when it does): tend(8) "RELOADING DIR" */
+        /* reload: the file text its running instance started from (op_prepare) */
         size_t started_text_size;
         uint64_t started_text_hash;
-        char *file_error;
+        struct unit_rare *rare;        /* owned, NULL until one of its fields is needed (unit_rare()) */
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
-        /* fork: Type=forking (runtime.c op_forking_main) */
-        sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
-        exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
-        unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
-        char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
+        bool record_written;           /* record is that of the record in the store (or held to be) */
+        bool removed;                  /* gone from DIR at a reload: freed once dead */
 };
+
+/* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
+ * out of memory (the caller then does without: no kept environment, no
+ * alias, …, and says so where it matters). */
+struct unit_rare *unit_rare(struct unit *u);
+
+/* u's rare fields if it has any, else NULL (readers: a NULL reads as every
+ * field zero). */
+static inline const struct unit_rare *unit_rare_peek(const struct unit *u) {
+        return ((const struct unit_data *) u->manager_data)->rare;
+}
 
 /* load: a name of a unit (its own, or an alias) → the unit (units.c). */
 struct unit_name_slot {

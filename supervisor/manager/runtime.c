@@ -168,7 +168,7 @@ static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u,
         struct unit_data *d = data(u);
         const struct unit_file *f = u->file;
         s->keep = kept_env_wanted(main, u->restarts, f->n_environment_files, s->sb->environment_owned);
-        if (s->keep && (s->envp = kept_env_take(&d->main_env, f->text_size, f->text_hash)))
+        if (s->keep && d->rare && (s->envp = kept_env_take(&d->rare->main_env, f->text_size, f->text_hash)))
                 return 0;
         int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, s->sb->environment,
                                        f->environment_files, f->n_environment_files, &s->envp);
@@ -262,8 +262,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                         log_error_errno(k, "%s: cannot start %s: %m", u->name, cmd->path);
                 return k;
         }
-        if (s.keep)
-                kept_env_keep(&d->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
+        if (s.keep && unit_rare(u)) /* out of memory: built again at the next spawn */
+                kept_env_keep(&d->rare->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
         /* Its exit goes to u: the state machine takes *ret as its main or
          * control process (Type=forking's start process is a control
          * process: unit.h). Cannot fail: reserved above. */

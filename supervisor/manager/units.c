@@ -52,18 +52,28 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 return NULL;
         due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
-        sd_event_source_disable_unref(d->pid_file_retry);
         jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
-        kept_env_done(&d->main_env);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         free(d->logs_key);
-        free(d->file_error);
-        strv_free(d->aliases);
+        if (d->rare) {
+                sd_event_source_disable_unref(d->rare->pid_file_retry);
+                kept_env_done(&d->rare->main_env);
+                free(d->rare->file_error);
+                strv_free(d->rare->aliases);
+                free(d->rare);
+        }
         unit_group_free(d->group);
         free(d);
         return NULL;
+}
+
+struct unit_rare *unit_rare(struct unit *u) {
+        struct unit_data *d = data(u);
+        if (!d->rare)
+                d->rare = calloc(1, sizeof *d->rare);
+        return d->rare;
 }
 
 /* The output settings a unit's log stream is made from, as one string. */
@@ -164,19 +174,21 @@ static void name_remove(struct manager *m, struct unit *u, const char *name) {
 }
 
 static void aliases_remove(struct manager *m, struct unit *u) {
-        struct unit_data *d = data(u);
-        for (char **a = d->aliases; a && *a; a++)
+        struct unit_rare *r = data(u)->rare;
+        if (!r)
+                return;
+        for (char **a = r->aliases; a && *a; a++)
                 name_remove(m, u, *a);
-        d->aliases = strv_free(d->aliases);
+        r->aliases = strv_free(r->aliases);
 }
 
 /* f's aliases as u's names (those another unit has are left out). */
 static void aliases_add(struct manager *m, struct unit *u, const struct unit_file *f) {
-        struct unit_data *d = data(u);
-        for (char *const *a = f->aliases; a && *a; a++) {
-                if (strv_extend(&d->aliases, *a) < 0)
+        struct unit_rare *r = f->aliases ? unit_rare(u) : NULL;
+        for (char *const *a = f->aliases; r && a && *a; a++) {
+                if (strv_extend(&r->aliases, *a) < 0)
                         break;
-                char **last = d->aliases + strv_length(d->aliases) - 1;
+                char **last = r->aliases + strv_length(r->aliases) - 1;
                 if (name_add(m, u, *last) < 0) {
                         free(*last);
                         *last = NULL;
