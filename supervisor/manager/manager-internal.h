@@ -51,7 +51,7 @@ struct unit_rare {
 };
 
 /* (The fields are ordered to leave no hole, and rarely used ones are in
- * struct unit_rare: 1,000 units keep one each, a 256-byte malloc chunk.) */
+ * struct unit_rare: 1,000 units keep one each, a 240-byte malloc chunk.) */
 struct unit_data {
         struct manager *m;
         struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
