@@ -59,7 +59,8 @@ struct unit_data {
         sd_event_source *group_source;
         struct unit_group *group;
         logs_stream *logs;
-        char *logs_key;                /* the output settings logs was made from (output_key()) */
+        char *logs_key;                /* the output settings logs was made from (output_key()): owned,
+                                        * or the manager's logs_key_shared (key_drop()) */
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
         struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
         struct record_fields record;   /* what its last state record was made of */
@@ -126,6 +127,8 @@ struct manager {
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
         struct jobs *jobs;             /* start and stop jobs over units[] (jobs.h) */
+        char *logs_key_shared;         /* owned: the first unit's output key, which the units with the
+                                        * same output settings share (units.c: most have the defaults) */
 
         bool shutting_down;
         bool units_stopping;           /* the shutdown's stop jobs exist (after CMD in combined mode) */

@@ -194,6 +194,7 @@ static void manager_done(struct manager *m) {
                 manager_unit_free(m->units[i]);
         }
         free(m->units);
+        free(m->logs_key_shared); /* after the units: theirs may be it */
         unit_name_map_done(&m->names);
         exit_routes_done(&m->routes);
         m->sweep = sd_event_source_disable_unref(m->sweep);

@@ -47,6 +47,23 @@ struct logs_target manager_output_target(const struct unit_output *o, bool is_st
         }
 }
 
+/* A unit's output key (taken) as it keeps it: the manager's shared copy when
+ * equal (1,000 units with the default settings keep one string, SPEC §8). */
+static char *key_keep(struct manager *m, char *key) {
+        if (!m->logs_key_shared)
+                return m->logs_key_shared = key;
+        if (!streq(key, m->logs_key_shared))
+                return key;
+        free(key);
+        return m->logs_key_shared;
+}
+
+/* Lets go of a unit's output key (key_keep()'s). */
+static void key_drop(struct manager *m, char *key) {
+        if (key != m->logs_key_shared)
+                free(key);
+}
+
 static struct unit_data *unit_data_free(struct unit_data *d) {
         if (!d)
                 return NULL;
@@ -56,7 +73,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         sf_waiter_free(d->own_waiter);
         notify_socket_free(d->notify);
         logs_stream_free(d->logs);
-        free(d->logs_key);
+        key_drop(d->m, d->logs_key);
         if (d->rare) {
                 sd_event_source_disable_unref(d->rare->pid_file_retry);
                 kept_env_done(&d->rare->main_env);
@@ -104,7 +121,7 @@ static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char 
         int k = logs_stream_new(m->logs, &c, ret);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot set up its logs: %m", u->name);
-        *ret_key = TAKE_PTR(key);
+        *ret_key = key_keep(m, TAKE_PTR(key));
         return 0;
 }
 
@@ -123,7 +140,7 @@ int manager_logs_renew(struct manager *m, struct unit *u) {
                 return k;
         logs_stream_free(d->logs);
         d->logs = s;
-        free(d->logs_key);
+        key_drop(m, d->logs_key);
         d->logs_key = new_key;
         return 0;
 }
