@@ -331,13 +331,12 @@ struct unit {
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
 
         /* (The fields are ordered to leave no hole, the small ones packed in
-         * bytes: 1,000 units keep one each, a 224-byte malloc chunk; SPEC §8.) */
+         * bytes, the counts of its queues in the queues: 1,000 units keep one each,
+         * a 208-byte malloc chunk; SPEC §8.) */
         unsigned cmd_index;             /* the command of the position's list that runs */
         pid_t main_pid;                 /* the main process's pid, 0 when gone */
         int status_errno;               /* the last ERRNO=, 0 if none */
         unsigned restart_step;          /* RestartSteps= position */
-        unsigned n_start_times, start_times_head;
-        uint32_t n_changes, n_changes_max;
         /* Current: the position, and the last run's outcome. */
         enum unit_pos pos : 8;          /* the one position; read through the accessors */
         enum unit_result result : 8;
@@ -360,14 +359,14 @@ struct unit {
         usec_t since_realtime;          /* last change of the shown state, µs */
         usec_t since_monotonic;
         uint64_t restarts;              /* automatic and requested, since tend started */
-        usec_t *start_times;            /* the last StartLimitBurst+1 starts (ring) */
+        struct unit_start_times *start_times; /* the last StartLimitBurst+1 starts, or NULL (unit-policy.c) */
 
         sf_resolution *resolution;      /* the current start flight's work, or NULL */
         sf_resolution *next_resolution; /* a queued restart's flight */
         uint64_t record_revision;       /* of service/NAME in the store */
 
         /* The changes for the manager, delivered after the event. */
-        struct unit_change *changes;
+        struct unit_changes *changes;   /* or NULL (unit-state.c) */
         const struct unit_shown *report; /* the change being delivered, or NULL */
         char *condition_text;           /* cond: why the last start was skipped or failed by an
                                          * assert ("start condition unmet: ConditionX=…"), or NULL */
