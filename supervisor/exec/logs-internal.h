@@ -118,10 +118,10 @@ struct logs_stream {
         pid_t pid;
         uint8_t priority;            /* SyslogFacility= | SyslogLevel= */
         bool level_prefix;           /* SyslogLevelPrefix= */
+        bool evict_logged, trunc_logged; /* (here: no hole, 232 B; one per unit, SPEC §8) */
         struct ring ring;
         logs_follower *followers;
         struct logs_stream_stats st;
-        bool evict_logged, trunc_logged;
 };
 
 struct logs_manager {
