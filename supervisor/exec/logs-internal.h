@@ -111,7 +111,8 @@ struct logs_follower {
 struct logs_stream {
         logs_manager *m;
         logs_stream *prev, *next;
-        char *name, *ident;          /* ident may be name (no SyslogIdentifier=) */
+        const char *name;            /* borrowed (logs_stream_config) */
+        char *ident;                 /* owned, or name (no SyslogIdentifier=) */
         struct logs_target target[2];
         char *path[2];
         struct logs_pipe *pipe[2];   /* [1] may equal [0]: one shared pipe */
