@@ -44,6 +44,8 @@ struct unit_rare {
         char *file_error;              /* reload: why its file no longer loads (owned), NULL when it does:
                                         * tend(8) "RELOADING DIR" */
         char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
+        struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
+        uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         /* fork: Type=forking (runtime.c op_forking_main) */
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
         exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
@@ -51,7 +53,7 @@ struct unit_rare {
 };
 
 /* (The fields are ordered to leave no hole, and rarely used ones are in
- * struct unit_rare: 1,000 units keep one each, a 240-byte malloc chunk.) */
+ * struct unit_rare: 1,000 units keep one each, a 224-byte malloc chunk.) */
 struct unit_data {
         struct manager *m;
         struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
@@ -64,8 +66,6 @@ struct unit_data {
         sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
         struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
         struct record_fields record;   /* what its last state record was made of */
-        struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
-        uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
         /* reload: the file text its running instance started from (op_prepare) */
         size_t started_text_size;
         uint64_t started_text_hash;
@@ -84,6 +84,12 @@ struct unit_rare *unit_rare(struct unit *u);
  * field zero). */
 static inline const struct unit_rare *unit_rare_peek(const struct unit *u) {
         return ((const struct unit_data *) u->manager_data)->rare;
+}
+
+/* u's watchdog lease revision (0: none). */
+static inline uint64_t unit_watchdog_revision(const struct unit *u) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        return r ? r->watchdog_revision : 0;
 }
 
 /* load: a name of a unit (its own, or an alias) → the unit (units.c). */

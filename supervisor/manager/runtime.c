@@ -44,7 +44,7 @@ static void on_unit_notify(void *userdata, pid_t sender, const struct notify_mes
         const char *why = NULL;
         if (!unit_notify_allowed(u, sender, &why)) {
                 /* No effect at all, MAINPID= included; logged, rate-limited. */
-                (void) notify_socket_log_rejected(data(u)->notify, sender, why);
+                (void) notify_socket_log_rejected(unit_rare_peek(u)->notify, sender, why); /* it has one */
                 return;
         }
         unit_notify(u, msg);
@@ -54,17 +54,19 @@ static void on_unit_notify(void *userdata, pid_t sender, const struct notify_mes
  * spawn, kept across restarts; its address reaches the processes allowed
  * to speak (systemd: the main process; Exec*= ones too with exec or all). */
 static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, char ***envp) {
-        struct unit_data *d = data(u);
         unit_notify_access a = unit_notify_access_effective(u->file);
         if (a == UNIT_NOTIFY_ACCESS_NONE || (!main && a == UNIT_NOTIFY_ACCESS_MAIN))
                 return 0;
-        if (!d->notify) {
-                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &d->notify);
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot create its notify socket: %m", u->name);
+        if (!r->notify) {
+                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &r->notify);
                 if (k < 0)
                         return log_error_errno(k, "%s: cannot create its notify socket: %m", u->name);
-                log_debug("%s: notify socket %s", u->name, notify_socket_address(d->notify));
+                log_debug("%s: notify socket %s", u->name, notify_socket_address(r->notify));
         }
-        return notify_env_add(envp, notify_socket_address(d->notify), main ? unit_watchdog_usec(u->file) : 0);
+        return notify_env_add(envp, notify_socket_address(r->notify), main ? unit_watchdog_usec(u->file) : 0);
 }
 
 static int op_contains(void *userdata, struct unit *u, pid_t pid) {
@@ -91,15 +93,20 @@ static int op_adopt(void *userdata, struct unit *u, pid_t pid, struct exit_proce
 
 static int op_watchdog(void *userdata, struct unit *u, usec_t ttl) {
         struct manager *m = userdata;
-        struct unit_data *d = data(u);
-        if (ttl == 0)
-                return watchdog_lease_clear(m->watchdogs, u->name, &d->watchdog_revision);
-        return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &d->watchdog_revision);
+        struct unit_rare *r = ttl == 0 ? data(u)->rare : unit_rare(u);
+        if (ttl == 0) {
+                uint64_t none = 0; /* no rare fields: no lease */
+                return watchdog_lease_clear(m->watchdogs, u->name, r ? &r->watchdog_revision : &none);
+        }
+        if (!r)
+                return -ENOMEM;
+        return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &r->watchdog_revision);
 }
 
 
 static void lease_expired(struct manager *m, struct unit *u) {
-        data(u)->watchdog_revision = 0;
+        if (data(u)->rare) /* (it has: its revision was not 0) */
+                data(u)->rare->watchdog_revision = 0;
         unit_watchdog_expired(u);
 }
 
@@ -109,13 +116,13 @@ void manager_on_lease_expired(void *userdata, const char *name, uint64_t revisio
         struct manager *m = userdata;
         if (name) {
                 struct unit *u = manager_find_unit(m, name);
-                if (u && revision && data(u)->watchdog_revision == revision)
+                if (u && revision && unit_watchdog_revision(u) == revision)
                         lease_expired(m, u);
                 return;
         }
         for (size_t i = 0; i < m->n_units; i++) {
                 struct unit *u = m->units[i];
-                uint64_t rev = data(u)->watchdog_revision;
+                uint64_t rev = unit_watchdog_revision(u);
                 if (rev && watchdog_lease_alive(m->watchdogs, u->name, rev) == 0)
                         lease_expired(m, u);
         }

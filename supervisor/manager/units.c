@@ -71,11 +71,11 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         sd_event_source_disable_unref(d->group_source);
         jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
-        notify_socket_free(d->notify);
         logs_stream_free(d->logs);
         key_drop(d->m, d->logs_key);
         if (d->rare) {
                 sd_event_source_disable_unref(d->rare->pid_file_retry);
+                notify_socket_free(d->rare->notify);
                 kept_env_done(&d->rare->main_env);
                 free(d->rare->file_error);
                 strv_free(d->rare->aliases);
@@ -231,8 +231,8 @@ struct unit *manager_unit_free(struct unit *u) {
                 records_flush(d->m); /* none of them may outlive it */
         if (d)
                 exit_routes_forget(&d->m->routes, &d->exits);
-        if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
-                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
+        if (d && d->m->watchdogs && d->rare) /* a unit is freed dead, so this is a no-op but for safety */
+                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->rare->watchdog_revision);
         if (d) {
                 aliases_remove(d->m, u);
                 name_remove(d->m, u, u->name);
