@@ -208,7 +208,7 @@ static bool write_journal(int level, int error, const char *msg, const struct lo
         return sd_journal_sendv(iov, (int) n) >= 0;
 }
 
-static int log_emit(int level, int error, const struct log_loc *loc, const char *fmt, va_list ap) {
+_printf_(4, 0) static int log_emit(int level, int error, const struct log_loc *loc, const char *fmt, va_list ap) {
         int ret = -log_errno_value(error);
         if (level > atomic_load(&max_level))
                 return ret;
