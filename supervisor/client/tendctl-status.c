@@ -133,9 +133,10 @@ static void print_cgroup(json *p) {
         FILE *f = fopen(path, "re");
         if (!f)
                 return;
-        printf("     CGroup: %s\n", dir);
         long pid, next;
         bool have = fscanf(f, "%ld", &pid) == 1;
+        if (have)
+                printf("     CGroup: %s\n", dir);
         while (have) {
                 char cmd[512];
                 bool more = fscanf(f, "%ld", &next) == 1;
@@ -184,8 +185,13 @@ static void print_unit(const struct args *a, int fd, json *p) {
         print_failure(p);
         if (cond)
                 printf("  Condition: %s\n", cond);
+        /* tend(8) "RELOADING DIR": what a daemon-reload did not apply. */
         if (file_error)
-                printf("    Warning: its unit file no longer loads (%s); it is left as it is\n", file_error);
+                printf("    Warning: its unit file no longer loads (%s); it is left as it is, on the last file that "
+                       "loaded\n", file_error);
+        if (get_bool(p, "FileChanged"))
+                printf("    Warning: the unit file changed since the unit started; `tendctl restart %s` applies it\n",
+                       id);
         print_main(p);
         if (status)
                 printf("     Status: \"%s\"\n", status);

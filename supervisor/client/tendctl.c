@@ -653,7 +653,7 @@ int main(int argc, char **argv) {
         colour = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !(term && streq(term, "dumb"));
 
         r = connect_tend(&a, &fd);
-        if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0)))
+        if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0 && !a.json)))
                 r = run_show_verb(&a, fd);
         else if (r == 0)
                 r = run_session(&a, fd);

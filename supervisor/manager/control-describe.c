@@ -122,7 +122,8 @@ static int add_file(struct json_object *props, const struct unit *u, const struc
             add_strv(props, "Requires", f->requires) < 0 || add_strv(props, "Wants", f->wants) < 0 ||
             add_strv(props, "BindsTo", f->binds_to) < 0 || add_strv(props, "After", f->after) < 0 ||
             add_strv(props, "Before", f->before) < 0 ||
-            control_add_string(props, "FileError", d->file_error) < 0)
+            control_add_string(props, "FileError", d->file_error) < 0 ||
+            control_add_bool(props, "FileChanged", d->record_written && d->record.file_changed) < 0)
                 return -ENOMEM;
         return 0;
 }

@@ -178,24 +178,25 @@ class Commands(CtlTestCase):
         st, out, _ = self.ctl('status', 'web')
         pid = one[0]['main_pid']
         self.assertIn('● web.service', out)
-        self.assertRegex(out, r'State: running since \w{3} \d{4}-\d\d-\d\d')
-        self.assertIn('Main PID: %d' % pid, out)
-        for label in ('Restarts: 0', 'Last exit: -', 'Result: success', 'Waiters: 0'):
-            self.assertIn(label, out)
+        self.assertRegex(out, r'Active: active \(running\) since \w{3} \d{4}-\d\d-\d\d')
+        self.assertIn('Main PID: %d (child-probe)' % pid, out)
+        self.assertIn('tend: running, restarts 0, result success', out)
+        self.assertNotIn('Last exit:', out)
         self.assertNotIn('\033[', out, 'colour only on a terminal')
-        st, out, _ = self.ctl('status', 'bad')
-        self.assertIn('Last exit: exited, status=4', out)
+        st, out, _ = self.ctl('status', 'bad', check=False)
+        self.assertIn('Last exit: code=exited, status=4', out)
+        self.assertEqual(st, 3, 'status of a failed unit: systemctl\'s 3')
 
-        # Not found: 3; the found ones are still shown.
+        # Not found: systemctl's 4; the found ones are still shown.
         st, out, err = self.ctl('status', 'web', 'nosuch', check=False)
-        self.assertEqual(st, 3, err)
+        self.assertEqual(st, 4, err)
         self.assertIn('● web.service', out)
         self.assertIn('nosuch', err)
         # A failed request with no record prints nothing on stdout (issue 19),
         # neither an empty JSON array nor an empty listing.
         for args in (('status', 'nosuch', '--json'), ('status', 'nosuch'), ('status', 'nosuch', 'other')):
             st, out, err = self.ctl(*args, check=False)
-            self.assertEqual((st, out), (3, ''), 'tendctl %s: %r' % (' '.join(args), err))
+            self.assertEqual((st, out), (4, ''), 'tendctl %s: %r' % (' '.join(args), err))
             self.assertIn('nosuch', err)
 
         lst = self.ctl_json('list')
@@ -243,9 +244,9 @@ class Commands(CtlTestCase):
         self.assertEqual([(u['name'], u['ok']) for u in res['units']], [('web.service', True), ('bad.service', False)])
         self.assertEqual((res['error'], res['units'][1]['result']), ('failed', 'exit-code'))
         self.assertIn('exit-code', err)
-        # Not found 3, usage 2.
+        # Not found: systemctl's 5; usage 2.
         for cmd in ('start', 'stop', 'restart'):
-            self.assertEqual(self.ctl(cmd, 'nosuch', check=False)[0], 3, cmd)
+            self.assertEqual(self.ctl(cmd, 'nosuch', check=False)[0], 5, cmd)
             self.assertEqual(self.ctl(cmd, check=False)[0], 2, cmd)
         self.assertEqual(self.ctl('start', 'web', '--main', check=False)[0], 2, '--main does not apply to start')
 
@@ -253,9 +254,9 @@ class Commands(CtlTestCase):
         self.ctl('reload', 'talk')
         wait_until(lambda: self.lines(self.rl_out) == ['reloaded'], 5, 'ExecReload= did not run')
         st, _, err = self.ctl('reload', 'web', check=False)
-        self.assertEqual(st, 1)
+        self.assertEqual(st, 3, 'systemctl\'s 3: reload does not apply')
         self.assertIn('no ExecReload=', err)
-        self.assertEqual(self.ctl('reload', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('reload', 'nosuch', check=False)[0], 5)
 
         pid = self.st('web')['main_pid']
         self.ctl('kill', 'web', '--signal', 'KILL', '--main')
@@ -265,7 +266,7 @@ class Commands(CtlTestCase):
         st, _, err = self.ctl('kill', 'web', check=False)
         self.assertEqual(st, 1, 'nothing to signal')
         self.assertIn('no process to signal', err)
-        self.assertEqual(self.ctl('kill', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('kill', 'nosuch', check=False)[0], 1)
         self.assertEqual(self.ctl('kill', 'web', '--signal', 'NOPE', check=False)[0], 2)
         self.assertEqual(self.ctl('kill', 'web', 'talk', check=False)[0], 2, 'kill takes one unit')
 
@@ -273,7 +274,7 @@ class Commands(CtlTestCase):
         self.assertEqual(self.st('web')['state'], 'inactive')
         self.ctl('reset-failed')
         self.assertEqual((self.st('bad')['state'], self.st('bad')['result']), ('inactive', 'success'))
-        self.assertEqual(self.ctl('reset-failed', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('reset-failed', 'nosuch', check=False)[0], 1)
 
     def test_logs(self):
         wait_until(lambda: len(self.ctl('logs', 'talk')[1].splitlines()) >= 3, 5, 'talk\'s lines never reached its ring')
@@ -802,7 +803,7 @@ class DaemonReload(CtlTestCase):
         self.assertIs(r['file_changed'], True, 'its record says its file changed since it started')
         wait_until(lambda: not pid_alive(pids['gone']), 5, 'the removed unit was not stopped')
         wait_until(lambda: 'gone.service' not in self.statuses(), 5, 'the removed unit is still listed once dead')
-        self.assertEqual(self.ctl('status', 'gone', check=False)[0], 3, 'its record is deleted')
+        self.assertEqual(self.ctl('status', 'gone', check=False)[0], 4, 'its record is deleted (systemctl: 4, no such unit)')
         if self.cgroup:
             wait_until(lambda: not os.path.exists(os.path.join(self.cgroup, 'gone.service')), 5,
                        'the removed unit\'s cgroup was not removed')
