@@ -420,6 +420,9 @@ static json *build_request(const struct args *a) {
 static int result_status(json *res, enum verb verb) {
         if (get_bool(res, "ok"))
                 return 0;
+        /* systemctl kill of a unit with no process left succeeds, silently */
+        if (verb == VERB_KILL && strstr(get_str(res, "message", ""), ": no process to signal"))
+                return 0;
         json *units;
         size_t printed = 0;
         if (json_object_object_get_ex(res, "units", &units) && json_object_is_type(units, json_type_array))
