@@ -1018,7 +1018,18 @@ class Completion(CtlTestCase):
         self.assertEqual(self.complete(*s, 'kill', 'web', '--'), ['--control-socket', '--main', '--signal'])
         self.assertEqual(self.complete(*s, 'kill', 'web', '--signal', 'KI'), ['KILL'])
         self.assertEqual(self.complete(*s, 'list', ''), [])
-        self.assertEqual(self.complete(*s, 'logs', 'web', '-'), ['--control-socket', '--follow', '--json', '--lines'])
+        self.assertEqual(self.complete(*s, 'logs', 'web', '-'),
+                         ['--control-socket', '--follow', '--json', '--lines', '--priority', '--since'])
+        # ctl (issue 18): systemctl's verbs
+        self.assertEqual(self.complete('is-'), ['is-active', 'is-enabled', 'is-failed'])
+        self.assertEqual(self.complete('list'), ['list', 'list-dependencies', 'list-units'])
+        self.assertEqual(self.complete('re'), ['reload', 'reload-or-restart', 'reset-failed', 'restart'])
+        self.assertEqual(self.complete('try'), ['try-restart'])
+        self.assertEqual(self.complete('ca'), ['cat'])
+        self.assertEqual(self.complete(*s, 'is-active', 'w'), ['web', 'worker'])
+        self.assertEqual(self.complete(*s, 'show', 'web', '--v'), ['--value'])
+        self.assertEqual(self.complete(*s, 'show', 'web', '--property', 'ActiveS'), ['ActiveState'])
+        self.assertEqual(self.complete(*s, 'logs', 'web', '-p', 'er'), ['err'])
 
 
 if __name__ == '__main__':
