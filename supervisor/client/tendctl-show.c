@@ -158,19 +158,17 @@ static void show_prop(const struct args *a, const char *key, json *v) {
                 printf("%s=%s\n", key, buf);
 }
 
-/* Whether key was asked for with -p (each -p may be "A,B"). */
-static bool prop_wanted(const struct args *a, const char *key, size_t i) {
-        const char *p = a->props[i];
-        size_t n = strlen(key);
-        for (;;) {
-                const char *comma = strchr(p, ',');
-                size_t len = comma ? (size_t) (comma - p) : strlen(p);
-                if (len == n && strncmp(p, key, n) == 0)
-                        return true;
-                if (!comma)
-                        return false;
-                p = comma + 1;
-        }
+/* The property named by the n bytes at name, if props has it. */
+static void show_named(const struct args *a, json *props, const char *name, size_t n) {
+        char key[128];
+        json *v;
+        if (n == 0 || n >= sizeof key)
+                return;
+        memcpy(key, name, n);
+        key[n] = 0;
+        /* a property tend does not have is left out, as systemd leaves out one it does not know */
+        if (json_object_object_get_ex(props, key, &v))
+                show_prop(a, key, v);
 }
 
 static void show_one(const struct args *a, json *props) {
@@ -179,13 +177,15 @@ static void show_one(const struct args *a, json *props) {
                         show_prop(a, key, v);
                 return;
         }
-        /* In the order asked; a property tend does not have is left out, as
-         * systemd leaves out one it does not know. */
-        for (size_t i = 0; i < a->n_props; i++) {
-                json_object_object_foreach(props, key, v)
-                        if (prop_wanted(a, key, i))
-                                show_prop(a, key, v);
-        }
+        /* in the order asked: each -p, each of its comma-separated names */
+        for (size_t i = 0; i < a->n_props; i++)
+                for (const char *p = a->props[i];;) {
+                        size_t len = strcspn(p, ",");
+                        show_named(a, props, p, len);
+                        if (!p[len])
+                                break;
+                        p += len + 1;
+                }
 }
 
 static int verb_show(const struct args *a, struct units *u) {
