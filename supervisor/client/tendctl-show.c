@@ -110,12 +110,13 @@ int units_fetch(int fd, char *const *names, size_t n, struct units *ret) {
         struct units u = { .n = n, .props = calloc(n ? n : 1, sizeof(json *)), .found = calloc(n ? n : 1, sizeof(bool)) };
         _cleanup_json_ json *req = request_new(CONTROL_CMD_SHOW, names, n), *res = NULL;
         int r = u.props && u.found ? send_request(fd, req) : -ENOMEM;
-        if (r >= 0)
+        /* A refused client's answer is already queued when tend closes: read it. */
+        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
                 r = read_units(fd, names, &u, &res);
-        if (r >= 0 && !get_bool(res, "ok") &&
-            control_error_from_string(get_str(res, "error", NULL)) != CONTROL_ERROR_NOT_FOUND) {
+        enum control_error e = r >= 0 ? control_error_from_string(get_str(res, "error", NULL)) : CONTROL_ERROR_FAILED;
+        if (r >= 0 && !get_bool(res, "ok") && e != CONTROL_ERROR_NOT_FOUND) {
                 fprintf(stderr, "tendctl: %s\n", get_str(res, "message", "show failed"));
-                r = -EIO;
+                r = e == CONTROL_ERROR_PERMISSION_DENIED ? -EACCES : -EIO;
         }
         if (r < 0) {
                 units_done(&u);
@@ -370,6 +371,8 @@ static int restart_some(const struct args *a, int fd, struct units *u) {
 int run_show_verb(const struct args *a, int fd) {
         struct units u = {};
         int r = units_fetch(fd, a->names, a->n_names, &u);
+        if (r == -EACCES)
+                return verb_exit_denied(a->verb);
         if (r < 0) {
                 if (r != -EIO)
                         recv_error(r);

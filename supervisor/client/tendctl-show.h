@@ -16,7 +16,7 @@ struct units {
 };
 
 /* Asks tend for the units' properties on fd. 0 and *ret (units_done()),
- * -EIO (tend refused: said on stderr), or the errno of the connection. */
+ * -EIO (tend refused: said on stderr), -EACCES (permission denied: said), or the errno of the connection. */
 int units_fetch(int fd, char *const *names, size_t n, struct units *ret);
 void units_done(struct units *u);
 
