@@ -111,6 +111,9 @@ struct conn {
         char follow_unit[256];
         logs_follower *follower;
         bool follow_ready; /* the follower may hold lines */
+        /* ctl: logs --since/-p: the lines shown (tendctl(1) "logs") */
+        int64_t follow_since;  /* CLOCK_REALTIME µs; 0: all */
+        int follow_priority;   /* the least urgent syslog level shown, 0–7 */
 };
 
 /* A --no-block start's share, held by the server until the flight answers so

@@ -23,6 +23,7 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_WATCH] = "watch",
         [CONTROL_CMD_DAEMON_RELOAD] = "daemon-reload",
         [CONTROL_CMD_SHUTDOWN] = "shutdown",
+        [CONTROL_CMD_SHOW] = "show",
 };
 
 static const struct {
@@ -232,6 +233,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_KILL] = UNITS_REQUIRED,        [CONTROL_CMD_RELOAD] = UNITS_REQUIRED,
         [CONTROL_CMD_LOGS] = UNITS_ONE,             [CONTROL_CMD_WATCH] = UNITS_NONE,
         [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
+        [CONTROL_CMD_SHOW] = UNITS_REQUIRED,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
@@ -274,7 +276,7 @@ static int decode_envelope(struct control_request *q, char *reason, size_t size)
 }
 
 static int decode_fields(struct control_request *q, char *reason, size_t size) {
-        int64_t sig = SIGTERM;
+        int64_t sig = SIGTERM, prio = 7;
         const char *ks = "durable";
         switch (q->cmd) {
         case CONTROL_CMD_START:
@@ -295,6 +297,12 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
                     control_get_bool(q->o, "follow", &q->follow) == -EBADMSG)
                         return refuse(-EBADMSG, reason, size, "%s",
                                       "\"lines\" is a number of lines (>= 0), \"follow\" a boolean");
+                prio = 7;
+                if (control_get_int64(q->o, "since", &q->since) == -EBADMSG || q->since < 0 ||
+                    control_get_int64(q->o, "priority", &prio) == -EBADMSG || prio < 0 || prio > 7)
+                        return refuse(-EBADMSG, reason, size, "%s",
+                                      "\"since\" is µs since the epoch (>= 0), \"priority\" a syslog level (0 to 7)");
+                q->max_priority = (int) prio;
                 return 0;
         case CONTROL_CMD_WATCH:
                 if (control_get_string(q->o, "prefix", &q->prefix) == -EBADMSG ||
@@ -310,7 +318,7 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
 }
 
 int control_request_decode(const void *buf, size_t len, struct control_request *ret, char *reason, size_t size) {
-        struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "" };
+        struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "", .max_priority = 7 };
         if ((!buf && len) || !ret || (!reason && size))
                 return -EINVAL;
         int r = message_parse(buf ? buf : "", len, true, &q.o);
@@ -332,7 +340,7 @@ int control_request_decode(const void *buf, size_t len, struct control_request *
 void control_request_done(struct control_request *q) {
         if (q->o)
                 json_object_put(q->o);
-        *q = (struct control_request) { .signal = SIGTERM, .lines = -1, .prefix = "" };
+        *q = (struct control_request) { .signal = SIGTERM, .lines = -1, .prefix = "", .max_priority = 7 };
 }
 
 const char *control_request_unit(const struct control_request *q, size_t i) {

@@ -52,6 +52,7 @@ enum control_command {
         CONTROL_CMD_WATCH,
         CONTROL_CMD_DAEMON_RELOAD,
         CONTROL_CMD_SHUTDOWN,
+        CONTROL_CMD_SHOW, /* ctl: the units' properties, systemd's names (docs/control-protocol.md "show") */
         _CONTROL_CMD_MAX,
 };
 
@@ -102,6 +103,8 @@ struct control_request {
         int signal;                 /* kill: 1 … _NSIG-1; SIGTERM */
         int64_t lines;              /* logs: ≥ 0; -1 (absent): the whole ring */
         bool follow;                /* logs */
+        int64_t since;              /* ctl: logs: only lines read at or after this CLOCK_REALTIME µs; 0: all */
+        int max_priority;           /* ctl: logs: only lines of this syslog level or more urgent (0–7); 7: all */
         const char *prefix;         /* watch: borrowed from o; "" (absent): every key */
         bool ephemeral;             /* watch: "keyspace" "ephemeral" (default "durable") */
 };

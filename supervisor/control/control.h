@@ -78,6 +78,10 @@ struct control_ops {
          * `status` shows it live: joining a flight is no state transition and
          * does not rewrite the record. */
         int (*waiters)(void *userdata, const char *unit);
+        /* ctl: show. Adds the unit's properties to props (an empty JSON
+         * object, borrowed), named as systemd names them where it has the
+         * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
+        int (*describe)(void *userdata, const char *unit, struct json_object *props);
 };
 
 struct control_options {

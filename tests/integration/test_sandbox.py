@@ -250,7 +250,7 @@ class Sandbox(ServiceTestCase):
         self.assertIn('%s/sbx-badcall.service:3: SystemCallFilter=: unknown system call "nosuchcall"' % self.dir, err)
         for name in ('sbx-badcap', 'sbx-badcall'):
             status, _, _ = self.ctl('status', name, check=False)
-            self.assertEqual(status, 3, '%s was loaded' % name)
+            self.assertEqual(status, 4, '%s was loaded (systemctl status: 4, no such unit)' % name)
 
     def test_unknown_user_fails_each_start_until_it_exists(self):
         if not shutil.which('useradd'):

@@ -840,8 +840,8 @@ class Tendctl(ServiceTestCase):
         self.ctl('reset-failed', 'bad')
         b = self.st('bad')
         self.assertEqual((b['state'], b['result']), ('inactive', 'success'))
-        self.assertEqual(self.ctl('status', 'nosuch', check=False)[0], 3)
-        self.assertEqual(self.ctl('start', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('status', 'nosuch', check=False)[0], 4)
+        self.assertEqual(self.ctl('start', 'nosuch', check=False)[0], 5)
         self.assertEqual(self.ctl('frobnicate', check=False)[0], 2)
         self.assertEqual(self.ctl('start', check=False)[0], 2)
         p = subprocess.run([TENDCTL, '--control-socket', self.path('nobody-here'), 'status'],
