@@ -22,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svctest import TENDCTL, ServiceTestCase  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase, cgroup_usable  # noqa: E402
 from tendtest import wait_until  # noqa: E402
 
 SYSTEMD = '/lib/systemd/systemd'
@@ -141,6 +141,31 @@ def normalise(props):
     return out
 
 
+def _enter_cgroup(cg):
+    with open(os.path.join(cg, 'cgroup.procs'), 'w') as f:
+        f.write(str(os.getpid()))
+
+
+def _remove_cgroup(cg):
+    """Kills what is left in cg (the test's own cgroup) and removes it,
+    children first; bounded."""
+    if os.path.exists(os.path.join(cg, 'cgroup.kill')):
+        with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
+            f.write('1')
+    for root, dirs, _ in sorted(os.walk(cg), key=lambda t: -t[0].count('/')):
+        wait_until(lambda: _try_rmdir(root), 10, 'cannot remove %s: processes left in it' % root)
+
+
+def _try_rmdir(d):
+    try:
+        os.rmdir(d)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def run_systemd(tmp):
     """The script against a private systemd --user; (stdout, None) or
     (None, why it could not run)."""
@@ -155,7 +180,19 @@ def run_systemd(tmp):
     for name, text in UNITS.items():
         with open(os.path.join(home, '.config/systemd/user', name + '.service'), 'w') as f:
             f.write(text)
+    # systemd sees only a cgroup of the test's own: a cgroup namespace rooted
+    # there and a pure cgroup2 mount on /sys/fs/cgroup in its mount namespace.
+    # Without it, on a hybrid host (v1 controllers beside the unified tree),
+    # systemd --user as root moved every process of the machine into
+    # cpu:/init.scope, whose cpu.rt_runtime_us of 0 then refused every
+    # real-time policy (test_exec_keys's CPUSchedulingPolicy=rr: EPERM).
+    parent, why = cgroup_usable()
+    if not parent:
+        return None, 'no cgroup of its own for systemd --user: %s' % why
+    cg = os.path.join(parent, 'tend-sd-compat.%d' % os.getpid())
+    os.mkdir(cg)
     outer = r'''
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 90
 mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 90
 "$SYSTEMD" --user >"$TMP/systemd.log" 2>&1 &
 pid=$!
@@ -176,8 +213,12 @@ exit $rc
 '''.replace('SCRIPT', SCRIPT)
     env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=tmp, SYSTEMD=SYSTEMD)
     env.pop('DBUS_SESSION_BUS_ADDRESS', None)
-    p = subprocess.run(['unshare', '-m', '--propagation', 'private', 'bash', '-c', outer], env=env,
-                       capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run(['unshare', '-C', '-m', '--propagation', 'private', 'bash', '-c', outer], env=env,
+                           capture_output=True, text=True, timeout=300,
+                           preexec_fn=lambda: _enter_cgroup(cg))
+    finally:
+        _remove_cgroup(cg)
     if p.returncode in (90, 91):
         return None, 'systemd --user could not run here: %s' % p.stderr.strip()
     if p.returncode != 0:
