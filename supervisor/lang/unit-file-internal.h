@@ -130,11 +130,16 @@ _printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char 
 /* Whether s[0..n) are all unit-name characters ('@' too if at_ok). */
 bool uf_unit_name_chars(const char *s, size_t n, bool at_ok);
 
-/* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret (owned
- * by the caller). An unknown or unsupported specifier is reported. */
+/* Resolves every specifier of systemd 252 (the unit's own here, the rest
+ * uf_put_system_specifier()) in a value of key k into *ret (owned by the
+ * caller). An unknown or unresolvable specifier is reported. */
 int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
 
-/* Appends s (taken, freed on failure) to l, keeping it NULL-terminated; 0 or -ENOMEM. */
+/* corpus: the manager's and the machine's specifiers (unit-specifiers.c): %a %A
+ * %b %B %C %d %E %g %G %h %H %l %L %m %M %o %s %S %t %T %u %U %v %V %w %W %y
+ * %Y appended to b. 0, -EBADSLT (not one of them), -ENXIO (a root's variable
+ * unset: unit_dir_root()), -ESRCH (no home or shell), another negative errno. */
+int uf_put_system_specifier(struct parse_ctx *c, struct unit_buf *b, char spec);
 
 /* Extracts the next word of an assignment into *ret (owned by the caller),
  * reporting bad quoting; 1, 0 at the end, or an error. */
