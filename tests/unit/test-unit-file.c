@@ -363,6 +363,20 @@ static void test_every_key(void **state) {
         assert_int_equal(u->restart, UNIT_RESTART_ON_ABNORMAL);
         expect_msgs(LOG_WARNING, "test/a.service:7: unknown key \"Booleanless\" in section [Service], ignoring", -1);
         unit_file_free(u);
+
+        /* corpus: systemd's other outputs: syslog is the journal (systemd 252
+         * maps it), kmsg and the +console ones tend's default, with a notice. */
+        u = parse_ok(EXEC "StandardOutput=syslog\nStandardError=journal+console\n");
+        assert_int_equal(u->standard_output.kind, UNIT_OUTPUT_JOURNAL);
+        assert_int_equal(u->standard_error.kind, UNIT_OUTPUT_DEFAULT);
+        expect_msgs(LOG_NOTICE, "test/a.service:4: StandardError=journal+console: the lines go to tend's default "
+                                "output instead (the journal when tend runs under systemd, else tend's stdout)", -1);
+        unit_file_free(u);
+        u = parse_ok(EXEC "StandardOutput=journal\nStandardOutput=kmsg+console\nStandardError=kmsg\n");
+        assert_int_equal(u->standard_output.kind, UNIT_OUTPUT_DEFAULT);
+        assert_int_equal(u->standard_error.kind, UNIT_OUTPUT_DEFAULT);
+        n_msgs = 0;
+        unit_file_free(u);
 }
 
 static void test_booleans_and_numbers(void **state) {
