@@ -208,6 +208,8 @@ int uf_parse_cpu_affinity(struct parse_ctx *c, const struct key_def *k, const ch
 int uf_parse_standard_input(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* The process keys being parsed (allocated at the first, NULL on ENOMEM), marked as assigned. */
+struct unit_exec_keys *uf_exec_keys(struct parse_ctx *c);
 /* The process keys that depend on each other (CPUSchedulingPriority= by policy); at the end of a file. */
 void uf_verify_process(struct parse_ctx *c);
 /* cond: unit-file-conditions.c. k->data: the type, UF_CONDITION_ASSERT for Assert*=. */
@@ -227,6 +229,14 @@ int uf_parse_pid_file(struct parse_ctx *c, const struct key_def *k, const char *
  * unknown to both tables (the caller warns).
  */
 bool uf_known_key(struct parse_ctx *c, enum section section, const char *key);
+
+/* corpus: unit-file-extra.c, UnsetEnvironment=, RestartKillSignal=, SendSIGHUP=,
+ * PermissionsStartOnly=, TasksMax= (k->data: which); uf_finish_extra() at the
+ * end of the parse applies PermissionsStartOnly= to the commands. */
+enum { UF_EXTRA_UNSET_ENVIRONMENT, UF_EXTRA_RESTART_KILL_SIGNAL, UF_EXTRA_SEND_SIGHUP, UF_EXTRA_PERMISSIONS_START_ONLY,
+       UF_EXTRA_TASKS_MAX };
+int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value);
+void uf_finish_extra(struct parse_ctx *c);
 
 /* unit-file-load.c: sorts l in place, each string once (the duplicates freed). */
 void uf_strv_sort_unique(char **l);

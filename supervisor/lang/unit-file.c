@@ -320,6 +320,7 @@ static void verify(struct parse_ctx *c) {
         }
         verify_sandbox(c);
         uf_verify_process(c); /* exec */
+        uf_finish_extra(c);   /* corpus */
 }
 
 static void sandbox_keys_clear(struct unit_sandbox_keys *s) {

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Specifiers of the manager and the machine (unit-specifiers.c; systemd.unit(5)
- * "Specifiers" of systemd 252): each one against the value read here
- * independently, for a system manager (root) and a user manager (a child
- * that drops to nobody), and %y/%Y through a linked unit.
+ * The Debian corpus's language (helper "corpus"): specifiers of the manager
+ * and the machine (unit-specifiers.c; systemd.unit(5) "Specifiers" of systemd
+ * 252), each one against the value read here independently, for a system
+ * manager (root) and a user manager (a child that drops to nobody), %y/%Y
+ * through a linked unit; the keys of unit-file-extra.c as parsed.
  */
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <cmocka.h>
 
 #include "log.h"
+#include "unit-exec.h"
 #include "unit-file.h"
 #include "unit-specifiers.h"
 
@@ -242,6 +245,56 @@ static void test_fragment(void **state) {
         rmdir(dir);
 }
 
+static struct unit_file *parse_service(const char *service, int *ret) {
+        char text[2048];
+        snprintf(text, sizeof text, "[Service]\nExecStart=/bin/true\n%s", service);
+        struct unit_file *u = NULL;
+        *ret = unit_file_parse("a.service", "test/a.service", text, strlen(text), &u, NULL);
+        return u;
+}
+
+static void test_extra_keys(void **state) {
+        int r;
+        struct unit_file *u = parse_service("UnsetEnvironment=A B=1\nUnsetEnvironment=C 1BAD\nRestartKillSignal=USR1\n"
+                                            "SendSIGHUP=yes\nTasksMax=4\nUser=nobody\nPermissionsStartOnly=yes\n"
+                                            "ExecStartPre=/bin/a\nExecStartPre=!/bin/b\nExecReload=/bin/c\n", &r);
+        assert_int_equal(r, 0);
+        const struct unit_exec_keys *e = unit_file_exec(u);
+        assert_string_equal(e->unset_environment[0], "A");
+        assert_string_equal(e->unset_environment[1], "B=1");
+        assert_string_equal(e->unset_environment[2], "C");
+        assert_null(e->unset_environment[3]); /* 1BAD: warned, skipped */
+        assert_string_equal(last_msg, "test/a.service:4: UnsetEnvironment=: invalid variable name or assignment "
+                                      "\"1BAD\", ignoring");
+        assert_int_equal(e->restart_kill_signal, SIGUSR1);
+        assert_true(e->send_sighup);
+        assert_int_equal(e->tasks_max, 4);
+        /* PermissionsStartOnly=: '+' on the others, a prefix of its own kept, ExecStart= untouched */
+        assert_true(u->exec_start_pre.commands[0].flags & UNIT_COMMAND_FULL_PRIVILEGES);
+        assert_false(u->exec_start_pre.commands[1].flags & UNIT_COMMAND_FULL_PRIVILEGES);
+        assert_true(u->exec_reload.commands[0].flags & UNIT_COMMAND_FULL_PRIVILEGES);
+        assert_false(u->exec_start.commands[0].flags & UNIT_COMMAND_FULL_PRIVILEGES);
+        unit_file_free(u);
+        u = parse_service("TasksMax=infinity\n", &r);
+        assert_int_equal(unit_file_exec(u)->tasks_max, UINT64_MAX);
+        unit_file_free(u);
+        u = parse_service("TasksMax=50%\n", &r);
+        assert_true(unit_file_exec(u)->tasks_max > 0 && unit_file_exec(u)->tasks_max < UINT64_MAX);
+        unit_file_free(u);
+        assert_null(parse_service("TasksMax=0\n", &r));
+        assert_int_equal(r, -EINVAL);
+        assert_null(parse_service("RestartKillSignal=SIGNOPE\n", &r));
+
+        char *env[] = { strdup("A=1"), strdup("B=1"), strdup("B2=1"), strdup("C=2"), strdup("D=1"), NULL };
+        char *const unset[] = { (char *) "A", (char *) "B", (char *) "C=3", (char *) "D=1", NULL };
+        unit_env_unset(env, unset);
+        assert_string_equal(env[0], "B2=1");
+        assert_string_equal(env[1], "C=2");
+        assert_null(env[2]);
+        free(env[0]);
+        free(env[1]);
+}
+
 int main(void) {
         log_set_sink(sink, NULL);
         const struct CMUnitTest tests[] = {
@@ -250,6 +303,7 @@ int main(void) {
                 cmocka_unit_test(test_system_manager),
                 cmocka_unit_test(test_user_manager),
                 cmocka_unit_test(test_fragment),
+                cmocka_unit_test(test_extra_keys),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
