@@ -7,6 +7,7 @@
  *   SendSIGHUP=            SIGHUP right after KillSignal= (lifecycle)
  *   PermissionsStartOnly=  ExecStartPre=/Post=/Stop=/Reload= as with '+' (here, at load)
  *   TasksMax=              pids.max of the unit's cgroup (cgroup mode)
+ *   OOMPolicy=             continue is what tend does; stop and kill are warned
  */
 #include <errno.h>
 #include <stdio.h>
@@ -83,7 +84,21 @@ static int parse_tasks_max(struct parse_ctx *c, const struct key_def *k, const c
         return 0;
 }
 
+/* OOMPolicy=: tend does not watch memory.events, so an OOM kill of a process
+ * other than the main one is one exit among others: systemd's continue. */
+static int parse_oom_policy(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if (!*value || streq(value, "continue"))
+                return 0;
+        if (!streq(value, "stop") && !streq(value, "kill"))
+                return invalid_value(c, k, value);
+        report(c, LOG_WARNING, 0, "OOMPolicy=%s is not supported: the unit runs as with continue (an OOM kill of one "
+               "of its processes does not stop it; of the main process it is a SIGKILL exit)", value);
+        return 0;
+}
+
 int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        if ((uintptr_t) k->data == UF_EXTRA_OOM_POLICY) /* nothing kept: no process keys allocated */
+                return parse_oom_policy(c, k, value);
         struct unit_exec_keys *e = uf_exec_keys(c);
         char q[QUOTE_BUF];
         int b, sig;

@@ -234,7 +234,7 @@ bool uf_known_key(struct parse_ctx *c, enum section section, const char *key);
  * PermissionsStartOnly=, TasksMax= (k->data: which); uf_finish_extra() at the
  * end of the parse applies PermissionsStartOnly= to the commands. */
 enum { UF_EXTRA_UNSET_ENVIRONMENT, UF_EXTRA_RESTART_KILL_SIGNAL, UF_EXTRA_SEND_SIGHUP, UF_EXTRA_PERMISSIONS_START_ONLY,
-       UF_EXTRA_TASKS_MAX };
+       UF_EXTRA_TASKS_MAX, UF_EXTRA_OOM_POLICY };
 int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value);
 void uf_finish_extra(struct parse_ctx *c);
 

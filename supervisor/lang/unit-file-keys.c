@@ -403,6 +403,7 @@ static const struct key_def unit_keys[] = {
         { S, "SendSIGHUP", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_SEND_SIGHUP) },
         { S, "PermissionsStartOnly", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_PERMISSIONS_START_ONLY) },
         { S, "TasksMax", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_TASKS_MAX) },
+        { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {
