@@ -13,6 +13,8 @@
  *   unit-file-commands.c  Exec*= command lines
  *   unit-file-sandbox.c   the sandboxing keys (sandbox-values.h)
  *   unit-file-load.c      files and directories
+ *   unit-file-extra.c     the Debian corpus's keys (UnsetEnvironment=, TasksMax=…)
+ *   unit-specifiers.c     the manager's and the machine's specifiers (%H %m %t …)
  */
 #include <errno.h>
 #include <stdarg.h>
