@@ -8,9 +8,10 @@
  * Diagnostics (SPEC §3, §7), all through log.h, each naming "FILE:LINE:" and
  * quoting what the user wrote:
  *  - warning, the rest of the file still loads: an unknown section or key, a
- *    drop-in directory (not read), an unknown escape sequence (kept verbatim);
- *  - error, the unit is not loaded: a syntax error, an invalid value, a key
- *    tend recognises but does not enforce yet ("… is not supported yet").
+ *    key not applied (once per unit, saying what differs), an unknown escape
+ *    sequence (kept verbatim);
+ *  - error, the unit is not loaded: a syntax error, an invalid value, a value
+ *    tend recognises but cannot honour ("… is not supported: WHY").
  * A bad file never affects another unit, and no input makes the parser crash
  * or grow without bound (tests/fuzz/fuzz-unit-file.c).
  *
