@@ -461,6 +461,28 @@ int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr
         return 0;
 }
 
+/* corpus: TasksMax=. The pids controller is enabled for tend's units (in
+ * tend's cgroup.subtree_control, possible once tend is in its leaf) when
+ * the unit's cgroup has no pids.max yet. */
+int unit_group_set_pids_max(struct unit_group *group, uint64_t max) {
+        char v[32];
+        if (!group)
+                return -EINVAL;
+        if (!is_cgroup(group))
+                return -EOPNOTSUPP;
+        int r = group_ensure(group);
+        if (r < 0)
+                return r;
+        if (max == UINT64_MAX)
+                snprintf(v, sizeof v, "max");
+        else
+                snprintf(v, sizeof v, "%llu", (unsigned long long) max);
+        r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
+        if (r == -ENOENT && cgroup_write_string_at(group->tree->dir_fd, "cgroup.subtree_control", "+pids") >= 0)
+                r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
+        return r;
+}
+
 int unit_group_events_fd(const struct unit_group *group) {
         if (!group)
                 return -EINVAL;

@@ -209,6 +209,14 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
 int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
 
 /*
+ * corpus: sets pids.max of group's cgroup to max (UINT64_MAX: "max"), making
+ * the cgroup if need be and enabling the pids controller for tend's units
+ * when it is not yet. Returns 0, -EOPNOTSUPP (not CGROUP mode: nothing to
+ * set), or the error of the mkdir or write (-ENOENT: no pids controller).
+ */
+int unit_group_set_pids_max(struct unit_group *group, uint64_t max);
+
+/*
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the

@@ -15,6 +15,7 @@
 #include "exec-dirs.h"
 #include "log.h"
 #include "unit-exec.h"
+#include "unit-specifiers.h"
 
 #define TREE_DEPTH_MAX 64 /* the recursive chown and removal stop descending here */
 
@@ -27,35 +28,9 @@ static const char *const dir_vars[_UNIT_EXEC_DIR_MAX] = {
 
 /* ---- roots ---- */
 
-/* $NAME if absolute, else $HOME/fallback. */
-static int xdg_dir(const char *name, const char *fallback, const char *suffix, char **ret) {
-        const char *v = getenv(name), *home = getenv("HOME");
-        int n;
-        if (v && v[0] == '/')
-                n = asprintf(ret, "%s%s", v, suffix);
-        else if (fallback && home && home[0] == '/')
-                n = asprintf(ret, "%s/%s%s", home, fallback, suffix);
-        else
-                return -ENXIO;
-        return n < 0 ? -ENOMEM : 0;
-}
-
+/* The roots are the specifiers' too (%t %S %C %L %E): one definition. */
 int exec_dirs_root(unit_exec_dir t, uid_t euid, char **ret) {
-        static const char *const system[_UNIT_EXEC_DIR_MAX] = { "/run", "/var/lib", "/var/cache", "/var/log", "/etc" };
-        if (euid == 0)
-                return (*ret = strdup(system[t])) ? 0 : -ENOMEM;
-        switch (t) {
-        case UNIT_EXEC_DIR_RUNTIME:
-                return xdg_dir("XDG_RUNTIME_DIR", NULL, "", ret);
-        case UNIT_EXEC_DIR_STATE:
-                return xdg_dir("XDG_STATE_HOME", ".local/state", "", ret);
-        case UNIT_EXEC_DIR_CACHE:
-                return xdg_dir("XDG_CACHE_HOME", ".cache", "", ret);
-        case UNIT_EXEC_DIR_LOGS:
-                return xdg_dir("XDG_STATE_HOME", ".local/state", "/log", ret);
-        default:
-                return xdg_dir("XDG_CONFIG_HOME", ".config", "", ret);
-        }
+        return unit_dir_root(t, euid, ret);
 }
 
 bool exec_dirs_any(const struct unit_file *f) {

@@ -81,12 +81,16 @@ static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
                 int k = u->ops->signal_all(u->userdata, u, sig);
                 if (k < 0)
                         log_warning_errno(k, "%s: sending %s: %m", u->name, signal_to_string(sig, b));
+                if (!final && unit_file_exec(u->file)->send_sighup) /* corpus: SendSIGHUP= */
+                        (void) u->ops->signal_all(u->userdata, u, SIGHUP);
                 if (!final)
                         (void) u->ops->signal_all(u->userdata, u, SIGCONT);
                 return;
         }
         if (u->main) {
                 (void) exit_process_signal(u->main, sig);
+                if (!final && unit_file_exec(u->file)->send_sighup) /* corpus: SendSIGHUP= */
+                        (void) exit_process_signal(u->main, SIGHUP);
                 if (!final)
                         (void) exit_process_signal(u->main, SIGCONT);
         }
@@ -112,7 +116,8 @@ static void stop_signal(struct unit *u, int sig, bool final) {
 }
 
 static void step_stop_sigterm(struct unit *u) {
-        stop_signal(u, u->file->kill_signal, false);
+        int restart_sig = unit_file_exec(u->file)->restart_kill_signal; /* corpus: RestartKillSignal= */
+        stop_signal(u, restart_sig && (u->queued & UNIT_QUEUED_RESTART) ? restart_sig : u->file->kill_signal, false);
 }
 
 /* The watchdog's stop: as systemd, no ExecStop=, WatchdogSignal= first. */

@@ -178,6 +178,8 @@ static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u,
         }
         k = notify_prepare_spawn(m, u, main, &s->envp);
         s->said = k < 0;
+        if (k >= 0) /* corpus: UnsetEnvironment=, from everything tend set (systemd.exec(5)) */
+                unit_env_unset(s->envp, unit_file_exec(f)->unset_environment);
         return k;
 }
 
@@ -196,6 +198,20 @@ static int spawn_executable(struct spawn *s, struct unit *u, const struct unit_c
                 log_error_errno(k, "%s: %s: not executable (%m)", u->name, cmd->path);
         s->said = true;
         return -ENOEXEC;
+}
+
+/* corpus: TasksMax= as pids.max of the unit's cgroup; without cgroups (or a
+ * pids controller) it cannot be enforced: one warning per start. Before
+ * every spawn: ExecStartPre= runs in the cgroup too. */
+static void set_tasks_max(struct unit *u, struct unit_group *g, bool main) {
+        uint64_t max = unit_file_exec(u->file)->tasks_max;
+        int k = max ? unit_group_set_pids_max(g, max) : 0;
+        if (!main) /* said once per start, at its main process */
+                return;
+        if (k == -EOPNOTSUPP)
+                log_warning("%s: TasksMax= is not enforced: tend runs without cgroups (process-group mode)", u->name);
+        else if (k < 0)
+                log_warning_errno(k, "%s: TasksMax= is not enforced: cannot set pids.max of its cgroup: %m", u->name);
 }
 
 /* The process itself: stdio from its log stream, the sandbox, its cgroup. */
@@ -229,6 +245,7 @@ static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, boo
         sandbox_plan_apply(s->sb, &a);
         if (main && unit_watchdog_usec(f) > 0)
                 a.flags |= EXIT_SPAWN_WATCHDOG_PID; /* SPEC §4: main process only */
+        set_tasks_max(u, d->group, main); /* corpus: TasksMax= */
         k = unit_group_spawn_attr(d->group, &a);
         if (k >= 0)
                 k = exit_reaper_spawn(m->reaper, &a, ret);

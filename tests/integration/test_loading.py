@@ -218,8 +218,8 @@ class Messages(LoadingTestCase):
             Wants=nowhere.service nowhere@x.service
             [Service]
             ExecStart=%s 1051
-            TasksMax=10
-            TasksMax=20
+            CPUQuota=10%%
+            CPUQuota=20%%
             [Install]
             WantedBy=multi-user.target
         """ % SLEEP)
@@ -232,7 +232,7 @@ class Messages(LoadingTestCase):
         self.assertNotIn('Documentation', log)
         self.assertNotIn('DefaultDependencies', log)
         self.assertNotIn('WantedBy', log)
-        self.assertEqual(log.count('TasksMax= is not supported: the unit runs without the tasks limit'), 1, log)
+        self.assertEqual(log.count('CPUQuota= is not supported: the unit runs without the CPU quota'), 1, log)
         self.assertEqual(log.count('tend runs services only: ignored 2 sockets (a.socket, b.socket) '
                                    'and 1 timer (c.timer)'), 1, log)
         self.assertNotIn('error', log, 'a Wants= of a missing unit is not an error')
