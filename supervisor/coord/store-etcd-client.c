@@ -46,6 +46,8 @@ struct etcd_req {
         char *buf;
         size_t len, cap;
         usec_t deadline;    /* CLOCK_MONOTONIC; 0: none (each try: the request timeout) */
+        usec_t not_before;  /* CLOCK_MONOTONIC: a delayed request starts then (0: at once) */
+        bool delayed;       /* in c->active, not yet started (I/O thread) */
         unsigned tries;     /* members tried for this request */
         size_t member;      /* the member it was last sent to */
         bool reauthed;      /* renewed the token once already */
@@ -427,7 +429,8 @@ static bool take_queue(struct etcd_client *c) {
                 q = q->next;
                 r->next = c->active;
                 c->active = r;
-                int e = closing ? -EPIPE : req_start(r);
+                r->delayed = !closing && r->not_before > now_usec(CLOCK_MONOTONIC);
+                int e = closing ? -EPIPE : r->delayed ? 0 : req_start(r);
                 if (e < 0)
                         req_finish(r, e, NULL);
         }
@@ -451,14 +454,27 @@ static void *io_thread(void *userdata) {
                                 req_completed(r, m->data.result);
                         }
                 /* Cancelled streams: their write callback aborts at the next byte, but an idle
-                 * stream may send none; end them here. */
+                 * stream may send none; end them here. Delayed requests start when due. */
+                usec_t now = now_usec(CLOCK_MONOTONIC), next = USEC_INFINITY;
                 for (struct etcd_req *r = c->active, *n; r; r = n) {
                         n = r->next;
                         if (atomic_load(&r->cancel))
                                 req_finish(r, r->stream_error ?: -ECANCELED, NULL);
+                        else if (r->delayed && r->not_before <= now) {
+                                r->delayed = false;
+                                int e = req_start(r);
+                                if (e < 0)
+                                        req_finish(r, e, NULL);
+                        } else if (r->delayed)
+                                next = MIN(next, r->not_before);
                 }
-                /* No timeout of ours: curl shortens the wait to its own timers. */
-                curl_multi_poll(c->multi, NULL, 0, 3600 * 1000, NULL);
+                /* No timer of ours but the delayed requests' (keep-alives): curl
+                 * shortens the wait to its own timers; a started request needs a
+                 * perform at once. */
+                int wait_ms = next == USEC_INFINITY ? 3600 * 1000
+                                                    : (int) MIN((next - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC,
+                                                                (usec_t) 3600 * 1000);
+                curl_multi_poll(c->multi, NULL, 0, wait_ms, NULL);
         }
         while (c->active)
                 req_finish(c->active, -EPIPE, NULL);
@@ -468,13 +484,19 @@ static void *io_thread(void *userdata) {
 int etcd_submit(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
                 etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t deadline,
                 struct etcd_req **ret) {
+        return etcd_submit_at(c, path, body, stream, on_line, on_done, userdata, 0, deadline, ret);
+}
+
+int etcd_submit_at(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
+                   etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t not_before,
+                   usec_t deadline, struct etcd_req **ret) {
         struct etcd_req *r = calloc(1, sizeof(*r));
         int q = -ENOMEM;
 
         if (r) {
                 *r = (struct etcd_req) { .c = c, .stream = stream, .on_line = on_line,
                                          .on_done = on_done, .userdata = userdata,
-                                         .deadline = deadline };
+                                         .deadline = deadline, .not_before = not_before };
                 r->path = strdup(path);
                 r->body = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
         }

@@ -51,6 +51,13 @@ int etcd_submit(struct etcd_client *c, const char *path, struct json_object *bod
                 etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t deadline,
                 struct etcd_req **ret);
 
+/* As etcd_submit, but the request starts at not_before (CLOCK_MONOTONIC µs;
+ * 0 = at once): the I/O thread's only timer (the leases' keep-alives). A
+ * cancel before then ends it with -ECANCELED, unsent. */
+int etcd_submit_at(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
+                   etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t not_before,
+                   usec_t deadline, struct etcd_req **ret);
+
 /* The bound of one operation: the request timeout once per member (µs). */
 usec_t etcd_op_timeout(const struct etcd_client *c);
 
@@ -100,7 +107,20 @@ struct store_etcd {
         struct eop *completed, *completed_tail;
         int fd; /* eventfd: readable iff completed != NULL */
         struct etcd_watch *watches;
+        struct etcd_lease *leases; /* the lease objects not yet freed (under lock) */
 };
+
+/* ---- lease objects (store-etcd-lease.c) ---- */
+
+struct etcd_lease;
+int etcd_lease_grant(struct store *s, usec_t ttl_usec, struct store_lease **ret);
+int etcd_lease_keep_alive(struct store_lease *l, bool on);
+int etcd_lease_revoke(struct store_lease *l);
+void etcd_lease_free(struct store_lease *l);
+/* The etcd lease ID of l. */
+int64_t etcd_lease_id(struct store_lease *l);
+/* Whether id is a lease object's (an update must not revoke it). Takes s->lock. */
+bool etcd_lease_is_object(struct store_etcd *s, int64_t id);
 
 void etcd_store_unref_internal(struct store_etcd *s);
 /* P "d/" key or P "e/" key (key NULL = ""); NULL on ENOMEM. */

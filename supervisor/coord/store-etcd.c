@@ -39,6 +39,7 @@ struct eop {
         int64_t lease, cur_rev, cur_lease;
         unsigned tries;
         bool in_loop; /* store_submit(): done runs from store_dispatch() */
+        bool object;  /* lease is a lease object's (op->lease): never revoked here */
         struct eop *next;
 };
 
@@ -291,7 +292,7 @@ static int eop_write(struct eop *e) {
 static int write_step(struct eop *e, struct json_object *reply) {
         struct store_op *op = e->op;
 
-        if (e->step == 0 && op->keyspace == STORE_EPHEMERAL) {
+        if (e->step == 0 && op->keyspace == STORE_EPHEMERAL && !e->object) {
                 e->step = 1;
                 return eop_grant(e);
         }
@@ -305,12 +306,15 @@ static int write_step(struct eop *e, struct json_object *reply) {
                 return eop_write(e);
         }
         if (!succeeded(reply)) {
-                lease_revoke(e->s, e->lease);
+                if (!e->object)
+                        lease_revoke(e->s, e->lease);
                 return 0;
         }
         struct json_object *prev = txn_prev_kv(reply, "response_put");
-        if (op->type == STORE_OP_UPDATE && prev)
-                lease_revoke(e->s, etcd_json_int(prev, "lease"));
+        int64_t prev_lease = prev ? etcd_json_int(prev, "lease") : 0;
+        /* The key's own previous lease goes; a lease object stays (the key left it). */
+        if (op->type == STORE_OP_UPDATE && prev_lease && !etcd_lease_is_object(e->s, prev_lease))
+                lease_revoke(e->s, prev_lease);
         op->revision = (uint64_t) etcd_header_revision(reply);
         return 1;
 }
@@ -443,7 +447,7 @@ static void eop_reply(struct etcd_req *r, int error, struct json_object *reply, 
 
         if (q == -EINPROGRESS)
                 return;
-        if (q < 0 && e->lease && e->op->type == STORE_OP_CREATE)
+        if (q < 0 && e->lease && !e->object && e->op->type == STORE_OP_CREATE)
                 lease_revoke(e->s, e->lease); /* granted for a create that failed */
         eop_complete(e, q);
 }
@@ -456,6 +460,10 @@ static int eop_start(struct store_etcd *s, struct store_op *op, bool in_loop) {
                 return -ENOMEM;
         *e = (struct eop) { .s = s, .op = op, .in_loop = in_loop,
                             .deadline = now_usec(CLOCK_MONOTONIC) + etcd_op_timeout(s->client) };
+        if (op->lease) {
+                e->lease = etcd_lease_id(op->lease);
+                e->object = true;
+        }
         e->key = etcd_key(s, op->keyspace, op->key);
         e->value = op->size > 0 ? malloc(op->size) : NULL;
         if (e->value)
@@ -558,6 +566,16 @@ static int etcd_create(struct store *base, enum store_keyspace ks, const char *k
                        const void *value, size_t size, usec_t ttl_usec, uint64_t *ret_revision) {
         struct store_op op = { .type = STORE_OP_CREATE, .keyspace = ks, .key = key,
                                .value = value, .size = size, .ttl_usec = ttl_usec };
+        int q = run_blocking(to_etcd(base), &op);
+        if (q == 1 && ret_revision)
+                *ret_revision = op.revision;
+        return q;
+}
+
+static int etcd_create_leased(struct store *base, const char *key, const void *value, size_t size,
+                              struct store_lease *l, uint64_t *ret_revision) {
+        struct store_op op = { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = key,
+                               .value = value, .size = size, .lease = l };
         int q = run_blocking(to_etcd(base), &op);
         if (q == 1 && ret_revision)
                 *ret_revision = op.revision;
@@ -710,4 +728,9 @@ static const struct store_ops etcd_ops = {
         .watch_next = etcd_watch_next,
         .watch_free = etcd_watch_free,
         .submit = etcd_submit_op,
+        .lease_grant = etcd_lease_grant,
+        .lease_keep_alive = etcd_lease_keep_alive,
+        .lease_revoke = etcd_lease_revoke,
+        .lease_free = etcd_lease_free,
+        .create_leased = etcd_create_leased,
 };

@@ -36,10 +36,26 @@
 
 #define HEAP_NONE SIZE_MAX
 
+struct mem_lease;
+
 struct entry {
         struct store_event *put; /* current value: key, value, revision; shared */
-        usec_t deadline;         /* ephemeral: last write + TTL; durable: USEC_INFINITY */
-        size_t heap_idx;         /* position in the deadline heap, HEAP_NONE if durable */
+        usec_t deadline;         /* ephemeral: last write + TTL; durable, leased: USEC_INFINITY */
+        size_t heap_idx;         /* position in the deadline heap, HEAP_NONE if durable or leased */
+        struct mem_lease *lease; /* the lease object it is attached to, or NULL */
+};
+
+/*
+ * A lease object (docs/store.md §1.9), under store->lock. Its deadline is
+ * USEC_INFINITY while kept alive (renewed at every instant: no timer), else
+ * the last renewal + ttl. It stays in the store's list until it has ended AND
+ * its owner freed it, so attached entries never point to freed memory.
+ */
+struct mem_lease {
+        struct store_lease base;
+        usec_t ttl, deadline;
+        bool ended, owner_gone;
+        struct mem_lease *prev, *next;
 };
 
 struct mem_watch;
@@ -68,6 +84,7 @@ struct store_mem {
         size_t queue_capacity;
         size_t max_keys;
         struct keyspace ks[_STORE_KEYSPACE_MAX];
+        struct mem_lease *leases; /* every lease not yet both ended and freed */
 };
 
 struct mem_watch {
@@ -452,13 +469,59 @@ static struct store_event *delete_event_new(const struct keyspace *k, const stru
         return store_event_new(STORE_EVENT_DELETE, k->id, e->put->key, NULL, 0);
 }
 
-/* Expires every ephemeral key whose deadline is <= now, earliest first;
- * returns the count. A key is dead *at* its deadline. */
+/* The live lease that ends first, or NULL. */
+static struct mem_lease *lease_first(const struct store_mem *s) {
+        struct mem_lease *first = NULL;
+
+        for (struct mem_lease *l = s->leases; l; l = l->next)
+                if (!l->ended && (!first || l->deadline < first->deadline))
+                        first = l;
+        return first;
+}
+
+static void lease_unlink(struct store_mem *s, struct mem_lease *l) {
+        if (l->prev)
+                l->prev->next = l->next;
+        else
+                s->leases = l->next;
+        if (l->next)
+                l->next->prev = l->prev;
+        free(l);
+}
+
+/* Ends l: each attached key goes (cause expired, key order). Returns the count. */
+static int lease_end(struct store_mem *s, struct mem_lease *l) {
+        struct keyspace *k = &s->ks[STORE_EPHEMERAL];
+        int n = 0;
+
+        l->ended = true;
+        for (size_t idx = 0; idx < k->n_entries;) {
+                struct entry *e = k->entries[idx];
+                if (e->lease != l) {
+                        idx++;
+                        continue;
+                }
+                struct store_event *ev = delete_event_new(k, e);
+                entry_delete(k, idx, ev, STORE_CAUSE_EXPIRED);
+                store_event_unref(ev);
+                n++;
+        }
+        if (l->owner_gone)
+                lease_unlink(s, l);
+        return n;
+}
+
+/* Expires every ephemeral key and lease whose deadline is <= now, earliest
+ * first; returns the count of keys. A key is dead *at* its deadline. */
 static int expire_due(struct store_mem *s, usec_t now) {
         struct keyspace *k = &s->ks[STORE_EPHEMERAL];
+        struct mem_lease *l;
         struct entry *e;
         int n = 0;
 
+        while ((l = lease_first(s)) && l->deadline <= now &&
+               (!(e = heap_top(k)) || l->deadline <= e->deadline))
+                n += lease_end(s, l);
         while ((e = heap_top(k)) && e->deadline <= now) {
                 size_t idx;
                 struct store_event *ev = delete_event_new(k, e);
@@ -469,6 +532,8 @@ static int expire_due(struct store_mem *s, usec_t now) {
                 store_event_unref(ev);
                 n++;
         }
+        while ((l = lease_first(s)) && l->deadline <= now)
+                n += lease_end(s, l);
         return n;
 }
 
@@ -479,7 +544,11 @@ static int expire_due(struct store_mem *s, usec_t now) {
  */
 static void rearm(struct store_mem *s) {
         const struct entry *top = heap_top(&s->ks[STORE_EPHEMERAL]);
+        const struct mem_lease *l = lease_first(s);
         usec_t want = top ? top->deadline : USEC_INFINITY;
+
+        if (l && l->deadline < want)
+                want = l->deadline;
 
         if (s->armed_known && s->armed == want)
                 return;
@@ -514,7 +583,7 @@ static void op_end(struct store_mem *s) {
 
 static int create_locked(struct store_mem *s, struct keyspace *k, const char *key,
                          const void *value, size_t size, usec_t now, usec_t ttl,
-                         uint64_t *ret_revision) {
+                         struct mem_lease *lease, uint64_t *ret_revision) {
         _cleanup_(entry_freep) struct entry *e = NULL;
         size_t idx;
         int r;
@@ -538,7 +607,8 @@ static int create_locked(struct store_mem *s, struct keyspace *k, const char *ke
                 return -ENOMEM;
 
         e->put->revision = draw_revision(k);
-        if (k->id == STORE_EPHEMERAL) {
+        e->lease = lease;
+        if (k->id == STORE_EPHEMERAL && !lease) {
                 e->deadline = deadline_after(now, ttl ?: s->default_ttl);
                 heap_push(k, e);
         }
@@ -554,7 +624,7 @@ static int mem_create(struct store *base, enum store_keyspace ks, const char *ke
                       const void *value, size_t size, usec_t ttl, uint64_t *ret_revision) {
         struct store_mem *s = to_mem(base);
         usec_t now = op_begin(s, ks);
-        int r = create_locked(s, &s->ks[ks], key, value, size, now, ttl, ret_revision);
+        int r = create_locked(s, &s->ks[ks], key, value, size, now, ttl, NULL, ret_revision);
         op_end(s);
         return r;
 }
@@ -567,6 +637,8 @@ static int update_locked(struct store_mem *s, struct keyspace *k, const char *ke
 
         if (!e || e->put->revision != expected)
                 return 0; /* LOST */
+        if (e->lease && grow(&k->heap, &k->cap_heap, k->n_heap + 1) < 0)
+                return -ENOMEM; /* it leaves its lease for the heap */
         ev = store_event_new(STORE_EVENT_PUT, k->id, key, value, size);
         if (!ev)
                 return -ENOMEM;
@@ -576,7 +648,11 @@ static int update_locked(struct store_mem *s, struct keyspace *k, const char *ke
         e->put = ev;
         if (k->id == STORE_EPHEMERAL) {
                 e->deadline = deadline_after(now, ttl ?: s->default_ttl);
-                heap_fix(k, e);
+                if (e->lease) {
+                        e->lease = NULL; /* detached: a TTL of its own */
+                        heap_push(k, e);
+                } else
+                        heap_fix(k, e);
         }
         broadcast(k, ev);
         if (ret_revision)
@@ -850,6 +926,85 @@ static void mem_watch_free(struct store_watch *base) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Lease objects (docs/store.md §1.9)                                        */
+/* ------------------------------------------------------------------------ */
+
+static struct mem_lease *to_lease(struct store_lease *l) {
+        return container_of(l, struct mem_lease, base);
+}
+
+static int mem_lease_grant(struct store *base, usec_t ttl, struct store_lease **ret) {
+        struct store_mem *s = to_mem(base);
+        struct mem_lease *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        usec_t now = op_begin(s, STORE_EPHEMERAL);
+        l->base.store = base;
+        l->ttl = ttl ?: s->default_ttl;
+        l->deadline = deadline_after(now, l->ttl);
+        l->next = s->leases;
+        if (s->leases)
+                s->leases->prev = l;
+        s->leases = l;
+        op_end(s);
+        *ret = &l->base;
+        return 0;
+}
+
+static int mem_lease_keep_alive(struct store_lease *base, bool on) {
+        struct store_mem *s = to_mem(base->store);
+        struct mem_lease *l = to_lease(base);
+        usec_t now = op_begin(s, STORE_EPHEMERAL);
+        int r = 0;
+
+        if (l->ended)
+                r = on ? -ENOENT : 0;
+        else if (on)
+                l->deadline = USEC_INFINITY; /* renewed at every instant */
+        else if (l->deadline == USEC_INFINITY)
+                l->deadline = deadline_after(now, l->ttl); /* the last renewal: now */
+        op_end(s);
+        return r;
+}
+
+static int mem_lease_revoke(struct store_lease *base) {
+        struct store_mem *s = to_mem(base->store);
+        struct mem_lease *l = to_lease(base);
+
+        (void) op_begin(s, STORE_EPHEMERAL);
+        if (!l->ended)
+                (void) lease_end(s, l);
+        op_end(s);
+        return 0;
+}
+
+static void mem_lease_free(struct store_lease *base) {
+        struct store_mem *s = to_mem(base->store);
+        struct mem_lease *l = to_lease(base);
+
+        usec_t now = op_begin(s, STORE_EPHEMERAL);
+        l->owner_gone = true;
+        if (l->ended)
+                lease_unlink(s, l);
+        else if (l->deadline == USEC_INFINITY)
+                l->deadline = deadline_after(now, l->ttl);
+        op_end(s);
+}
+
+static int mem_create_leased(struct store *base, const char *key, const void *value, size_t size,
+                             struct store_lease *lease, uint64_t *ret_revision) {
+        struct store_mem *s = to_mem(base);
+        struct mem_lease *l = to_lease(lease);
+        usec_t now = op_begin(s, STORE_EPHEMERAL);
+        int r = l->ended ? -ENOENT
+                         : create_locked(s, &s->ks[STORE_EPHEMERAL], key, value, size, now, 0, l,
+                                         ret_revision);
+        op_end(s);
+        return r;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Lifetime                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -870,6 +1025,8 @@ static void mem_close(struct store *base) {
         pthread_mutex_lock(&s->lock);
         for (size_t i = 0; i < ELEMENTSOF(s->ks); i++)
                 keyspace_clear(&s->ks[i]);
+        while (s->leases) /* a lease must be freed before the store: these are ownerless */
+                lease_unlink(s, s->leases);
         pthread_mutex_unlock(&s->lock);
         s->timer_fd = safe_close(s->timer_fd);
         mem_unref_internal(s);
@@ -948,4 +1105,9 @@ static const struct store_ops mem_ops = {
         .watch_fd = mem_watch_fd,
         .watch_next = mem_watch_next,
         .watch_free = mem_watch_free,
+        .lease_grant = mem_lease_grant,
+        .lease_keep_alive = mem_lease_keep_alive,
+        .lease_revoke = mem_lease_revoke,
+        .lease_free = mem_lease_free,
+        .create_leased = mem_create_leased,
 };

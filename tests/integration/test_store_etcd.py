@@ -157,6 +157,71 @@ def run_unanswered():
     print("ok: a silent member gives bounded -ETIMEDOUT errors naming it")
 
 
+def grpc_counts(url):
+    """etcd's gRPC calls handled so far: (all methods, LeaseKeepAlive)."""
+    total = keepalive = 0
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("grpc_server_handled_total{"):
+                n = int(float(line.rsplit(" ", 1)[1]))
+                total += n
+                if 'grpc_method="LeaseKeepAlive"' in line:
+                    keepalive += n
+    return total, keepalive
+
+
+def read_until(proc, word, what):
+    """The contract binary's stdout up to the line `word` (bounded by the run's timeout)."""
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(10)
+            sys.exit(f"idle-lease cost: the case ended (exit {proc.returncode}) before {what}")
+        sys.stdout.write(line)
+        if line.strip() == word:
+            return
+
+
+def run_idle_cost(e):
+    """An idle store holding one kept-alive lease (TTL 2 s) costs etcd only its
+    keep-alives: at most one per TTL/3, counted by etcd's own gRPC metrics."""
+    env = dict(os.environ, TEST_STORE_BACKEND="etcd", TEST_ETCD_ENDPOINTS=e.url,
+               TEST_STORE_ONLY="test_lease_idle_cost", TEST_STORE_HANDSHAKE="1")
+    proc = subprocess.Popen([CONTRACT], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    timer = threading.Timer(60, proc.kill)  # bounds every read below
+    timer.start()
+    try:
+        read_until(proc, "idle-start", "its idle window")
+        before, t0 = grpc_counts(e.url), time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        read_until(proc, "idle-end", "the end of its idle window")
+        after, t1 = grpc_counts(e.url), time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            sys.stdout.write(line)
+        rc = proc.wait(30)
+    finally:
+        timer.cancel()
+    if rc != 0:
+        sys.exit(f"idle-lease cost case failed: exit {rc} (killed after 60 s if negative)")
+    total, keepalive = after[0] - before[0], after[1] - before[1]
+    window, period = t1 - t0, 2.0 / 3
+    most = int(window / period) + 1
+    print(f"idle lease: {total} etcd requests ({keepalive} keep-alives) in {window:.2f} s; "
+          f"TTL/3 = {period:.2f} s allows {most}")
+    if total != keepalive:
+        sys.exit(f"an idle store made {total - keepalive} requests besides its keep-alives")
+    if keepalive > most:
+        sys.exit(f"{keepalive} keep-alives in {window:.2f} s: more than one per TTL/3 ({most})")
+    if keepalive < int(window / 2.0):
+        sys.exit(f"only {keepalive} keep-alives in {window:.2f} s: the lease is not renewed "
+                 f"often enough (expected about {most - 1}, at least one per TTL)")
+    print("ok: an idle lease costs one keep-alive per TTL/3 and nothing else")
+
+
 def make_certs(tmp):
     """A CA, a server certificate for 127.0.0.1 and a client certificate."""
     def ssl(*args):
@@ -199,6 +264,7 @@ def main():
         dead = f"http://127.0.0.1:{dead_sock.getsockname()[1]}"
         run_contract({"TEST_ETCD_ENDPOINTS": f"{dead},{e.url}"}, "plain, with failover")
         dead_sock.close()
+        run_idle_cost(e)
 
         # 2. TLS with a client certificate.
         tls = make_certs(tmp)

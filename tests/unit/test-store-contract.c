@@ -590,6 +590,128 @@ static void test_unanswered_member(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Lease objects (docs/store.md §1.9)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The next two events of w: DELETEs of a and b (any order), both with cause. */
+static void expect_two_deletes(struct store *s, struct store_watch *w, const char *a,
+                               uint64_t ra, const char *b, uint64_t rb, enum store_cause cause) {
+        bool seen_a = false, seen_b = false;
+
+        for (int i = 0; i < 2; i++) {
+                _cleanup_store_event_unref_ struct store_event *ev = next_of(s, w, __LINE__);
+                bool is_a = streq(ev->key, a);
+                if (ev->type != STORE_EVENT_DELETE || ev->cause != cause ||
+                    ev->prev_revision != (is_a ? ra : rb) || (!is_a && !streq(ev->key, b)))
+                        fail_msg("expected DELETE of %s or %s (%s), got %s %s (%s)", a, b,
+                                 store_cause_to_string(cause), store_event_type_to_string(ev->type),
+                                 ev->key, store_cause_to_string(ev->cause));
+                if (is_a)
+                        seen_a = true;
+                else
+                        seen_b = true;
+        }
+        assert_true(seen_a && seen_b);
+}
+
+/* Keep-alive keeps the keys past the TTL with no write and no event; stopping it lets them expire. */
+static void test_lease_keep_alive(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        uint64_t ra = 0, rb = 0;
+
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "pres/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(store_create_leased(s, "pres/a", "a", 1, l, &ra), 1);
+        assert_int_equal(store_create_leased(s, "pres/b", "b", 1, l, &rb), 1);
+        assert_int_equal(store_create_leased(s, "pres/a", "x", 1, l, NULL), 0); /* LOST */
+        EXPECT_PUT(w, "pres/a", "a", ra);
+        EXPECT_PUT(w, "pres/b", "b", rb);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        assert_int_equal(store_lease_keep_alive(l, true), 0); /* idempotent */
+        /* Two and a half TTLs: no write, no event, and both keys still there. */
+        expect_quiet(s, w, ttl * 5 / 2);
+        expect_stored(s, STORE_EPHEMERAL, "pres/a", "a", ra);
+        expect_stored(s, STORE_EPHEMERAL, "pres/b", "b", rb);
+        assert_int_equal(store_lease_keep_alive(l, false), 0);
+        usec_t stopped = now_usec(CLOCK_MONOTONIC);
+        expect_two_deletes(s, w, "pres/a", ra, "pres/b", rb, STORE_CAUSE_EXPIRED);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - stopped;
+        /* The last renewal was at most TTL/3 before the stop. */
+        if (took < ttl * 2 / 3 - ttl / 20)
+                fail_msg("the keys went %" PRIu64 " ms after the keep-alive stopped, before 2/3 "
+                         "of the TTL (%" PRIu64 " ms)", took / MS, ttl / MS);
+        expect_absent(s, STORE_EPHEMERAL, "pres/a");
+        assert_int_equal(store_lease_keep_alive(l, true), -ENOENT); /* ended: grant another */
+        assert_int_equal(store_create_leased(s, "pres/c", "c", 1, l, NULL), -ENOENT);
+}
+
+/* Revoke ends the lease now: its keys go with cause expired; a key's own delete stays
+ * `deleted`, and an updated key has left the lease. */
+static void test_lease_revoke(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        uint64_t ra = 0, rb = 0, rd = 0, ru = 0, ru2 = 0;
+
+        assert_int_equal(store_lease_grant(s, 0, &l), 0); /* the default TTL: 30 s */
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "rv/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(store_create_leased(s, "rv/a", "a", 1, l, &ra), 1);
+        assert_int_equal(store_create_leased(s, "rv/b", "b", 1, l, &rb), 1);
+        assert_int_equal(store_create_leased(s, "rv/d", "d", 1, l, &rd), 1);
+        assert_int_equal(store_create_leased(s, "rv/u", "u", 1, l, &ru), 1);
+        EXPECT_PUT(w, "rv/a", "a", ra);
+        EXPECT_PUT(w, "rv/b", "b", rb);
+        EXPECT_PUT(w, "rv/d", "d", rd);
+        EXPECT_PUT(w, "rv/u", "u", ru);
+        assert_int_equal(store_delete(s, STORE_EPHEMERAL, "rv/d", rd, NULL), 1);
+        EXPECT_DELETE(w, "rv/d", rd, STORE_CAUSE_DELETED);
+        assert_int_equal(upd(s, STORE_EPHEMERAL, "rv/u", "u2", ru, 60 * USEC_PER_SEC, &ru2), 1);
+        EXPECT_PUT(w, "rv/u", "u2", ru2);
+        assert_int_equal(store_lease_revoke(l), 0);
+        expect_two_deletes(s, w, "rv/a", ra, "rv/b", rb, STORE_CAUSE_EXPIRED);
+        expect_absent(s, STORE_EPHEMERAL, "rv/a");
+        expect_stored(s, STORE_EPHEMERAL, "rv/u", "u2", ru2); /* it left the lease */
+        assert_int_equal(store_lease_revoke(l), 0);           /* ended already */
+        assert_int_equal(store_lease_keep_alive(l, true), -ENOENT);
+        expect_quiet(s, w, 200 * MS);
+        struct store_op op = { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = "k",
+                               .ttl_usec = USEC_PER_SEC, .lease = l, .done = op_done };
+        assert_int_equal(store_submit(s, &op), -EINVAL); /* a lease and a TTL */
+}
+
+/*
+ * The cost of an idle lease (TEST_STORE_ONLY=test_lease_idle_cost, driven by
+ * tests/integration/test_store_etcd.py on etcd): "idle-start" on stdout, an
+ * idle window of 3 TTLs while the keep-alive runs (the script reads etcd's
+ * request counters at each end, after a line on stdin), "idle-end".
+ */
+static void test_lease_idle_cost(void **state) {
+        struct store *s = *state;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        char line[64];
+        uint64_t r = 0;
+
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(store_create_leased(s, "host", "me", 2, l, &r), 1);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        printf("idle-start\n");
+        fflush(stdout);
+        if (env("TEST_STORE_HANDSHAKE") && !fgets(line, sizeof(line), stdin))
+                fail_msg("no go-ahead on stdin from the test script");
+        usleep((useconds_t) (3 * ttl));
+        printf("idle-end\n");
+        fflush(stdout);
+        if (env("TEST_STORE_HANDSHAKE") && !fgets(line, sizeof(line), stdin))
+                fail_msg("no go-ahead on stdin from the test script");
+        expect_stored(s, STORE_EPHEMERAL, "host", "me", r);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Blocking calls from a starved thread (the store-etcd hang under load)     */
 /* ------------------------------------------------------------------------ */
 
@@ -703,6 +825,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_close_drains_then_epipe, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_submit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_blocking_preempted_caller, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_keep_alive, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_revoke, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_idle_cost, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
         };
         const char *only = env("TEST_STORE_ONLY");
