@@ -294,6 +294,10 @@ static bool curl_error_is_member(CURLcode code) {
 
 static int req_start(struct etcd_req *r) {
         int q = req_setup(r);
+        if (q == -ETIMEDOUT)
+                log_warning("store-etcd: %s%s: not sent: its operation's deadline has passed "
+                            "(the members before did not answer in time)",
+                            r->c->members[r->c->current], r->path);
         if (q < 0)
                 return q;
         if (curl_multi_add_handle(r->c->multi, r->easy) != CURLM_OK)
@@ -339,11 +343,7 @@ static bool req_retry(struct etcd_req *r, bool next_member) {
                 if (++r->tries >= c->n_members)
                         return false;
         }
-        int q = req_start(r);
-        if (q == -ETIMEDOUT)
-                log_warning("store-etcd: %s: no answer within the operation's deadline; "
-                            "last member tried: %s", r->path, c->members[r->member]);
-        return q >= 0;
+        return req_start(r) >= 0;
 }
 
 /* Judges an HTTP answer: 0 with *ret a reference, or an errno (gRPC status). */
