@@ -240,6 +240,62 @@ static void lease_revoke(struct store_etcd *s, int64_t lease) {
         (void) etcd_submit(s->client, "/v3/lease/revoke", b, false, NULL, NULL, NULL, 0, NULL);
 }
 
+/* A key's previous lease, once the key moved to a new one: revoked only if it
+ * holds nothing but that key (and its tombstone). */
+struct old_lease {
+        struct store_etcd *s;
+        int64_t id;
+        char key[]; /* the etcd key */
+};
+
+static bool only_key(struct json_object *reply, const char *key) {
+        struct json_object *keys;
+        size_t n = strlen(key);
+
+        if (!json_object_object_get_ex(reply, "keys", &keys))
+                return true; /* no key left */
+        for (size_t i = 0; i < json_object_array_length(keys); i++) {
+                _cleanup_free_ char *k = NULL;
+                size_t klen;
+                if (etcd_unbase64(json_object_get_string(json_object_array_get_idx(keys, i)), &k,
+                                  &klen) < 0 ||
+                    !((klen == n || klen == n + 1) && memcmp(k, key, n) == 0))
+                        return false;
+        }
+        return true;
+}
+
+static void old_lease_keys(struct etcd_req *r, int error, struct json_object *reply,
+                           void *userdata) {
+        struct old_lease *o = userdata;
+
+        if (error >= 0 && only_key(reply, o->key))
+                lease_revoke(o->s, o->id);
+        free(o);
+}
+
+/*
+ * After an update moved key off lease id: a lease of the key's own goes; a
+ * lease object (of this store, or of another tend's: it holds other keys)
+ * stays. Fire and forget: one /v3/lease/timetolive (keys) then the revoke.
+ */
+static void old_lease_release(struct store_etcd *s, int64_t id, const char *key) {
+        size_t n = strlen(key);
+        struct old_lease *o;
+
+        if (id == 0 || etcd_lease_is_object(s, id) || !(o = malloc(sizeof(*o) + n + 1)))
+                return;
+        o->s = s;
+        o->id = id;
+        memcpy(o->key, key, n + 1);
+        struct json_object *b = json_object_new_object();
+        etcd_add_int(b, "ID", id);
+        json_object_object_add(b, "keys", json_object_new_boolean(true));
+        if (etcd_submit(s->client, "/v3/lease/timetolive", b, false, NULL, old_lease_keys, o, 0,
+                        NULL) < 0)
+                free(o);
+}
+
 static void eop_complete(struct eop *e, int result) {
         struct store_etcd *s = e->s;
         struct store_op *op = e->op;
@@ -311,10 +367,8 @@ static int write_step(struct eop *e, struct json_object *reply) {
                 return 0;
         }
         struct json_object *prev = txn_prev_kv(reply, "response_put");
-        int64_t prev_lease = prev ? etcd_json_int(prev, "lease") : 0;
-        /* The key's own previous lease goes; a lease object stays (the key left it). */
-        if (op->type == STORE_OP_UPDATE && prev_lease && !etcd_lease_is_object(e->s, prev_lease))
-                lease_revoke(e->s, prev_lease);
+        if (op->type == STORE_OP_UPDATE && prev)
+                old_lease_release(e->s, etcd_json_int(prev, "lease"), e->key);
         op->revision = (uint64_t) etcd_header_revision(reply);
         return 1;
 }
