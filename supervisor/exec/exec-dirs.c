@@ -161,8 +161,8 @@ static int setup_one(const char *unit, unit_exec_dir t, const char *root, const 
                 if (fstat(fd, &st) >= 0 && (st.st_mode & 07777) != mode)
                         log_warning("%s: %s=: %s exists with mode %04o, not %04o: left as it is", unit, dir_keys[t],
                                     path, st.st_mode & 07777, mode);
-        } else if (r >= 0)
-                r = fix_leaf(fd, mode, chown, uid, gid);
+        } else if (r >= 0) /* systemd.exec(5): ConfigurationDirectory= stays root's, not User='s */
+                r = fix_leaf(fd, mode, chown && t != UNIT_EXEC_DIR_CONFIGURATION, uid, gid);
         safe_close(fd);
         if (r < 0 && r != -ENOMEM) {
                 const char *n = strerrorname_np(-r);
