@@ -311,7 +311,11 @@ struct unit_ops {
          * already exited and was reaped as an orphan: *ret_reason is its
          * status; -EAGAIN when the file is not there (missing, empty, its
          * process not yet re-parented to tend): the manager calls
-         * unit_forking_retry() later; any other error when the file is
+         * unit_forking_retry() later; -EINPROGRESS likewise, when no
+         * process is left in u's group but one that left it (without
+         * cgroups: re-parented to tend during the start) lives, so the unit
+         * waits on; -ESRCH when the guess cannot tell the daemon apart
+         * (without cgroups); any other error when the file is
          * refused or unreadable, said with the file and why (the start fails,
          * result resources). */
         int (*forking_main)(void *userdata, struct unit *u, struct exit_process **ret,

@@ -62,6 +62,8 @@ struct unit_data {
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
         exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
         unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
+        unsigned char pid_file_said;   /* the last reason the wait for its PID file was logged (forking.c) */
+        unsigned long long forking_start_ticks; /* without cgroups: its start process's start time (forking.c) */
         char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
 };
 

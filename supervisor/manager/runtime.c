@@ -376,11 +376,14 @@ static int op_populated(void *userdata, struct unit *u) {
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
         /* A forking daemon outside the unit's group (without cgroups: one
          * that made its own session, not as its leader) gets it itself. */
-        if (u->main && u->file->type == UNIT_TYPE_FORKING && unit_group_contains(data(u)->group, u->main_pid) == 0)
+        bool forking = u->file->type == UNIT_TYPE_FORKING;
+        if (u->main && forking && unit_group_contains(data(u)->group, u->main_pid) == 0)
                 (void) exit_process_signal(u->main, sig);
         if (op_populated(userdata, u) == 0)
                 return 0; /* nobody to signal */
-        return unit_group_signal(data(u)->group, sig, u->main != NULL);
+        /* A forking unit's group may be its daemon's, led by a process that
+         * exited (fork, setsid, fork): found by a scan (cgroup.h). */
+        return unit_group_signal(data(u)->group, sig, u->main != NULL && !forking);
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
