@@ -508,8 +508,7 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default: /* STOP_CMD: ExecStop= is still running, it decides */
                 return;
@@ -566,8 +565,7 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default:
                 return;
