@@ -165,6 +165,9 @@ int manager_logs_renew(struct manager *m, struct unit *u);
 struct unit *manager_unit_free(struct unit *u);
 /* Loads DIR at start-up: every unit file that loads becomes a unit. */
 int manager_load_units(struct manager *m);
+/* A notice for each Wants= of a unit that is neither loaded nor in DIR (an
+ * instance: nor its template): once per load (manager_load_units, reload). */
+void manager_notice_missing_wants(struct manager *m);
 
 /* reload.c: DIR read again and the difference applied (report: NULL for
  * SIGHUP, else the daemon-reload answer's arrays). 0 or the error of reading
