@@ -330,25 +330,75 @@ static int texts_read(struct texts *t, const char *path, char **ret_message) {
         return 1;
 }
 
-/* Parses res's file and the drop-ins of the unit's names (its real name,
- * aliases: the alias links of DIR that lead to it). */
-static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
-                         char **ret_message) {
-        struct texts t = {};
-        int k = texts_read(&t, res->path, ret_message);
+/* Adds the names of text's [Install] Alias= lines to names (a light scan
+ * before the parse, which checks them: a name with a specifier, a quote or
+ * an escape is left out). */
+static int scan_alias_keys(const struct unit_text *t, struct strv_builder *names) {
+        bool install = false;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < t->size;) {
+                const char *l = t->data + i, *nl = memchr(l, '\n', t->size - i);
+                size_t n = nl ? (size_t) (nl - l) : t->size - i;
+                i += n + 1;
+                while (n > 0 && (*l == ' ' || *l == '\t'))
+                        l++, n--;
+                if (n > 0 && *l == '[')
+                        install = n >= 9 && !strncmp(l, "[Install]", 9);
+                if (!install || n <= 6 || strncmp(l, "Alias=", 6))
+                        continue;
+                _cleanup_free_ char *v = strndup(l + 6, n - 6);
+                char *save = NULL;
+                for (char *w = v ? strtok_r(v, " \t\r", &save) : NULL; r >= 0 && w; w = strtok_r(NULL, " \t\r", &save))
+                        if (!strpbrk(w, "%\"'\\") && unit_name_is_valid(w, UNIT_NAME_PLAIN | UNIT_NAME_TEMPLATE))
+                                r = strv_builder_push(names, strdup(w));
+                if (!v)
+                        r = -ENOMEM;
+        }
+        return r;
+}
+
+/* Reads res's file and the drop-ins of names (with the [Install] Alias=
+ * names of what was read, when add_alias_keys) into t. */
+static int read_texts(const char *dir, struct resolved *res, struct strv_builder *names, bool add_alias_keys,
+                      struct texts *t, char **ret_message) {
+        int k = texts_read(t, res->path, ret_message);
         if (k == 0)
                 return load_error(ret_message, LOG_NOTICE, ERFKILL, "%s: masked (empty, or a link to /dev/null), not loaded", res->path);
         if (k < 0)
                 return k;
-        struct unit_file names = { .name = res->name, .aliases = aliases };
+        struct unit_file u = { .name = res->name, .aliases = names->v };
         struct strv_builder files = {};
-        k = dropin_files(dir, &names, &files);
+        k = dropin_files(dir, &u, &files);
         for (size_t i = 0; k >= 0 && i < files.n; i++)
-                k = texts_read(&t, files.v[i], ret_message);
+                k = texts_read(t, files.v[i], ret_message);
+        strv_builder_clear(&files);
+        size_t before = names->n;
+        for (size_t i = 0; k >= 0 && add_alias_keys && i < t->n; i++)
+                k = scan_alias_keys(&t->t[i], names);
+        return k < 0 ? k : names->n > before;
+}
+
+/* Parses res's file and the drop-ins of the unit's names (its real name,
+ * aliases: the alias links of DIR that lead to it; and its [Install] Alias=
+ * names: systemd reads the drop-ins of every name of an enabled unit, and
+ * tend treats Alias= as enabled). */
+static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
+                         char **ret_message) {
+        struct texts t = {};
+        struct strv_builder names = {};
+        int k = 0;
+        for (char **a = aliases; k >= 0 && a && *a; a++)
+                k = strv_builder_push(&names, strdup(*a));
+        if (k >= 0)
+                k = read_texts(dir, res, &names, true, &t, ret_message);
+        if (k > 0) { /* Alias= names: read again with their drop-ins too */
+                texts_done(&t);
+                k = read_texts(dir, res, &names, false, &t, ret_message);
+        }
         if (k >= 0)
                 k = unit_file_parse_texts(res->name, t.t, t.n, ret, ret_message);
         texts_done(&t);
-        strv_builder_clear(&files);
+        strv_builder_clear(&names);
         return k;
 }
 

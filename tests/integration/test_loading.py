@@ -111,6 +111,26 @@ class Aliases(LoadingTestCase):
         st, out, err = self.ctl('status', 'ssh service', check=False)
         self.assertNotEqual(st, 0, 'an invalid name was answered: %r' % out)
 
+    def test_install_alias_drop_ins_are_read(self):
+        """[Install] Alias= names are names of the unit: their drop-in
+        directories are read as the link aliases' are (systemd reads every
+        name's of an enabled unit; tend treats Alias= as enabled)."""
+        self.unit('ssh', """
+            [Service]
+            ExecStart=%s 1031
+            [Install]
+            Alias=secure.service
+        """ % SLEEP)
+        self.write('secure.service.d/override.conf', """
+            [Service]
+            ExecStart=
+            ExecStart=%s 1032
+        """ % SLEEP)
+        self.start_tend()
+        self.wait_argv('ssh', [SLEEP.encode(), b'1032'], 'the drop-in of the Alias= name was not read')
+        st, out, err = self.verify(self.dir)
+        self.assertEqual(st, 0, err)
+
     @staticmethod
     def _runs(pid, arg):
         try:
