@@ -67,6 +67,8 @@ class Forking(ForkdCase):
         with open(pidfile) as f:
             self.assertEqual(r['main_pid'], int(f.read()))
         self.assertEqual(ask(port), r['main_pid'], 'the daemon on the port is not the main process')
+        # systemd's ExecMainStatus: the main process's; the start process's exit 0 is not one.
+        self.assertIsNone(r['last_exit'], 'a running forking unit shows its start process\'s exit')
         pids = self.family('d', r['main_pid'])
         self.assertEqual(len(pids), 3, 'the daemon and its 2 workers: %r' % pids)
         for p in pids:
