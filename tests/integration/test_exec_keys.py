@@ -322,6 +322,18 @@ class ExecKeys(ServiceTestCase):
         self.assertEqual((r['state'], r['result']), ('failed', 'exec-failed'), r)
         self.assertIn('nocpu.service: CPUAffinity= sched_setaffinity failed: Invalid argument (EINVAL)', self.stderr())
 
+    def test_limit_infinity_clamped_is_said_infinity(self):
+        """LimitNPROC=infinity above a hard limit tend may not raise (no
+        CAP_SYS_RESOURCE): the notice says "infinity", as written, not
+        RLIM_INFINITY's number."""
+        self.unit('np', '[Service]\nType=oneshot\nLimitNPROC=infinity\nExecStart=/bin/sh -c \'grep "Max processes" '
+                  '/proc/self/limits\'\nStandardOutput=file:%s\n' % self.out('np'))
+        self.start_tend(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nproc=1024:4096', '--'])
+        self.assertEqual(self.succeeded('np').split()[2:4], ['4096', '4096'])
+        self.assertIn('np.service: LimitNPROC=infinity is above the hard limit tend may set: the closest value, 4096, '
+                      'is used', self.stderr())
+        self.assertNotIn('18446744073709551615', self.stderr())
+
     def test_standard_output_tty(self):
         """StandardOutput=tty with TTYPath= a pty the test opened: the unit's
         output arrives on its master side; StandardInput=tty makes it the
