@@ -430,7 +430,15 @@ void own_waiter_settle(struct unit_data *d) {
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
-        if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
+        /* exec: RuntimeDirectory= at stop — once, as the change delivered
+         * takes the unit from a live state (or back-off) to a dead one; not
+         * at each change while dead (a removal that fails is said once). */
+        struct unit_shown now;
+        unit_get_shown(u, &now);
+        enum unit_state was = data(u)->record.shown.state;
+        bool entered = (now.state == UNIT_INACTIVE || now.state == UNIT_FAILED || now.state == UNIT_BACKOFF) &&
+                       now.state != was && was != UNIT_INACTIVE && was != UNIT_FAILED;
+        if (entered && unit_is_dead(u) && exec_dirs_any(u->file))
                 exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);

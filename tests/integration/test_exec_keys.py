@@ -322,6 +322,31 @@ class ExecKeys(ServiceTestCase):
         self.assertEqual((r['state'], r['result']), ('failed', 'exec-failed'), r)
         self.assertIn('nocpu.service: CPUAffinity= sched_setaffinity failed: Invalid argument (EINVAL)', self.stderr())
 
+    def test_failed_runtime_directory_removal_said_once(self):
+        """An unprivileged tend cannot remove a RuntimeDirectory= holding a
+        root-owned directory with a file: said once at the stop, not at each
+        change of the dead unit's record."""
+        if not shutil.which('setpriv'):
+            self.skipTest('no setpriv(1)')
+        os.chmod(self.tmp.name, 0o777)
+        xdg = self.path('xdg')
+        os.mkdir(xdg)
+        os.chown(xdg, self.nobody.pw_uid, self.nobody.pw_gid)
+        env = dict(os.environ, XDG_RUNTIME_DIR=xdg + '/run', HOME=xdg)
+        # The unit makes a directory it may not write in, then fails.
+        self.unit('rt', '''[Service]
+            RuntimeDirectory=r
+            ExecStart=/bin/sh -c 'mkdir "$RUNTIME_DIRECTORY/ro" && touch "$RUNTIME_DIRECTORY/ro/f" && chmod 555 "$RUNTIME_DIRECTORY/ro"; exit 3'
+            ''')
+        self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
+        self.addCleanup(lambda: os.path.isdir(xdg + '/run/r/ro') and os.chmod(xdg + '/run/r/ro', 0o755))
+        self.wait_state('rt', lambda r: r['state'] == 'failed', 5, 'never failed')
+        self.ctl('reset-failed', 'rt')
+        self.ctl('status', 'rt')
+        said = 'rt.service: RuntimeDirectory=: cannot remove %s/run/r' % xdg
+        wait_until(lambda: said in self.stderr(), 5, 'the failed removal was not said')
+        self.assertEqual(self.stderr().count(said), 1, 'not once: %r' % self.stderr())
+
     def test_limit_infinity_clamped_is_said_infinity(self):
         """LimitNPROC=infinity above a hard limit tend may not raise (no
         CAP_SYS_RESOURCE): the notice says "infinity", as written, not
