@@ -179,9 +179,12 @@ int exec_dirs_setup(const char *unit, const struct unit_file *f, uid_t owner, gi
                         continue;
                 _cleanup_free_ char *root = NULL;
                 int r = exec_dirs_root(t, euid, &root);
+                static const char *const vars[_UNIT_EXEC_DIR_MAX] = {
+                        "$XDG_RUNTIME_DIR is not set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CACHE_HOME nor $HOME is set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CONFIG_HOME nor $HOME is set" };
                 if (r == -ENXIO)
-                        return log_error_errno(r, "%s: %s=: no root for it: $%s (or $HOME) is not set", unit, dir_keys[t],
-                                               t == UNIT_EXEC_DIR_RUNTIME ? "XDG_RUNTIME_DIR" : "XDG_*_HOME");
+                        return log_error_errno(r, "%s: %s=: no root for it: %s", unit, dir_keys[t], vars[t]);
                 if (r < 0)
                         return r;
                 for (char **n = e->directories[t]; *n; n++)

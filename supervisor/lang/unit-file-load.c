@@ -357,21 +357,21 @@ static int scan_alias_keys(const struct unit_text *t, struct strv_builder *names
         return r;
 }
 
-/* Reads res's file and the drop-ins of names (with the [Install] Alias=
- * names of what was read, when add_alias_keys) into t. */
+/* Reads res's file and the drop-ins of names into t (their paths in files:
+ * t's origins, kept until the parse is done); adds the [Install] Alias=
+ * names of what was read to names when add_alias_keys: 1 if there were new
+ * ones. */
 static int read_texts(const char *dir, struct resolved *res, struct strv_builder *names, bool add_alias_keys,
-                      struct texts *t, char **ret_message) {
+                      struct texts *t, struct strv_builder *files, char **ret_message) {
         int k = texts_read(t, res->path, ret_message);
         if (k == 0)
                 return load_error(ret_message, LOG_NOTICE, ERFKILL, "%s: masked (empty, or a link to /dev/null), not loaded", res->path);
         if (k < 0)
                 return k;
         struct unit_file u = { .name = res->name, .aliases = names->v };
-        struct strv_builder files = {};
-        k = dropin_files(dir, &u, &files);
-        for (size_t i = 0; k >= 0 && i < files.n; i++)
-                k = texts_read(t, files.v[i], ret_message);
-        strv_builder_clear(&files);
+        k = dropin_files(dir, &u, files);
+        for (size_t i = 0; k >= 0 && i < files->n; i++)
+                k = texts_read(t, files->v[i], ret_message);
         size_t before = names->n;
         for (size_t i = 0; k >= 0 && add_alias_keys && i < t->n; i++)
                 k = scan_alias_keys(&t->t[i], names);
@@ -385,19 +385,21 @@ static int read_texts(const char *dir, struct resolved *res, struct strv_builder
 static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
                          char **ret_message) {
         struct texts t = {};
-        struct strv_builder names = {};
+        struct strv_builder names = {}, files = {};
         int k = 0;
         for (char **a = aliases; k >= 0 && a && *a; a++)
                 k = strv_builder_push(&names, strdup(*a));
         if (k >= 0)
-                k = read_texts(dir, res, &names, true, &t, ret_message);
+                k = read_texts(dir, res, &names, true, &t, &files, ret_message);
         if (k > 0) { /* Alias= names: read again with their drop-ins too */
                 texts_done(&t);
-                k = read_texts(dir, res, &names, false, &t, ret_message);
+                strv_builder_clear(&files);
+                k = read_texts(dir, res, &names, false, &t, &files, ret_message);
         }
         if (k >= 0)
                 k = unit_file_parse_texts(res->name, t.t, t.n, ret, ret_message);
         texts_done(&t);
+        strv_builder_clear(&files);
         strv_builder_clear(&names);
         return k;
 }

@@ -330,8 +330,7 @@ static void step_start(struct unit *u) {
         unit_sm_set_pos(u, UNIT_POS_START_PRE);
         unit_sm_arm(u, u->file->timeout_start);
         int k = u->ops->prepare(u->userdata, u);
-        if (k < 0) {
-                log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
+        if (k < 0) { /* said by the op, once, with the reason */
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;
         }

@@ -253,7 +253,7 @@ struct unit_ops {
                      struct exit_process **ret);
         /* Before each start's first spawn: empties u's cgroup of leftovers of
          * a previous tend (SPEC §4 "cgroups"). An error fails the start
-         * (result resources). */
+         * (result resources); the op says why (the caller does not). */
         int (*prepare)(void *userdata, struct unit *u);
         /* Sends sig to every process of u (cgroup or process group). */
         int (*signal_all)(void *userdata, struct unit *u, int sig);

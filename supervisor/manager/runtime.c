@@ -337,11 +337,12 @@ static int op_prepare(void *userdata, struct unit *u) {
         struct unit_data *d = data(u);
         d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
         d->started_text_hash = u->file->text_hash;
-        int k = prepare_exec(u);
-        if (k >= 0)
-                k = manager_logs_renew(m, u);
+        int k = prepare_exec(u); /* says why (exec-dirs.h, sandbox.h), but for ENOMEM */
         if (k < 0)
-                return k;
+                return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
+        k = manager_logs_renew(m, u);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
         /* A restart in the dispatch of the exit that found its open cgroup
          * empty need not ask again (op_populated). */
         bool empty = unit_group_opened(d->group) && group_known_empty(m, d);
@@ -349,13 +350,15 @@ static int op_prepare(void *userdata, struct unit *u) {
         if (k > 0)
                 log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                            k == 1 ? "" : "es");
-        if (k < 0 || !unit_group_needs_renewal(d->group))
-                return k < 0 ? k : 0;
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot prepare its start: leftovers in its cgroup: %m", u->name);
+        if (!unit_group_needs_renewal(d->group))
+                return 0;
         /* After cgroup.kill the kernel would kill every child spawned into
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);
         k = unit_group_renew(d->group);
-        return k < 0 ? k : 0;
+        return k < 0 ? log_error_errno(k, "%s: cannot prepare its start: cannot renew its cgroup: %m", u->name) : 0;
 }
 
 

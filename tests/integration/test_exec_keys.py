@@ -347,6 +347,23 @@ class ExecKeys(ServiceTestCase):
         wait_until(lambda: said in self.stderr(), 5, 'the failed removal was not said')
         self.assertEqual(self.stderr().count(said), 1, 'not once: %r' % self.stderr())
 
+    def test_no_runtime_root_said_once(self):
+        """An unprivileged tend with $HOME but no $XDG_RUNTIME_DIR: the
+        start of a RuntimeDirectory= unit fails, said once with the one true
+        reason ($HOME is no root for runtime directories)."""
+        if not shutil.which('setpriv'):
+            self.skipTest('no setpriv(1)')
+        os.chmod(self.tmp.name, 0o777)
+        env = {k: v for k, v in os.environ.items() if not k.startswith('XDG_')}
+        env['HOME'] = self.tmp.name
+        self.unit('nr', '[Service]\nRuntimeDirectory=r\nExecStart=/bin/sleep 1000\n')
+        self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
+        r = self.wait_state('nr', lambda r: r['state'] == 'failed', 5, 'never failed')
+        self.assertEqual(r['result'], 'resources')
+        err = self.stderr()
+        self.assertEqual(err.count('nr.service: RuntimeDirectory=: no root for it: $XDG_RUNTIME_DIR is not set'), 1, err)
+        self.assertNotIn('cannot prepare its start', err)
+
     def test_limit_infinity_clamped_is_said_infinity(self):
         """LimitNPROC=infinity above a hard limit tend may not raise (no
         CAP_SYS_RESOURCE): the notice says "infinity", as written, not
