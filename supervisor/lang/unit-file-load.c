@@ -417,9 +417,13 @@ static int load_named(const char *dir, const char *name, char **aliases, struct 
         if (!unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
                 return load_error(ret_message, LOG_ERR, EINVAL, "%s: invalid unit name %s", dir, uf_quote(q, name));
         struct resolved r = {};
-        int k = resolve(dir, name, &r, ret_message);
-        if (k == -ENOENT)
+        char *said = NULL; /* why it does not resolve, when resolve() said it (a dangling link) */
+        int k = resolve(dir, name, &r, &said);
+        if (k == -ENOENT && !said)
                 return load_error(ret_message, LOG_ERR, ENOENT, "%s/%s: no such unit file", dir, name);
+        if (ret_message && k < 0)
+                *ret_message = TAKE_PTR(said);
+        free(said);
         if (k >= 0 && r.masked)
                 k = load_error(ret_message, LOG_NOTICE, ERFKILL, "%s/%s: masked (a link to /dev/null), not loaded", dir, name);
         if (k >= 0)
@@ -619,7 +623,7 @@ static int resolve_all(const char *dir, struct strv_builder *names, struct unit_
                                        dir, names->v[i]);
                         resolved_done(&res);
                 }
-                if (k == -ENOENT) /* gone since it was listed */
+                if (k == -ENOENT && !message) /* gone since it was listed (a dangling link said why) */
                         k = load_error(&message, LOG_ERR, ENOENT, "%s/%s: no such unit file", dir, names->v[i]);
                 if (k < 0) {
                         r = set_add(s, TAKE_PTR(names->v[i]), k, NULL, message);

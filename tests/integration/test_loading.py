@@ -164,6 +164,19 @@ class LinkedUnits(LoadingTestCase):
         self.wait_argv('web', [SLEEP.encode(), b'1012'], 'the drop-in in DIR did not replace ExecStart=')
         self.assertEqual(sorted(self.statuses()), ['web.service'])
 
+    def test_dangling_link_is_one_error(self):
+        """A linked unit whose target does not exist is one error, with
+        --verify and when tend loads DIR."""
+        os.symlink(self.path('nonexistent.service'), os.path.join(self.dir, 'gone.service'))
+        self.sleeper('fine', 1041)
+        st, out, err = self.verify(self.dir)
+        self.assertNotEqual(st, 0)
+        self.assertEqual(err.count('error:'), 1, err)
+        self.assertIn('gone.service: a link to a file that does not exist', err)
+        self.start_tend()
+        self.wait_running('fine')
+        self.assertEqual(self.stderr().count('error:'), 1, self.stderr())
+
     def test_link_to_a_secret_file_is_refused_unquoted(self):
         """issue 19: a link in DIR to a file that is not a unit file (its
         name has no unit suffix) is refused without reading it; a link to a
