@@ -136,8 +136,8 @@ static int setup_one(const char *unit, unit_exec_dir t, const char *root, const 
                 if (fstat(fd, &st) >= 0 && (st.st_mode & 07777) != mode)
                         log_warning("%s: %s=: %s exists with mode %04o, not %04o: left as it is", unit, dir_keys[t],
                                     path, st.st_mode & 07777, mode);
-        } else if (r >= 0)
-                r = fix_leaf(fd, mode, chown, uid, gid);
+        } else if (r >= 0) /* systemd.exec(5): ConfigurationDirectory= stays root's, not User='s */
+                r = fix_leaf(fd, mode, chown && t != UNIT_EXEC_DIR_CONFIGURATION, uid, gid);
         safe_close(fd);
         if (r < 0 && r != -ENOMEM) {
                 const char *n = strerrorname_np(-r);
@@ -154,9 +154,12 @@ int exec_dirs_setup(const char *unit, const struct unit_file *f, uid_t owner, gi
                         continue;
                 _cleanup_free_ char *root = NULL;
                 int r = exec_dirs_root(t, euid, &root);
+                static const char *const vars[_UNIT_EXEC_DIR_MAX] = {
+                        "$XDG_RUNTIME_DIR is not set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CACHE_HOME nor $HOME is set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CONFIG_HOME nor $HOME is set" };
                 if (r == -ENXIO)
-                        return log_error_errno(r, "%s: %s=: no root for it: $%s (or $HOME) is not set", unit, dir_keys[t],
-                                               t == UNIT_EXEC_DIR_RUNTIME ? "XDG_RUNTIME_DIR" : "XDG_*_HOME");
+                        return log_error_errno(r, "%s: %s=: no root for it: %s", unit, dir_keys[t], vars[t]);
                 if (r < 0)
                         return r;
                 for (char **n = e->directories[t]; *n; n++)

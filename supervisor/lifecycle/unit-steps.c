@@ -73,6 +73,22 @@ bool unit_sm_stop_complete(struct unit *u) {
         return k <= 0;
 }
 
+/* KillMode=mixed's stop signal reaches the main and control processes
+ * only: once both are gone nothing signalled is left to wait for, and the
+ * rest get the final kill signal at once (systemd 252: unit_kill_context()
+ * does not wait for the cgroup under mixed before SIGKILL; a main process
+ * that exits during the stop leads to the final kill of the rest). */
+static bool mixed_rest_only(const struct unit *u) {
+        return u->file->kill_mode == UNIT_KILL_MIXED && u->pos == UNIT_POS_STOP_SIGTERM && !u->main && !u->control;
+}
+
+void unit_sm_stop_check(struct unit *u) {
+        if (unit_sm_stop_complete(u))
+                unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+        else if (mixed_rest_only(u))
+                unit_sm_queue_step(u, UNIT_STEP_STOP_SIGKILL);
+}
+
 static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
         char b[24];
         bool all = u->file->kill_mode == UNIT_KILL_CONTROL_GROUP ||
@@ -108,8 +124,8 @@ static void stop_signal(struct unit *u, int sig, bool final) {
         }
         signal_for_kill_mode(u, sig, final);
         unit_sm_set_pos(u, final ? UNIT_POS_STOP_SIGKILL : UNIT_POS_STOP_SIGTERM);
-        if (unit_sm_stop_complete(u)) {
-                unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+        if (unit_sm_stop_complete(u) || mixed_rest_only(u)) {
+                unit_sm_stop_check(u);
                 return;
         }
         unit_sm_arm(u, u->file->timeout_stop);
@@ -319,8 +335,7 @@ static void step_start(struct unit *u) {
         unit_sm_set_pos(u, UNIT_POS_START_PRE);
         unit_sm_arm(u, u->file->timeout_start);
         int k = u->ops->prepare(u->userdata, u);
-        if (k < 0) {
-                log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
+        if (k < 0) { /* said by the op, once, with the reason */
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;
         }
@@ -387,8 +402,8 @@ static const struct {
         [UNIT_STEP_STOP] = { step_stop, F(RUN) | F(STOP_SIGTERM) },
         /* → STOP_SIGTERM with KillSignal= or WatchdogSignal=, STOP_SIGKILL
          * with FinalKillSignal=: TimeoutStopSec=, or done at once */
-        [UNIT_STEP_STOP_SIGTERM] = { step_stop_sigterm, F(STOP_FINISHED) },
-        [UNIT_STEP_STOP_WATCHDOG] = { step_stop_watchdog, F(STOP_FINISHED) },
+        [UNIT_STEP_STOP_SIGTERM] = { step_stop_sigterm, F(STOP_FINISHED) | F(STOP_SIGKILL) },
+        [UNIT_STEP_STOP_WATCHDOG] = { step_stop_watchdog, F(STOP_FINISHED) | F(STOP_SIGKILL) },
         [UNIT_STEP_STOP_SIGKILL] = { step_stop_sigkill, F(STOP_FINISHED) },
         /* nothing runs: the restart policy decides */
         [UNIT_STEP_STOP_FINISHED] = { step_stop_finished, F(BACKOFF_OR_DEAD) | F(DEAD) },

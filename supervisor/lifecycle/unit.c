@@ -508,8 +508,7 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default: /* STOP_CMD: ExecStop= is still running, it decides */
                 return;
@@ -534,12 +533,12 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 log_exec_failure(u, cmd, exec, stage);
 
         if (u->pos == UNIT_POS_START) { /* Type=forking's start process (unit-forking.c) */
-                u->has_last_exit = true;
-                u->last_exit = *r;
-                if (ok) {
+                if (ok) { /* as systemd's ExecMainStatus: the last exit is the main process's */
                         unit_sm_forking_started(u);
                         return;
                 }
+                u->has_last_exit = true; /* a failed start's is its start process's */
+                u->last_exit = *r;
         }
         switch (u->pos) {
         case UNIT_POS_START: /* failed as the other start commands */
@@ -566,8 +565,7 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default:
                 return;

@@ -253,7 +253,7 @@ struct unit_ops {
                      struct exit_process **ret);
         /* Before each start's first spawn: empties u's cgroup of leftovers of
          * a previous tend (SPEC §4 "cgroups"). An error fails the start
-         * (result resources). */
+         * (result resources); the op says why (the caller does not). */
         int (*prepare)(void *userdata, struct unit *u);
         /* Sends sig to every process of u (cgroup or process group). */
         int (*signal_all)(void *userdata, struct unit *u, int sig);
@@ -311,7 +311,11 @@ struct unit_ops {
          * already exited and was reaped as an orphan: *ret_reason is its
          * status; -EAGAIN when the file is not there (missing, empty, its
          * process not yet re-parented to tend): the manager calls
-         * unit_forking_retry() later; any other error when the file is
+         * unit_forking_retry() later; -EINPROGRESS likewise, when no
+         * process is left in u's group but one that left it (without
+         * cgroups: re-parented to tend during the start) lives, so the unit
+         * waits on; -ESRCH when the guess cannot tell the daemon apart
+         * (without cgroups); any other error when the file is
          * refused or unreadable, said with the file and why (the start fails,
          * result resources). */
         int (*forking_main)(void *userdata, struct unit *u, struct exit_process **ret,

@@ -354,11 +354,12 @@ static int op_prepare(void *userdata, struct unit *u) {
         struct unit_data *d = data(u);
         d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
         d->started_text_hash = u->file->text_hash;
-        int k = prepare_exec(u);
-        if (k >= 0)
-                k = manager_logs_renew(m, u);
+        int k = prepare_exec(u); /* says why (exec-dirs.h, sandbox.h), but for ENOMEM */
         if (k < 0)
-                return k;
+                return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
+        k = manager_logs_renew(m, u);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
         /* A restart in the dispatch of the exit that found its open cgroup
          * empty need not ask again (op_populated). */
         bool empty = unit_group_opened(d->group) && group_known_empty(m, d);
@@ -366,13 +367,15 @@ static int op_prepare(void *userdata, struct unit *u) {
         if (k > 0)
                 log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                            k == 1 ? "" : "es");
-        if (k < 0 || !unit_group_needs_renewal(d->group))
-                return k < 0 ? k : 0;
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot prepare its start: leftovers in its cgroup: %m", u->name);
+        if (!unit_group_needs_renewal(d->group))
+                return 0;
         /* After cgroup.kill the kernel would kill every child spawned into
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);
         k = unit_group_renew(d->group);
-        return k < 0 ? k : 0;
+        return k < 0 ? log_error_errno(k, "%s: cannot prepare its start: cannot renew its cgroup: %m", u->name) : 0;
 }
 
 
@@ -393,11 +396,14 @@ static int op_populated(void *userdata, struct unit *u) {
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
         /* A forking daemon outside the unit's group (without cgroups: one
          * that made its own session, not as its leader) gets it itself. */
-        if (u->main && u->file->type == UNIT_TYPE_FORKING && unit_group_contains(data(u)->group, u->main_pid) == 0)
+        bool forking = u->file->type == UNIT_TYPE_FORKING;
+        if (u->main && forking && unit_group_contains(data(u)->group, u->main_pid) == 0)
                 (void) exit_process_signal(u->main, sig);
         if (op_populated(userdata, u) == 0)
                 return 0; /* nobody to signal */
-        return unit_group_signal(data(u)->group, sig, u->main != NULL);
+        /* A forking unit's group may be its daemon's, led by a process that
+         * exited (fork, setsid, fork): found by a scan (cgroup.h). */
+        return unit_group_signal(data(u)->group, sig, u->main != NULL && !forking);
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -444,7 +450,15 @@ void own_waiter_settle(struct unit_data *d) {
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
-        if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
+        /* exec: RuntimeDirectory= at stop — once, as the change delivered
+         * takes the unit from a live state (or back-off) to a dead one; not
+         * at each change while dead (a removal that fails is said once). */
+        struct unit_shown now;
+        unit_get_shown(u, &now);
+        enum unit_state was = data(u)->record.shown.state;
+        bool entered = (now.state == UNIT_INACTIVE || now.state == UNIT_FAILED || now.state == UNIT_BACKOFF) &&
+                       now.state != was && was != UNIT_INACTIVE && was != UNIT_FAILED;
+        if (entered && unit_is_dead(u) && exec_dirs_any(u->file))
                 exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
