@@ -11,6 +11,7 @@ empty: the dynamically linked tend cannot start in it.
 `unshare --pid --fork --root=ROOT --kill-child /tend -- /probe …`; tend is
 found from outside as unshare's child and signalled by that pid. Skips (77)
 without PID namespaces."""
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ from tendtest import TEND, TendTestCase, children_of, wait_until, zombies_of  # 
 
 TEND_STATIC = os.environ.get('TEND_STATIC', '')
 PROBE_STATIC = os.environ.get('TEND_CHILD_PROBE_STATIC', '')
+DOCKERFILE = os.environ.get('DOCKERFILE', '')
 PT_INTERP = 3
 
 
@@ -147,6 +149,55 @@ class EmptyRoot(TendTestCase):
         status, err = self.run_pid1('--config-dir', '/')
         self.assertEqual(status, 2, err)
         self.assertIn('use tend', err)
+
+
+def final_stage(path):
+    """The last stage of a Dockerfile: (base, [(src, dst) of COPY --from=build], entrypoint, cmd)."""
+    with open(path) as f:
+        text = f.read().replace('\\\n', ' ')
+    base, copies, entry, cmd = None, [], None, None
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0].startswith('#'):
+            continue
+        if words[0] == 'FROM':
+            base, copies, entry, cmd = words[1], [], None, None
+        elif words[0] == 'COPY' and words[1] == '--from=build':
+            copies.append((words[2], words[3]))
+        elif words[0] == 'ENTRYPOINT':
+            entry = json.loads(line.split(None, 1)[1])
+        elif words[0] == 'CMD':
+            cmd = json.loads(line.split(None, 1)[1])
+    return base, copies, entry, cmd
+
+
+class DockerfileImage(TendTestCase):
+    """examples/Dockerfile without docker: its final stage's root built from
+    its COPY lines (the build stage's /build is this meson build), its
+    ENTRYPOINT and CMD run there as PID 1."""
+
+    def test_image_runs(self):
+        if not os.path.isfile(DOCKERFILE):
+            self.skipTest('DOCKERFILE=%r is not a file: run through meson test' % DOCKERFILE)
+        base, copies, entry, cmd = final_stage(DOCKERFILE)
+        self.assertEqual(base, 'scratch', 'the image is meant to hold nothing but what it copies')
+        build = os.path.dirname(os.path.dirname(os.path.abspath(TEND_STATIC)))  # …/supervisor/tend-static
+        root = self.path('image')
+        for src, dst in copies:
+            self.assertTrue(src.startswith('/build/'), src)
+            here = os.path.join(build, src[len('/build/'):])
+            self.assertTrue(os.path.isfile(here), 'the Dockerfile copies %s, which a build does not make (%s)'
+                            % (src, here))
+            self.assertFalse(elf_interpreter(here), '%s is not static: it cannot run in a scratch image' % src)
+            os.makedirs(os.path.dirname(root + dst), exist_ok=True)
+            shutil.copy(here, root + dst)
+        p = self.start(['unshare', '--pid', '--fork', '--kill-child', '--root=' + root] + entry + cmd)
+        self.assertEqual(p.readline(5, 'the image\'s CMD did not start under its ENTRYPOINT'),
+                         'hello: pid 2, parent 1; waiting for SIGTERM')
+        tend = wait_until(lambda: children_of(p.pid), 5, 'unshare has no child')[0]
+        os.kill(tend, signal.SIGTERM)  # docker stop
+        self.assertEqual(p.readline(5, 'SIGTERM to tend did not reach the CMD'), 'hello: got SIGTERM, exiting 0')
+        self.assertEqual(p.wait(5, 'tend did not exit after its CMD'), 0)
 
 
 if __name__ == '__main__':
