@@ -70,6 +70,10 @@ static void help(void) {
                "  -h, --help               show this help\n"
                "      --version            show the version\n\n"
                "See tend(8).\n");
+#ifdef TEND_ENTRYPOINT_ONLY
+        printf("\nThis is tend-static, entrypoint mode alone: --config-dir, --verify and the control\n"
+               "options are tend's.\n");
+#endif
 }
 
 static int usage_error(const char *fmt, ...) _printf_(1, 2);
