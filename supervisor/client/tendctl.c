@@ -220,6 +220,27 @@ static int parse_args(int argc, char **argv, struct args *a) {
 /* The connection                                                            */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Is the listener tend? SO_PEERCRED on a connected socket gives the
+ * credentials of the process that called listen(): tendctl talks only to a
+ * server running as root or as its own user, never to one another user put
+ * in tend's place (docs/threat-model.md). 0, or the exit status (4) after
+ * saying why.
+ */
+static int check_server_uid(int fd, const char *path) {
+        struct ucred cred = { .uid = (uid_t) -1 };
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                fprintf(stderr, "tendctl: %s: cannot tell who listens there: %s\n", path, strerror(errno));
+                return EXIT_DENIED;
+        }
+        if (cred.uid == 0 || cred.uid == geteuid())
+                return 0;
+        fprintf(stderr, "tendctl: refused: the socket %s is served by uid %u (pid %d), not by root or your own user: "
+                        "not talking to it\n", path, (unsigned) cred.uid, (int) cred.pid);
+        return EXIT_DENIED;
+}
+
 /* A connected socket, or the exit status for why not. */
 static int connect_tend(const char *opt, int *ret_fd) {
         _cleanup_free_ char *path = NULL;
@@ -247,6 +268,9 @@ static int connect_tend(const char *opt, int *ret_fd) {
                 fprintf(stderr, "tendctl: cannot connect to tend at %s: %s\n", path, strerror(e));
                 return e == EACCES || e == EPERM ? EXIT_DENIED : EXIT_FAILED;
         }
+        r = check_server_uid(fd, path);
+        if (r != 0)
+                return r;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

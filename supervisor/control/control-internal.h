@@ -131,6 +131,8 @@ struct control_server {
 
         char *path;
         char *created_dir; /* the directory we made, removed at free */
+        int dir_fd;        /* the socket's directory: every operation on the socket's name goes through it */
+        char *name;        /* the socket's name in it */
         dev_t sock_dev;
         ino_t sock_ino;
         uid_t uid;

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Attacks on tend that got through once (issue 19, docs/threat-model.md),
+each replayed: the control socket's symlink race, a socket directory another
+user can write. Root only (another uid through util-linux's setpriv): skips
+with 77 otherwise. The attacker runs as nobody (65534)."""
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tendtest import TEND, TendTestCase, wait_until  # noqa: E402
+
+NOBODY = 65534
+TRIALS = 100
+PAUSE_MS = 60  # the window tend's seam opens between bind() and the socket's ownership
+
+# The attacker: for each "SOCK TARGET" line, waits (bounded) for SOCK to
+# appear (or SOCK.gone: tend exited without binding), then swaps it for a symlink to TARGET (rename over it, the race a
+# chown()/chmod() by path would lose), and says what happened.
+ATTACKER = r'''
+import os, sys, time
+for line in sys.stdin:
+    sock, target = line.split()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not os.path.lexists(sock + '.gone'):
+        try:
+            os.lstat(sock)
+            break
+        except FileNotFoundError:
+            time.sleep(0.0005)
+    else:
+        print('timeout', flush=True)
+        continue
+    tmp = sock + '.evil'
+    try:
+        os.symlink(target, tmp)
+        os.rename(tmp, sock)
+        print('swapped', flush=True)
+    except OSError as e:
+        print('refused %s' % e.strerror, flush=True)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+'''
+
+
+def why_not():
+    if os.geteuid() != 0:
+        return 'not root'
+    if not shutil.which('setpriv'):
+        return 'setpriv is not installed'
+    return None
+
+
+def as_nobody(argv):
+    return ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups'] + argv
+
+
+def changed(path, before):
+    """Has the owner, group or mode of path changed since before (a stat)?"""
+    after = os.stat(path)
+    return (after.st_uid, after.st_gid, after.st_mode) != (before.st_uid, before.st_gid, before.st_mode)
+
+
+class ControlSocket(TendTestCase):
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp.name, 0o711)  # nobody may traverse to its directories
+        self.units = self.path('units')
+        os.mkdir(self.units)
+
+    def stop_tend(self, p):
+        if p.running():
+            signal.pidfd_send_signal(p.pidfd, signal.SIGTERM)
+        return p.wait(10, 'tend did not exit on SIGTERM')
+
+    def test_symlink_race_100_trials_no_win(self):
+        """Half the trials in a directory the attacker owns (tend must refuse
+        it), half in a sticky directory all may write (as /tmp: the attacker
+        cannot rename over tend's socket). The seam holds tend 60 ms between
+        bind() and the socket's ownership; the attacker swaps the socket for a
+        symlink to a root-only file as soon as it appears. A win: the file's
+        owner, group or mode changed."""
+        attacker = self.start(as_nobody([sys.executable, '-c', ATTACKER]))
+        sticky = self.path('shared')
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        env = dict(os.environ, TEND_TEST_BIND_PAUSE_MS=str(PAUSE_MS))
+        wins, refused, swaps_refused = [], 0, 0
+        for i in range(TRIALS):
+            target = self.path('secret%d' % i)
+            with open(target, 'w') as f:
+                f.write('root only\n')
+            os.chmod(target, 0o604)
+            before = os.stat(target)
+            if i % 2 == 0:  # the attacker made the directory first
+                d = self.path('att%d' % i)
+                os.mkdir(d)
+                os.chown(d, NOBODY, NOBODY)
+                sock = os.path.join(d, 'control')
+            else:
+                sock = os.path.join(sticky, 'control%d' % i)
+            attacker.write(('%s %s\n' % (sock, target)).encode())
+            p = self.start([TEND, '--config-dir', self.units, '--control-socket', sock],
+                           stdin=subprocess.DEVNULL, env=env)
+            wait_until(lambda: not p.running() or self.listening(sock) or changed(target, before), 10,
+                       lambda: 'tend neither listened on %s nor exited: %r' % (sock, p.stderr_text()))
+            status = self.stop_tend(p)
+            if not os.path.lexists(sock):
+                open(sock + '.gone', 'w').close()  # the attacker stops waiting
+            said = attacker.readline(10, 'the attacker said nothing')
+            if i % 2 == 0:
+                refused += status == 1 and ('belongs to uid %d' % NOBODY) in p.stderr_text()
+            else:
+                swaps_refused += said.startswith('refused') and status == 0
+            if changed(target, before):
+                after = os.stat(target)
+                wins.append((i, oct(after.st_mode), after.st_uid, after.st_gid))
+        self.assertEqual(wins, [], 'the attacker changed a root-only file through tend (trial, mode, uid, gid)')
+        self.assertEqual((refused, swaps_refused), (TRIALS // 2, TRIALS // 2),
+                         'every attacker-owned directory refused, every swap in the sticky one refused')
+
+    def listening(self, sock):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            try:
+                s.connect(sock)
+                return True
+            except OSError:
+                return False
+
+    def test_directory_others_can_write_refused(self):
+        d = self.path('open')
+        os.mkdir(d)
+        os.chmod(d, 0o777)  # root's, but anyone may replace what is in it
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(d, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a world-writable socket directory'), 1)
+        self.assertRegex(p.stderr_text(), r'refused: its directory .*/open \(mode 0777\) is writable by others')
+        self.assertEqual(os.listdir(d), [], 'nothing was bound there')
+        os.chmod(d, 0o770)
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(d, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a group-writable socket directory'), 1)
+        self.assertIn('is writable by its group', p.stderr_text())
+        link = self.path('link')
+        os.chmod(d, 0o700)
+        os.symlink(d, link)
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(link, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a symlinked socket directory'), 1)
+        self.assertIn('is a symlink', p.stderr_text())
+
+
+if __name__ == '__main__':
+    reason = why_not()
+    if reason:
+        print('skip: %s' % reason)
+        sys.exit(77)
+    unittest.main(verbosity=2)
