@@ -5,6 +5,7 @@ each replayed: the control socket's symlink race, a socket directory another
 user can write. Root only (another uid through util-linux's setpriv): skips
 with 77 otherwise. The attacker runs as nobody (65534)."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -15,6 +16,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import TEND, TendTestCase, wait_until  # noqa: E402
+from svctest import ServiceTestCase  # noqa: E402
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'examples')
 
 NOBODY = 65534
 TRIALS = 100
@@ -156,6 +160,40 @@ class ControlSocket(TendTestCase):
                        stdin=subprocess.DEVNULL)
         self.assertEqual(p.wait(10, 'tend did not refuse a symlinked socket directory'), 1)
         self.assertIn('is a symlink', p.stderr_text())
+
+
+class Examples(ServiceTestCase):
+    """The README's examples run as root (README command 1): none may write
+    under a path another user could create first."""
+
+    def test_no_example_writes_under_a_directory_others_can_write(self):
+        found = []
+        for name in sorted(os.listdir(EXAMPLES)):
+            if not name.endswith('.service'):
+                continue
+            with open(os.path.join(EXAMPLES, name)) as f:
+                for lineno, line in enumerate(f, 1):
+                    if line.startswith('#'):
+                        continue
+                    for path in re.findall(r'(?<![\w$}])(/[\w.@%-]+(?:/[\w.@%-]+)*)', line):
+                        if others_can_write_an_ancestor(path):
+                            found.append('%s:%d: %s' % (name, lineno, path))
+        self.assertEqual(found, [], 'example paths under a directory another user can write')
+
+
+def others_can_write_an_ancestor(path):
+    """Is path, or the nearest existing directory on its way, writable by
+    others (the sticky bit does not help a path that does not exist yet)?"""
+    p = path
+    while p != '/' and not os.path.exists(p):
+        p = os.path.dirname(p)
+    while True:
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH:
+            return True
+        if p == '/':
+            return False
+        p = os.path.dirname(p)
 
 
 if __name__ == '__main__':
