@@ -52,6 +52,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 return NULL;
         due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
+        sd_event_source_disable_unref(d->leftovers_deadline);
         sd_event_source_disable_unref(d->pid_file_retry);
         jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);

@@ -4,6 +4,7 @@
 each replayed: the control socket's symlink race, a socket directory another
 user can write. Root only (another uid through util-linux's setpriv): skips
 with 77 otherwise. The attacker runs as nobody (65534)."""
+import json
 import os
 import re
 import shutil
@@ -12,11 +13,13 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import TEND, TendTestCase, wait_until  # noqa: E402
-from svctest import ServiceTestCase  # noqa: E402
+from svctest import ServiceTestCase, cgroup_procs, kill_pid  # noqa: E402
+from tendtest import PROBE, exited, wait_pidfd  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'examples')
 
@@ -179,6 +182,120 @@ class Examples(ServiceTestCase):
                         if others_can_write_an_ancestor(path):
                             found.append('%s:%d: %s' % (name, lineno, path))
         self.assertEqual(found, [], 'example paths under a directory another user can write')
+
+
+FREEZER_V1 = '/sys/fs/cgroup/freezer'
+
+# The main process starts a child that stays behind (records its pid), then waits.
+WITH_SURVIVOR = '''
+sleep 1000 &
+echo $! > "$1"
+exec "$2" pause
+'''
+
+
+class Leftovers(ServiceTestCase):
+    def test_killmode_process_survivors_are_left_alone_with_a_warning(self):
+        """systemd leaves a KillMode=process stop's survivors at the next
+        start and warns; only a previous tend's leftovers are killed."""
+        self.make_cgroup(required=True)
+        run, gc_file = self.script('surv.sh', WITH_SURVIVOR), self.path('survivor')
+        self.unit('keep', '''
+            [Service]
+            ExecStart=/bin/sh %s %s %s
+            KillMode=process
+        ''' % (run, gc_file, PROBE))
+        self.start_tend(log_level='warning')
+        self.wait_running('keep')
+        survivor = int(wait_until(lambda: self.lines(gc_file), 5, 'the unit never started its child')[0])
+        self.addCleanup(kill_pid, survivor)
+        fd = os.pidfd_open(survivor)
+        self.addCleanup(os.close, fd)
+        self.ctl('stop', 'keep')
+        self.ctl('start', 'keep')
+        self.wait_running('keep')
+        self.assertFalse(exited(fd), 'the KillMode=process survivor was killed at the next start: %r' % self.stderr())
+        self.assertIn('keep.service: Found left-over process %d (sleep) in control group while starting unit. '
+                      'Ignoring.' % survivor, self.stderr())
+        self.assertNotIn('leftover process of a previous tend', self.stderr())
+
+    def frozen_leftover(self, unit):
+        """A process of a previous tend in UNIT's cgroup that cannot die
+        before the test lets it: frozen by the cgroup v1 freezer (a SIGKILL
+        waits for the thaw, the process in D state). Returns (Proc, thaw)."""
+        if not os.path.isdir(FREEZER_V1):
+            self.skipTest('no cgroup v1 freezer at %s: no way to hold a killed process' % FREEZER_V1)
+        cg = self.make_cgroup(required=True)
+        unit_cg = os.path.join(cg, unit + '.service')
+        os.mkdir(unit_cg)
+        fz = os.path.join(FREEZER_V1, 'tend-it.%d' % os.getpid())
+        os.makedirs(fz, exist_ok=True)
+        planted = self.start(['sleep', '1000'], stdout=subprocess.DEVNULL)
+
+        def thaw():
+            with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+                f.write('THAWED')
+
+        def remove():
+            thaw()
+            kill_pid(planted.pid)
+            wait_pidfd(planted.pidfd, 10, 'the planted leftover survived its thaw')
+            wait_until(lambda: not os.path.exists(os.path.join(fz, 'tasks')) or
+                       not open(os.path.join(fz, 'tasks')).read(), 5, 'freezer cgroup still holds a task')
+            os.rmdir(fz)
+        self.addCleanup(remove)
+        for d in (unit_cg, fz):
+            with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                f.write(str(planted.pid))
+        with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+            f.write('FROZEN')
+        wait_until(lambda: open(os.path.join(fz, 'freezer.state')).read().strip() == 'FROZEN', 5,
+                   'the planted leftover never froze')
+        self.unit(unit, '[Service]\nExecStart=%s pause' % PROBE)
+        return cg, planted, thaw
+
+    def timed_ctl(self, *args):
+        """tendctl ARGS must answer within 1 s: (status, stdout, seconds)."""
+        t0 = time.monotonic()
+        try:
+            status, out, err = self.ctl(*args, check=False, timeout=1)
+        except subprocess.TimeoutExpired:
+            self.fail('tendctl %s did not answer within 1 s: tend\'s loop is blocked; stderr %r'
+                      % (' '.join(args), self.stderr()))
+        return status, out, time.monotonic() - t0
+
+    def test_tendctl_answers_while_a_killed_leftover_is_dying(self):
+        cg, planted, thaw = self.frozen_leftover('stuck')
+        self.start_tend(cgroup=cg, wait_ready=False)
+        wait_until(lambda: self.timed_ctl('status', 'stuck', '--json')[0] == 0, 5,
+                   lambda: 'tend never answered; stderr %r' % self.stderr())
+        self.assertIn('stuck.service: killed 1 leftover process of a previous tend', self.stderr())
+        for _ in range(5):  # the leftover is still there: the start waits, tend answers
+            status, out, took = self.timed_ctl('status', 'stuck', '--json')
+            self.assertEqual((status, json.loads(out)[0]['state']), (0, 'starting'), out)
+        self.assertFalse(planted.running() is False, 'the frozen leftover died before its thaw')
+        thaw()
+        wait_pidfd(planted.pidfd, 5, 'the killed leftover did not die once thawed')
+        self.assertEqual(planted.wait(1, 'leftover'), -9)
+        main = self.wait_running('stuck', timeout=5)['main_pid']
+        self.assertEqual(cgroup_procs(os.path.join(cg, 'stuck.service')), [main])
+
+    def test_a_leftover_that_never_dies_fails_the_start_in_bounded_time(self):
+        cg, planted, _ = self.frozen_leftover('stuck')
+        self.start_tend(cgroup=cg, wait_ready=False)
+        t0 = time.monotonic()
+        wait_until(lambda: self.timed_ctl('status', 'stuck', '--json')[0] == 0, 5,
+                   lambda: 'tend never answered; stderr %r' % self.stderr())
+        # Failed (result resources), then stopping while the stuck process
+        # stays in the cgroup (the stop's own TimeoutStopSec= applies).
+        rec = self.wait_state('stuck', lambda r: r['result'] == 'resources', 6,
+                              'the start did not fail while its leftover stayed')
+        self.assertIn(rec['state'], ('stopping', 'failed'))
+        self.assertLess(time.monotonic() - t0, 5, 'the start waited past its 2 s bound')
+        self.assertEqual(rec['result'], 'resources')
+        self.assertIn('stuck.service: leftover processes of a previous tend are still in its cgroup 2000 ms after '
+                      'cgroup.kill', self.stderr())
+        self.assertEqual(self.timed_ctl('list')[0], 0)
 
 
 def others_can_write_an_ancestor(path):
