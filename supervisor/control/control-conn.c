@@ -117,6 +117,29 @@ char *conn_queue_reserve(struct conn *c, size_t len) {
         return m->data;
 }
 
+static void queue_text(struct conn *c, const char *text, size_t len) {
+        char *buf = conn_queue_reserve(c, len);
+        if (buf)
+                memcpy(buf, text, len);
+}
+
+static int queue_part(json *part, void *userdata) {
+        _cleanup_json_ json *o = part;
+        struct conn *c = userdata;
+        const char *text;
+        size_t len;
+        if (control_message_text(o, &text, &len) < 0)
+                return -ENOMEM;
+        queue_text(c, text, len);
+        return c->dead ? -ENOMEM : 0;
+}
+
+/* Whether o is a result (only results are sent in parts). */
+static bool is_result(json *o) {
+        const char *type;
+        return control_get_string(o, "type", &type) >= 0 && streq(type, "result");
+}
+
 void conn_queue(struct conn *c, json *msg) {
         _cleanup_json_ json *o = msg;
         const char *text;
@@ -130,9 +153,16 @@ void conn_queue(struct conn *c, json *msg) {
                 c->dead = true;
                 return;
         }
-        char *buf = conn_queue_reserve(c, len);
-        if (buf)
-                memcpy(buf, text, len);
+        /* Answers of any size: a result over the message limit goes in
+         * parts (control-proto.h, docs/control-protocol.md). */
+        if (len > CONTROL_MESSAGE_MAX && is_result(o) &&
+            (control_result_split(o, CONTROL_BATCH_BYTES, queue_part, c) < 0 ||
+             control_message_text(o, &text, &len) < 0)) {
+                log_warning("control: %s: out of memory sending an answer in parts: dropped", conn_peer(c, who));
+                c->dead = true;
+                return;
+        }
+        queue_text(c, text, len);
 }
 
 bool conn_has_room(const struct conn *c) {
@@ -181,10 +211,13 @@ static int conn_flush(struct conn *c) {
                         continue;
                 if (n < 0 && errno == EAGAIN)
                         break;
-                if (n < 0 && errno == EMSGSIZE)
-                        log_warning("control: %s: answer of %zu bytes exceeds the socket buffer: not sent",
+                if (n < 0 && errno == EMSGSIZE) {
+                        /* Never left waiting for an answer that cannot come: closed. */
+                        log_warning("control: %s: answer of %zu bytes exceeds the socket buffer: connection closed",
                                     conn_peer(c, who), m->len);
-                else if (n < 0) {
+                        c->dead = true;
+                        break;
+                } else if (n < 0) {
                         (void) log_debug_errno(errno, "control: %s: send: %m", conn_peer(c, who));
                         c->dead = true;
                         break;

@@ -184,6 +184,64 @@ class Examples(ServiceTestCase):
         self.assertEqual(found, [], 'example paths under a directory another user can write')
 
 
+class LargeAnswers(ServiceTestCase):
+    """A request naming thousands of units: its answer is over the 128 KiB a
+    message may hold; it comes in result-part messages, never dropped."""
+
+    N = 3000
+
+    def setUp(self):
+        super().setUp()
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        self.names = ['web'] + ['nosuch%04d' % i for i in range(self.N)]
+
+    def test_tendctl_gets_every_units_answer(self):
+        for verb in ('start', 'stop', 'status'):
+            try:
+                status, out, err = self.ctl(verb, *self.names, '--json', check=False, timeout=20)
+            except subprocess.TimeoutExpired:
+                self.fail('tendctl %s of %d names hung: the answer was dropped; tend stderr %r'
+                          % (verb, len(self.names), self.stderr()[-2000:]))
+            self.assertEqual(status, 3, '%s: the first failure is a unit not found: %r' % (verb, err[-500:]))
+            self.assertEqual(err.count('not found'), self.N, '%s: every missing unit is named once' % verb)
+            if verb != 'status':
+                units = json.loads(out)['units']
+                self.assertEqual([u['name'] for u in units][1:], ['nosuch%04d' % i for i in range(self.N)],
+                                 '%s: every unit answered, in the order asked' % verb)
+                self.assertEqual(units[0]['name'], 'web.service')
+
+    def test_messages_stay_under_the_limit(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(self.sock)
+            s.send(json.dumps({'version': 1, 'command': 'status', 'units': self.names}).encode())
+            parts, sizes = [], []
+            while True:
+                m = s.recv(1 << 20, socket.MSG_TRUNC)
+                self.assertTrue(m, 'tend closed the connection before the result')
+                sizes.append(len(m))
+                msg = json.loads(m)
+                if msg['type'] == 'result':
+                    break
+                if msg['type'] == 'result-part':
+                    parts += msg['units']
+            self.assertLessEqual(max(sizes), 128 * 1024, 'a message over the documented 128 KiB')
+            self.assertEqual(len(parts) + len(msg['units']), self.N, 'the not-found list, whole')
+            self.assertEqual(msg['error'], 'not-found')
+
+    def test_request_over_the_limit_is_answered(self):
+        names = ['nosuch%06d' % i for i in range(7000)]  # > 64 KiB of JSON
+        try:
+            status, out, err = self.ctl('status', *names, check=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail('tendctl hung on a request over 64 KiB')
+        self.assertEqual((status, out), (2, ''), err)  # too-large: a usage error's status
+        self.assertIn('the request exceeds 65536 bytes', err)
+        self.ctl('status', 'web')  # tend serves on
+
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.
