@@ -424,6 +424,9 @@ static int op_prepare(void *userdata, struct unit *u) {
         int k = prepare_exec(u);
         if (k >= 0)
                 k = manager_logs_renew(m, u);
+        if (k == -EMFILE || k == -ENFILE)
+                log_error("%s: out of file descriptors: the start fails (result resources), retried per Restart=",
+                          u->name);
         if (k < 0)
                 return k;
         if (d->leftovers_deadline)

@@ -242,6 +242,69 @@ class LargeAnswers(ServiceTestCase):
         self.ctl('status', 'web')  # tend serves on
 
 
+class FdExhaustionAtLoad(ServiceTestCase):
+    """Units that cannot get their log pipes while DIR is read are loaded,
+    fail their start ("out of file descriptors") and are retried per
+    Restart=; none vanishes. tend runs with 160 fds (soft and hard); the test
+    takes all but 3 of them with idle control connections (one fd each on
+    tend's side), adds 10 units and sends SIGHUP: DIR is read, most new
+    units get no pipes. Once the connections close, the retries run them."""
+
+    def hold_connections(self):
+        """Connects until tend refuses for want of fds: the open sockets."""
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for _ in range(200):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            c.settimeout(5)
+            c.connect(self.sock)
+            c.send(json.dumps({'version': 1, 'command': 'status', 'units': ['a00']}).encode())
+            while True:
+                msg = json.loads(c.recv(1 << 17))
+                if msg['type'] == 'result':
+                    break
+            if not msg['ok']:
+                c.close()
+                self.assertIn('out of file descriptors', msg.get('message', ''), msg)
+                return held
+            held.append(c)
+        self.fail('tend never ran out of fds with 200 connections')
+
+    def test_units_without_fds_fail_and_are_retried(self):
+        if not shutil.which('prlimit'):
+            self.skipTest('prlimit is not installed')
+        for i in range(10):
+            self.unit('a%02d' % i, '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend(wrap=['prlimit', '--nofile=160'], log_level='info')
+        for i in range(10):
+            self.wait_running('a%02d' % i)
+        held = self.hold_connections()
+        for c in held[:3]:  # DIR's reading needs 2; the new units' pipes get what is left
+            c.close()
+        news = ['b%02d.service' % i for i in range(10)]
+        for n in news:
+            self.unit(n[:-8], '[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=%s pause\n'
+                      'Restart=on-failure\nRestartSec=1s' % PROBE)
+        os.kill(self.tend_pid, signal.SIGHUP)
+        wait_until(lambda: all('%s: starting' % n in self.stderr() for n in news), 10,
+                   lambda: 'new units never started (vanished at load?): %r; stderr %r' % (
+                       [n for n in news if '%s: starting' % n not in self.stderr()], self.stderr()[-1500:]))
+        self.assertIn('out of file descriptors for its log pipes at load', self.stderr())
+        self.assertIn('out of file descriptors: the start fails (result resources), retried per Restart=',
+                      self.stderr())
+        for c in held[3:]:
+            c.close()
+        recs = wait_until(lambda: (lambda r: r if all(r.get(n, {}).get('state') == 'running' for n in news)
+                                   else None)(self.statuses_or_none()), 20,
+                          lambda: 'the new units did not run on a retry: %r; stderr %r' % (
+                              self.statuses_or_none(), self.stderr()[-1500:]))
+        self.assertTrue(any(recs[n]['restarts'] > 0 for n in news), 'no unit needed a retry: %r' % recs)
+
+    def statuses_or_none(self):
+        status, out, _ = self.ctl('status', '--json', check=False, timeout=5)
+        return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
+
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.
