@@ -275,6 +275,7 @@ void conn_free(struct conn *c) {
         out_free(c);
         c->io = sd_event_source_disable_unref(c->io);
         c->stall = sd_event_source_disable_unref(c->stall);
+        c->idle = sd_event_source_disable_unref(c->idle);
         safe_close(c->fd);
         if (c->prev)
                 c->prev->next = c->next;
@@ -299,10 +300,38 @@ static int conn_produce(struct conn *c) {
         }
 }
 
+static int idle_cb(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct conn *c = userdata;
+        char who[64];
+        log_debug("control: %s sent nothing for %" PRIu64 " ms with no request in progress: closed",
+                  conn_peer(c, who), (uint64_t) (c->s->idle_timeout / USEC_PER_MSEC));
+        c->dead = true;
+        conn_done(c);
+        return 0;
+}
+
+/* The idle deadline runs from the connection's last activity while it has no
+ * request in progress and nothing to send (a stream or a waiting start is
+ * never idle). */
+static void idle_update(struct conn *c) {
+        bool idle = c->phase == CONN_IDLE && !c->out_head;
+        if (!idle) {
+                if (c->idle)
+                        (void) sd_event_source_set_enabled(c->idle, SD_EVENT_OFF);
+                return;
+        }
+        int r = c->idle ? sd_event_source_set_time_relative(c->idle, c->s->idle_timeout)
+                        : sd_event_add_time_relative(c->s->event, &c->idle, CLOCK_MONOTONIC, c->s->idle_timeout, 0,
+                                                     idle_cb, c);
+        if (r >= 0)
+                (void) sd_event_source_set_enabled(c->idle, SD_EVENT_ONESHOT);
+}
+
 void conn_update_events(struct conn *c) {
         uint32_t ev = 0;
         if (c->dead)
                 return;
+        idle_update(c);
         if (c->phase == CONN_IDLE && !c->eof && conn_has_room(c))
                 ev |= EPOLLIN;
         if (c->out_head || (c->phase == CONN_UNITS && conn_has_room(c)) ||

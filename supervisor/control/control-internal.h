@@ -86,6 +86,7 @@ struct conn {
         uid_t uid;
         sd_event_source *io, *stall;
         bool stall_armed;
+        sd_event_source *idle;  /* closes the connection after the idle timeout */
 
         struct outmsg *out_head, *out_tail;
         size_t out_bytes;
@@ -139,6 +140,12 @@ struct control_server {
         gid_t group;
         unsigned max_clients;
         usec_t stall_timeout;
+        usec_t idle_timeout;
+        /* refusals' log lines: logged in the interval from refusals_begin,
+         * and counted beyond CONTROL_REFUSALS_LOGGED (control.c) */
+        usec_t refusals_begin;
+        unsigned refusals_logged, refusals_suppressed;
+        sd_event_source *refusals_timer;
 
         int listen_fd;
         int reserve_fd; /* spent to accept and refuse when out of fds */

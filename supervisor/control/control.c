@@ -255,6 +255,48 @@ static int socket_bind(struct control_server *s) {
 /* Accepting and authorising                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* Logs the count of refusals not logged one by one, and starts afresh. */
+static void refusals_report(struct control_server *s) {
+        if (s->refusals_suppressed > 0)
+                log_warning("control: %u more refusal%s in the last %u s, not logged one by one",
+                            s->refusals_suppressed, s->refusals_suppressed == 1 ? "" : "s",
+                            (unsigned) (CONTROL_REFUSALS_INTERVAL_USEC / USEC_PER_SEC));
+        s->refusals_begin = 0;
+        s->refusals_logged = s->refusals_suppressed = 0;
+}
+
+static int refusals_timer_cb(sd_event_source *src, uint64_t usec, void *userdata) {
+        refusals_report(userdata);
+        return 0;
+}
+
+/*
+ * Whether a refusal (or an accept error) may be logged now: the first
+ * CONTROL_REFUSALS_LOGGED of each interval are; the rest are counted, and the
+ * count is logged when the interval ends (a timer), so a flood of refused
+ * clients costs a few lines, not one each.
+ */
+static bool refusal_log_ok(struct control_server *s) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (s->refusals_begin == 0 || now >= s->refusals_begin + CONTROL_REFUSALS_INTERVAL_USEC) {
+                refusals_report(s);
+                s->refusals_begin = now;
+        }
+        if (s->refusals_logged < CONTROL_REFUSALS_LOGGED) {
+                s->refusals_logged++;
+                return true;
+        }
+        if (s->refusals_suppressed++ == 0) {
+                usec_t at = s->refusals_begin + CONTROL_REFUSALS_INTERVAL_USEC;
+                int r = s->refusals_timer ? sd_event_source_set_time(s->refusals_timer, at)
+                                          : sd_event_add_time(s->event, &s->refusals_timer, CLOCK_MONOTONIC, at, 0,
+                                                              refusals_timer_cb, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_enabled(s->refusals_timer, SD_EVENT_ONESHOT);
+        }
+        return false;
+}
+
 static bool groups_include(int fd, gid_t group) {
         gid_t small[64], *g = small;
         _cleanup_free_ gid_t *big = NULL;
@@ -305,15 +347,18 @@ static void conn_new(struct control_server *s, int fd) {
         socklen_t len = sizeof cred;
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !peer_authorised(s, fd, &cred)) {
-                log_warning("control: refused client pid %d uid %u gid %u: not root, not tend's user%s",
-                            (int) cred.pid, (unsigned) cred.uid, (unsigned) cred.gid,
-                            s->group != (gid_t) -1 ? ", not in the control group" : "");
+                if (refusal_log_ok(s))
+                        log_warning("control: refused client pid %d uid %u gid %u: not root, not tend's user%s",
+                                    (int) cred.pid, (unsigned) cred.uid, (unsigned) cred.gid,
+                                    s->group != (gid_t) -1 ? ", not in the control group" : "");
                 refuse(s, fd, CONTROL_ERROR_PERMISSION_DENIED, "permission denied: not root, not tend's user, "
                               "not in tend's control group");
                 return;
         }
         if (s->n_conns >= s->max_clients) {
-                log_warning("control: refused client pid %d: %u clients connected (the limit)", (int) cred.pid, s->n_conns);
+                if (refusal_log_ok(s))
+                        log_warning("control: refused client pid %d: %u clients connected (the limit)",
+                                    (int) cred.pid, s->n_conns);
                 refuse(s, fd, CONTROL_ERROR_TOO_MANY_CLIENTS, "too many clients connected to tend");
                 return;
         }
@@ -333,6 +378,7 @@ static void conn_new(struct control_server *s, int fd) {
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        conn_update_events(c); /* the idle deadline starts */
 }
 
 /* Out of fds: accepting with the reserve fd spent lets tend answer the
@@ -343,7 +389,8 @@ static void accept_without_fds(struct control_server *s) {
         if (fd >= 0)
                 refuse(s, fd, CONTROL_ERROR_FAILED, "tend is out of file descriptors");
         s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        log_warning("control: out of file descriptors: a client was refused");
+        if (refusal_log_ok(s))
+                log_warning("control: out of file descriptors: a client was refused");
 }
 
 static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *userdata) {
@@ -360,7 +407,7 @@ static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *user
                         accept_without_fds(s);
                         continue;
                 }
-                if (errno != EAGAIN)
+                if (errno != EAGAIN && refusal_log_ok(s))
                         (void) log_warning_errno(errno, "control: accept: %m");
                 break;
         }
@@ -395,6 +442,12 @@ static int server_listen(struct control_server *s) {
         return 0;
 }
 
+static usec_t idle_timeout_default(void) {
+        const char *e = getenv("TEND_CONTROL_IDLE_TIMEOUT_MS");
+        unsigned long ms = e ? strtoul(e, NULL, 10) : 0;
+        return ms > 0 && ms < UINT32_MAX ? (usec_t) ms * USEC_PER_MSEC : CONTROL_IDLE_TIMEOUT_USEC;
+}
+
 int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
                        const struct control_options *opts, struct control_server **ret) {
         if (!event || !store || !ops_complete(ops) || !ret)
@@ -412,6 +465,7 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
                 .group = opts ? opts->control_group : (gid_t) -1,
                 .max_clients = opts && opts->max_clients ? opts->max_clients : CONTROL_MAX_CLIENTS_DEFAULT,
                 .stall_timeout = opts && opts->stall_timeout_usec ? opts->stall_timeout_usec : CONTROL_STALL_TIMEOUT_USEC,
+                .idle_timeout = opts && opts->idle_timeout_usec ? opts->idle_timeout_usec : idle_timeout_default(),
                 .listen_fd = -1,
                 .reserve_fd = -1,
                 .dir_fd = -1,
@@ -457,6 +511,8 @@ struct control_server *control_server_free(struct control_server *s) {
         while (s->detached)
                 detached_free(s->detached);
         s->stops_source = sd_event_source_disable_unref(s->stops_source);
+        refusals_report(s);
+        s->refusals_timer = sd_event_source_disable_unref(s->refusals_timer);
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
         socket_unlink(s);
         safe_close(s->listen_fd);

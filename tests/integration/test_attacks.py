@@ -242,6 +242,60 @@ class LargeAnswers(ServiceTestCase):
         self.ctl('status', 'web')  # tend serves on
 
 
+# As nobody: connects N times to SOCK (argv 1, 2), reading each refusal.
+REFUSED_CLIENT = r'''
+import socket, sys
+for _ in range(int(sys.argv[2])):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+        c.settimeout(5)
+        c.connect(sys.argv[1])
+        c.recv(65536)
+print('done', flush=True)
+'''
+
+
+class ControlHygiene(ServiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+
+    def test_idle_connections_time_out(self):
+        self.start_tend(env=dict(os.environ, TEND_CONTROL_IDLE_TIMEOUT_MS='500'))
+        w = self.watch_records('web')  # a stream is never idle
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as silent, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as done:
+            for c in (silent, done):
+                c.settimeout(3)
+                c.connect(self.sock)
+            done.send(json.dumps({'version': 1, 'command': 'list'}).encode())
+            while json.loads(done.recv(1 << 17))['type'] != 'result':
+                pass
+            t0 = time.monotonic()
+            for c, what in ((silent, 'a client that sends nothing'), (done, 'a client answered, then idle')):
+                try:
+                    self.assertEqual(c.recv(1 << 17), b'', '%s got a message instead of the close' % what)
+                except socket.timeout:
+                    self.fail('%s was not closed after the 0.5 s idle timeout' % what)
+            self.assertLess(time.monotonic() - t0, 2.5)
+        self.ctl('restart', 'web')
+        rec = self.next_record(w, 5, 'the watch was closed as idle')
+        self.assertEqual(rec['name'], 'web.service')
+
+    def test_refusals_are_rate_limited_with_a_count(self):
+        if os.geteuid() != 0 or not shutil.which('setpriv'):
+            self.skipTest('needs root and setpriv')
+        self.start_tend(log_level='warning')
+        os.chmod(self.tmp.name, 0o711)
+        os.chmod(os.path.dirname(self.sock), 0o711)
+        os.chmod(self.sock, 0o666)
+        p = self.start(as_nobody([sys.executable, '-c', REFUSED_CLIENT, self.sock, '30']), stdin=subprocess.DEVNULL)
+        self.assertEqual(p.readline(20, 'the refused client did not finish'), 'done')
+        wait_until(lambda: 'more refusals in the last 5 s' in self.stderr(), 10,
+                   lambda: 'no count of the refusals not logged: %r' % self.stderr()[-1500:])
+        self.assertEqual(self.stderr().count('control: refused client'), 10, 'the first 10 are logged one by one')
+        self.assertIn('control: 20 more refusals in the last 5 s, not logged one by one', self.stderr())
+
+
 class FdExhaustionAtLoad(ServiceTestCase):
     """Units that cannot get their log pipes while DIR is read are loaded,
     fail their start ("out of file descriptors") and are retried per
@@ -258,7 +312,10 @@ class FdExhaustionAtLoad(ServiceTestCase):
             c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             c.settimeout(5)
             c.connect(self.sock)
-            c.send(json.dumps({'version': 1, 'command': 'status', 'units': ['a00']}).encode())
+            try:
+                c.send(json.dumps({'version': 1, 'command': 'status', 'units': ['a00']}).encode())
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused and closed at once: its answer is still there to read
             while True:
                 msg = json.loads(c.recv(1 << 17))
                 if msg['type'] == 'result':
@@ -387,7 +444,7 @@ class Leftovers(ServiceTestCase):
 
     def test_tendctl_answers_while_a_killed_leftover_is_dying(self):
         cg, planted, thaw = self.frozen_leftover('stuck')
-        self.start_tend(cgroup=cg, wait_ready=False)
+        self.start_tend(cgroup=cg, wait_ready=False, log_level='warning')  # the kill is a warning
         wait_until(lambda: self.timed_ctl('status', 'stuck', '--json')[0] == 0, 5,
                    lambda: 'tend never answered; stderr %r' % self.stderr())
         self.assertIn('stuck.service: killed 1 leftover process of a previous tend', self.stderr())
