@@ -4,6 +4,7 @@
  * the answer's messages one by one (docs/control-protocol.md "Framing").
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,32 @@
 #include <unistd.h>
 
 #include "tendctl.h"
+
+/*
+ * Is the listener tend? SO_PEERCRED on a connected socket gives the
+ * credentials of the process that called listen(): tendctl talks only to a
+ * server running as root, as its own user, or as the uid $TEND_SERVER_UID
+ * names (the caller's explicit trust in another user's tend), never to one
+ * another user put in tend's place (docs/threat-model.md). 0, or the exit
+ * status (permission denied for the verb) after saying why.
+ */
+static int check_server_uid(const struct args *a, int fd, const char *path) {
+        struct ucred cred = { .uid = (uid_t) -1 };
+        socklen_t len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                fprintf(stderr, "tendctl: %s: cannot tell who listens there: %s\n", path, strerror(errno));
+                return verb_exit_denied(a->verb);
+        }
+        const char *trusted = getenv("TEND_SERVER_UID");
+        char *end = NULL;
+        unsigned long t = trusted && *trusted ? strtoul(trusted, &end, 10) : ULONG_MAX;
+        if (cred.uid == 0 || cred.uid == geteuid() || (end && *end == '\0' && t == cred.uid))
+                return 0;
+        fprintf(stderr, "tendctl: refused: the socket %s is served by uid %u (pid %d), not by root or your own user: "
+                        "not talking to it (set TEND_SERVER_UID=%u to trust it)\n", path, (unsigned) cred.uid,
+                (int) cred.pid, (unsigned) cred.uid);
+        return verb_exit_denied(a->verb);
+}
 
 int connect_tend(const struct args *a, int *ret_fd) {
         _cleanup_free_ char *path = NULL;
@@ -39,6 +66,9 @@ int connect_tend(const struct args *a, int *ret_fd) {
                 fprintf(stderr, "tendctl: cannot connect to tend at %s: %s\n", path, strerror(e));
                 return e == EACCES || e == EPERM ? verb_exit_denied(a->verb) : EXIT_FAILED;
         }
+        r = check_server_uid(a, fd, path);
+        if (r != 0)
+                return r;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

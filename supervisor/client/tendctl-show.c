@@ -81,7 +81,7 @@ static void mark_missing(struct units *u, json *res, char *const *names) {
 /* Fills u from the answer: properties in the order asked (tend answers in
  * order, skipping the unknown names, which its result lists). */
 static int read_units(int fd, char *const *names, struct units *u, json **ret_result) {
-        _cleanup_json_ json *got = json_object_new_array();
+        _cleanup_json_ json *got = json_object_new_array(), *parts = NULL;
         for (;;) {
                 _cleanup_json_ json *m = NULL;
                 int r = recv_message(fd, &m);
@@ -91,7 +91,12 @@ static int read_units(int fd, char *const *names, struct units *u, json **ret_re
                 const char *type = get_str(m, "type", "");
                 if (streq(type, "properties") && json_object_object_get_ex(m, "properties", &props))
                         json_object_array_add(got, json_object_get(props));
-                else if (streq(type, "result")) {
+                else if (streq(type, "result-part")) {
+                        if (control_result_merge(&parts, m) < 0)
+                                return -ENOMEM;
+                } else if (streq(type, "result")) {
+                        if (control_result_join(parts, m) < 0)
+                                return -ENOMEM;
                         for (size_t i = 0; i < u->n; i++)
                                 u->found[i] = true;
                         mark_missing(u, m, names);

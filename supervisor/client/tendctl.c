@@ -452,6 +452,7 @@ struct session {
         /* watch: key → last revision shown (negative: deleted at that revision) */
         json *seen, *snapshot;
         bool resync;
+        json *parts; /* a result's arrays sent ahead in result-part messages (control-proto.h) */
 };
 
 static int on_units(struct session *x, json *m) {
@@ -601,7 +602,12 @@ static int session_run(struct session *x) {
                         on_event(x, m);
                 else if (streq(type, "snapshot-done"))
                         on_snapshot_done(x, m);
-                else if (streq(type, "result")) {
+                else if (streq(type, "result-part")) {
+                        if (control_result_merge(&x->parts, m) < 0)
+                                return recv_error(-ENOMEM);
+                } else if (streq(type, "result")) {
+                        if (control_result_join(x->parts, m) < 0)
+                                return recv_error(-ENOMEM);
                         if (x->a->cmd == CONTROL_CMD_WATCH &&
                             control_error_from_string(get_str(m, "error", NULL)) == CONTROL_ERROR_LAGGED) {
                                 if ((r = rewatch(x)) < 0)
@@ -640,6 +646,7 @@ int run_session(const struct args *a, int fd) {
         json_object_put(x.records);
         json_object_put(x.seen);
         json_object_put(x.snapshot);
+        json_object_put(x.parts);
         return r;
 }
 

@@ -370,3 +370,109 @@ int control_socket_path(const char *opt, char **ret) {
         *ret = p;
         return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Results in parts                                                          */
+/* ------------------------------------------------------------------------ */
+
+struct splitter {
+        size_t part_bytes;
+        int (*emit)(struct json_object *part, void *userdata);
+        void *userdata;
+        struct json_object *part; /* being filled; NULL: none */
+        size_t bytes;             /* its approximate text size */
+};
+
+static int splitter_flush(struct splitter *sp) {
+        if (!sp->part)
+                return 0;
+        struct json_object *part = sp->part;
+        sp->part = NULL;
+        sp->bytes = 0;
+        return sp->emit(part, sp->userdata);
+}
+
+/* Adds elem (a new reference taken here) to the part's array key. */
+static int splitter_add(struct splitter *sp, const char *key, struct json_object *elem) {
+        size_t len = 0;
+        if (!json_object_to_json_string_length(elem, JSON_C_TO_STRING_PLAIN, &len))
+                return -ENOMEM;
+        if (sp->part && sp->bytes + len + strlen(key) + 8 > sp->part_bytes) {
+                int r = splitter_flush(sp);
+                if (r < 0)
+                        return r;
+        }
+        if (!sp->part && !(sp->part = control_message_new("result-part")))
+                return -ENOMEM;
+        struct json_object *arr;
+        if (!json_object_object_get_ex(sp->part, key, &arr)) {
+                arr = json_object_new_array();
+                if (!arr || json_object_object_add(sp->part, key, arr) < 0) {
+                        json_object_put(arr);
+                        return -ENOMEM;
+                }
+                sp->bytes += strlen(key) + 8;
+        }
+        if (json_object_array_add(arr, json_object_get(elem)) < 0) {
+                json_object_put(elem);
+                return -ENOMEM;
+        }
+        sp->bytes += len + 1;
+        return 0;
+}
+
+int control_result_split(struct json_object *result, size_t part_bytes,
+                         int (*emit)(struct json_object *part, void *userdata), void *userdata) {
+        struct splitter sp = { .part_bytes = part_bytes, .emit = emit, .userdata = userdata };
+        int r = 0;
+        json_object_object_foreach(result, key, val) {
+                if (!json_object_is_type(val, json_type_array))
+                        continue;
+                for (size_t i = 0; r >= 0 && i < json_object_array_length(val); i++)
+                        r = splitter_add(&sp, key, json_object_array_get_idx(val, i));
+                if (r >= 0)
+                        r = json_object_array_del_idx(val, 0, json_object_array_length(val)) < 0 ? -ENOMEM : 0;
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                return splitter_flush(&sp);
+        json_object_put(sp.part);
+        return r;
+}
+
+int control_result_merge(struct json_object **acc, struct json_object *part) {
+        if (!*acc && !(*acc = json_object_new_object()))
+                return -ENOMEM;
+        json_object_object_foreach(part, key, val) {
+                if (!json_object_is_type(val, json_type_array))
+                        continue;
+                struct json_object *arr;
+                if (!json_object_object_get_ex(*acc, key, &arr)) {
+                        arr = json_object_new_array();
+                        if (!arr || json_object_object_add(*acc, key, arr) < 0) {
+                                json_object_put(arr);
+                                return -ENOMEM;
+                        }
+                }
+                for (size_t i = 0; i < json_object_array_length(val); i++)
+                        if (json_object_array_add(arr, json_object_get(json_object_array_get_idx(val, i))) < 0)
+                                return -ENOMEM;
+        }
+        return 0;
+}
+
+int control_result_join(struct json_object *acc, struct json_object *result) {
+        if (!acc)
+                return 0;
+        json_object_object_foreach(acc, key, val) {
+                struct json_object *rest;
+                if (json_object_object_get_ex(result, key, &rest) && json_object_is_type(rest, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(rest); i++)
+                                if (json_object_array_add(val, json_object_get(json_object_array_get_idx(rest, i))) < 0)
+                                        return -ENOMEM;
+                if (json_object_object_add(result, key, json_object_get(val)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}

@@ -162,6 +162,31 @@ int control_add_string(struct json_object *o, const char *key, const char *value
 int control_add_int64(struct json_object *o, const char *key, int64_t value);
 int control_add_bool(struct json_object *o, const char *key, bool value);
 
+/*
+ * Answers of any size (docs/control-protocol.md "Results in parts"): a result
+ * whose text exceeds CONTROL_MESSAGE_MAX is sent as zero or more
+ * {"type": "result-part"} messages, each holding some elements of the
+ * result's array fields ("units", "added", …) in order and at most about
+ * part_bytes of text, then the result itself with those arrays emptied.
+ *
+ * control_result_split: moves every element of every array field of result
+ * (borrowed, changed in place) into parts, calling emit(part, userdata) for
+ * each (the part is emit's: taken also on failure). 0, -ENOMEM, or emit's
+ * negative return. Pure (no I/O).
+ */
+int control_result_split(struct json_object *result, size_t part_bytes,
+                         int (*emit)(struct json_object *part, void *userdata), void *userdata);
+
+/*
+ * The client's side: control_result_merge appends each array field of part
+ * (borrowed) to the same-named array of *acc (created on first use; the
+ * caller's, put with json_object_put). control_result_join puts acc's arrays
+ * in front of result's (borrowed, changed in place); acc may be NULL.
+ * 0 or -ENOMEM.
+ */
+int control_result_merge(struct json_object **acc, struct json_object *part);
+int control_result_join(struct json_object *acc, struct json_object *result);
+
 static inline void json_object_putp(struct json_object **o) {
         if (*o)
                 json_object_put(*o);

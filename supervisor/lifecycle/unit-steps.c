@@ -339,7 +339,9 @@ static void step_start(struct unit *u) {
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;
         }
-        unit_sm_queue_step(u, UNIT_STEP_RUN);
+        u->preparing = k > 0; /* unit_prepared() goes on */
+        if (!u->preparing)
+                unit_sm_queue_step(u, UNIT_STEP_RUN);
 }
 
 /* The WAIT position for a start from p, showing what p shows. */

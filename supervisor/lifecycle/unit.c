@@ -667,6 +667,20 @@ void unit_timer_fired(struct unit *u) {
         unit_sm_event_end(u);
 }
 
+void unit_prepared(struct unit *u, int error) {
+        bool waiting = u->preparing && u->pos == UNIT_POS_START_PRE && !u->control;
+        u->preparing = false;
+        if (!waiting)
+                return;
+        unit_sm_event_begin(u);
+        if (error < 0) {
+                log_error_errno(error, "%s: cannot prepare its start: %m", u->name);
+                unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
+        } else
+                unit_sm_queue_step(u, UNIT_STEP_RUN);
+        unit_sm_event_end(u);
+}
+
 /* ---- life ---- */
 
 int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata, struct unit **ret) {

@@ -253,7 +253,10 @@ struct unit_ops {
                      struct exit_process **ret);
         /* Before each start's first spawn: empties u's cgroup of leftovers of
          * a previous tend (SPEC §4 "cgroups"). An error fails the start
-         * (result resources); the op says why (the caller does not). */
+         * (result resources); the op says why (the caller does not). 1: not ready
+         * yet (leftovers dying): the start waits in START_PRE, under
+         * TimeoutStartSec=, until the manager calls unit_prepared(); nothing
+         * blocks meanwhile. */
         int (*prepare)(void *userdata, struct unit *u);
         /* Sends sig to every process of u (cgroup or process group). */
         int (*signal_all)(void *userdata, struct unit *u, int sig);
@@ -353,6 +356,7 @@ struct unit {
         bool want_up;                   /* up unless explicitly stopped */
         bool has_last_exit;
         bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
+        bool preparing;                 /* START_PRE waits for ops->prepare's unit_prepared() */
 
         struct exit_process *main;      /* while unreaped */
         struct exit_process *control;
@@ -488,6 +492,11 @@ void unit_exec_result(struct unit *u, struct exit_process *p, int error);
 
 /* u's deadline passed. */
 void unit_timer_fired(struct unit *u);
+
+/* ops->prepare answered 1 earlier: the start that waits for it goes on
+ * (error 0) or fails with result resources (a negative errno, logged here).
+ * Ignored when no start waits (a stop came meanwhile). */
+void unit_prepared(struct unit *u, int error);
 
 /* u's processes may be gone (cgroup.events, an orphan reaped). */
 void unit_check_processes(struct unit *u);

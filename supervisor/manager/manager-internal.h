@@ -41,6 +41,7 @@ struct unit_data {
         struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
         struct due_timer timer;        /* its deadline (due-timer.h) */
         sd_event_source *group_source;
+        sd_event_source *leftovers_deadline; /* a previous tend's leftovers dying: the start waits (op_prepare) */
         struct unit_group *group;
         logs_stream *logs;
         char *logs_key;                /* the output settings logs was made from (output_key()) */

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -292,8 +294,11 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         return 0;
 }
 
-/* Leftovers of a previous tend wait at most this long for cgroup.kill. */
+/* Leftovers of a previous tend get this long to die after cgroup.kill (a
+ * SIGKILL: only a process in uninterruptible sleep takes long), the start
+ * waiting meanwhile without blocking the loop; then the start fails. */
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
+#define OWN_LEFTOVERS_NAMED 16 /* survivors named one by one in the warning */
 
 /* cgroup.events and tend's own waiters are edge-triggered: with a thousand
  * units starting at once, a thousand level-triggered fds that stay ready
@@ -302,6 +307,29 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 #define GROUP_EVENTS (EPOLLPRI | EPOLLET)
 
 
+/* A previous tend's leftovers are gone (error 0), or will not go: the
+ * waiting start goes on in a fresh cgroup, or fails. */
+static void leftovers_gone(struct unit *u, int error) {
+        struct unit_data *d = data(u);
+        d->leftovers_deadline = sd_event_source_disable_unref(d->leftovers_deadline);
+        if (error >= 0 && unit_group_needs_renewal(d->group)) {
+                /* After cgroup.kill the kernel would kill every child spawned
+                 * into that cgroup (cgroup.h): a fresh one, watched anew. */
+                d->group_source = sd_event_source_disable_unref(d->group_source);
+                error = unit_group_renew(d->group);
+        }
+        unit_prepared(u, error < 0 ? error : 0);
+}
+
+static int on_leftovers_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct unit *u = userdata;
+        log_error("%s: leftover processes of a previous tend are still in its cgroup %d ms after cgroup.kill "
+                  "(in uninterruptible sleep?): the start fails",
+                  u->name, LEFTOVER_KILL_TIMEOUT_MS);
+        leftovers_gone(u, -ETIMEDOUT);
+        return 0;
+}
+
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct unit *u = userdata;
         /* Reading cgroup.events re-arms its EPOLLPRI; unread, a level-
@@ -309,8 +337,13 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
          * (a unit's cgroup becoming populated while it runs). Edge-triggered,
          * the read still takes the state the next notification compares with. */
         struct unit_data *d = data(u);
-        if (unit_group_populated(d->group) == 0) /* sd-event allows this inside the callback */
+        int populated = unit_group_populated(d->group);
+        if (populated == 0) /* sd-event allows this inside the callback */
                 d->group_source = sd_event_source_disable_unref(d->group_source);
+        if (d->leftovers_deadline && populated <= 0) {
+                leftovers_gone(u, populated);
+                return 0;
+        }
         unit_check_processes(u);
         return 0;
 }
@@ -349,6 +382,57 @@ static int prepare_exec(struct unit *u) {
         return k < 0 ? k : exec_dirs_setup(u->name, u->file, uid, gid);
 }
 
+/* What this tend's own stop left in the cgroup (KillMode=process, SendSIGKILL=no
+ * survivors): left alone, as systemd does, with its warning. */
+static void own_leftovers_warn(struct unit *u) {
+        pid_t pids[OWN_LEFTOVERS_NAMED];
+        int n = unit_group_members(data(u)->group, pids, OWN_LEFTOVERS_NAMED);
+        for (int i = 0; i < n && i < OWN_LEFTOVERS_NAMED; i++) {
+                char path[64], comm[32] = "n/a";
+                snprintf(path, sizeof path, "/proc/%d/comm", (int) pids[i]);
+                FILE *f = fopen(path, "re");
+                if (f) {
+                        if (fgets(comm, sizeof comm, f))
+                                comm[strcspn(comm, "\n")] = '\0';
+                        fclose(f);
+                }
+                log_warning("%s: Found left-over process %d (%s) in control group while starting unit. Ignoring.",
+                            u->name, (int) pids[i], comm);
+        }
+        if (n > OWN_LEFTOVERS_NAMED)
+                log_warning("%s: %d more left-over processes in control group: ignored", u->name,
+                            n - OWN_LEFTOVERS_NAMED);
+        if (n > 0)
+                log_warning("%s: This usually indicates unclean termination of a previous run, or service "
+                            "implementation deficiencies.", u->name);
+}
+
+/*
+ * What a start finds in the unit's cgroup: this tend's own survivors stay
+ * (own_leftovers_warn); a previous tend's leftovers get cgroup.kill and the
+ * start waits for "populated 0" in the loop (on_group_event), at most
+ * LEFTOVER_KILL_TIMEOUT_MS (SPEC §4 "cgroups"). 0: go on; 1: wait; < 0.
+ */
+static int leftovers_handle(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        if (unit_group_spawned(d->group)) {
+                if (unit_group_populated(d->group) > 0)
+                        own_leftovers_warn(u);
+                return 0;
+        }
+        int k = unit_group_kill_leftovers_begin(d->group);
+        if (k <= 0)
+                return k;
+        log_warning("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
+                    k == 1 ? "" : "es");
+        k = sd_event_add_time_relative(m->event, &d->leftovers_deadline, CLOCK_MONOTONIC,
+                                       LEFTOVER_KILL_TIMEOUT_MS * USEC_PER_MSEC, 0, on_leftovers_deadline, u);
+        if (k < 0)
+                return k;
+        group_watch(u); /* reports "populated 0" even if it came before the watch (kernfs counts) */
+        return 1;
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
@@ -358,19 +442,19 @@ static int op_prepare(void *userdata, struct unit *u) {
         if (k < 0)
                 return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
         k = manager_logs_renew(m, u);
+        if (k == -EMFILE || k == -ENFILE)
+                return log_error_errno(k, "%s: out of file descriptors: the start fails (result resources), "
+                                          "retried per Restart=", u->name);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
+        if (d->leftovers_deadline)
+                return 1; /* a previous tend's leftovers still dying (a stop and a start came meanwhile) */
         /* A restart in the dispatch of the exit that found its open cgroup
          * empty need not ask again (op_populated). */
         bool empty = unit_group_opened(d->group) && group_known_empty(m, d);
-        k = empty ? 0 : unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
-        if (k > 0)
-                log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
-                           k == 1 ? "" : "es");
-        if (k < 0)
-                return log_error_errno(k, "%s: cannot prepare its start: leftovers in its cgroup: %m", u->name);
-        if (!unit_group_needs_renewal(d->group))
-                return 0;
+        k = empty ? 0 : leftovers_handle(m, u);
+        if (k != 0 || !unit_group_needs_renewal(d->group))
+                return k;
         /* After cgroup.kill the kernel would kill every child spawned into
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);

@@ -52,6 +52,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 return NULL;
         due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
+        sd_event_source_disable_unref(d->leftovers_deadline);
         sd_event_source_disable_unref(d->pid_file_retry);
         jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
@@ -127,7 +128,13 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         d->jobs.unit = u;
         u->manager_data = d;
         int k = logs_open(m, u, &d->logs, &d->logs_key);
-        if (k < 0)
+        if (k == -EMFILE || k == -ENFILE)
+                /* Out of fds while DIR is read: the unit is loaded all the
+                 * same; its start makes the stream (manager_logs_renew) or
+                 * fails, "out of file descriptors", retried per Restart=. */
+                log_warning("%s: out of file descriptors for its log pipes at load: loaded, its start will "
+                            "make them", u->name);
+        else if (k < 0)
                 return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)

@@ -246,6 +246,9 @@ class ExecKeys(ServiceTestCase):
             ExecStart=/bin/sh -c 'env | grep _DIRECTORY= | sort; cat /proc/self/oom_score_adj; grep "Max open files" /proc/self/limits; stat -c %%%%U:%%%%a "$RUNTIME_DIRECTORY"'
             StandardOutput=file:%s
             ''' % self.out('xdg'))
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
         self.start_tend(wrap=UNPRIVILEGED + ['prlimit', '--nofile=1024:4096', '--'], cgroup=False, env=env)
         out = self.succeeded('xdg').splitlines()
         self.assertEqual(out[:5], ['CACHE_DIRECTORY=%s/cache/c' % xdg, 'CONFIGURATION_DIRECTORY=%s/config/f' % xdg,
