@@ -121,7 +121,7 @@ int units_fetch(int fd, char *const *names, size_t n, struct units *ret) {
         enum control_error e = r >= 0 ? control_error_from_string(get_str(res, "error", NULL)) : CONTROL_ERROR_FAILED;
         if (r >= 0 && !get_bool(res, "ok") && e != CONTROL_ERROR_NOT_FOUND) {
                 fprintf(stderr, "tendctl: %s\n", get_str(res, "message", "show failed"));
-                r = e == CONTROL_ERROR_PERMISSION_DENIED ? -EACCES : -EIO;
+                r = e == CONTROL_ERROR_PERMISSION_DENIED ? -EACCES : e == CONTROL_ERROR_TOO_LARGE ? -E2BIG : -EIO;
         }
         if (r < 0) {
                 units_done(&u);
@@ -378,6 +378,8 @@ int run_show_verb(const struct args *a, int fd) {
         int r = units_fetch(fd, a->names, a->n_names, &u);
         if (r == -EACCES)
                 return verb_exit_denied(a->verb);
+        if (r == -E2BIG) /* too-large: as the other verbs, a usage error's status */
+                return control_error_exit_status(CONTROL_ERROR_TOO_LARGE);
         if (r < 0) {
                 if (r != -EIO)
                         recv_error(r);

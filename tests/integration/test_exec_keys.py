@@ -341,6 +341,9 @@ class ExecKeys(ServiceTestCase):
             RuntimeDirectory=r
             ExecStart=/bin/sh -c 'mkdir "$RUNTIME_DIRECTORY/ro" && touch "$RUNTIME_DIRECTORY/ro/f" && chmod 555 "$RUNTIME_DIRECTORY/ro"; exit 3'
             ''')
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
         self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
         self.addCleanup(lambda: os.path.isdir(xdg + '/run/r/ro') and os.chmod(xdg + '/run/r/ro', 0o755))
         self.wait_state('rt', lambda r: r['state'] == 'failed', 5, 'never failed')
@@ -360,6 +363,9 @@ class ExecKeys(ServiceTestCase):
         env = {k: v for k, v in os.environ.items() if not k.startswith('XDG_')}
         env['HOME'] = self.tmp.name
         self.unit('nr', '[Service]\nRuntimeDirectory=r\nExecStart=/bin/sleep 1000\n')
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
         self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
         r = self.wait_state('nr', lambda r: r['state'] == 'failed', 5, 'never failed')
         self.assertEqual(r['result'], 'resources')
