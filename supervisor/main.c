@@ -7,9 +7,11 @@
 
 #include "entrypoint.h"
 #include "log.h"
-#include "manager.h"
 #include "options.h"
+#ifndef TEND_ENTRYPOINT_ONLY /* tend-static: entrypoint mode alone (options.c refuses the rest) */
+#include "manager.h"
 #include "unit-file.h"
+#endif
 
 /* tend never stops: job-control stops are blocked for tend itself (SPEC §1);
  * in entrypoint mode they are forwarded to CMD. */
@@ -50,6 +52,9 @@ int main(int argc, char **argv) {
                 return k > 0 ? 0 : 2;
         log_set_program("tend");
         log_set_max_level(opts.log_level);
+#ifdef TEND_ENTRYPOINT_ONLY
+        int status = entrypoint_run(&opts, inherited, n_inherited);
+#else
         if (opts.verify) {
                 free(inherited);
                 return unit_verify(opts.verify);
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
 
         int status = opts.config_dir ? manager_run(&opts, inherited, n_inherited)
                                      : entrypoint_run(&opts, inherited, n_inherited);
+#endif
         free(inherited);
         return status;
 }

@@ -13,7 +13,10 @@
 
 /* CODE_FILE= and friends are the caller's, not this file's: we add them. */
 #define SD_JOURNAL_SUPPRESS_LOCATION 1
+/* tend-static (TEND_NO_JOURNAL) links no libsystemd: its messages go to stderr. */
+#ifndef TEND_NO_JOURNAL
 #include <systemd/sd-journal.h>
+#endif
 
 #include "log.h"
 
@@ -205,10 +208,14 @@ static bool write_journal(int level, int error, const char *msg, const struct lo
         iov[0] = (struct iovec) { message, (size_t) snprintf(message, sizeof message, "MESSAGE=%s", msg) };
         if (iov[0].iov_len >= sizeof message)
                 iov[0].iov_len = sizeof message - 1;
+#ifdef TEND_NO_JOURNAL
+        return false;
+#else
         return sd_journal_sendv(iov, (int) n) >= 0;
+#endif
 }
 
-static int log_emit(int level, int error, const struct log_loc *loc, const char *fmt, va_list ap) {
+_printf_(4, 0) static int log_emit(int level, int error, const struct log_loc *loc, const char *fmt, va_list ap) {
         int ret = -log_errno_value(error);
         if (level > atomic_load(&max_level))
                 return ret;

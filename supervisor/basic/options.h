@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "time-util.h"
@@ -12,13 +13,20 @@ struct tend_options {
         char **cmd;               /* CMD ARG… after "--" (borrowed from argv), or NULL */
         const char *config_dir;   /* --config-dir, or NULL */
         bool process_group;       /* -g: forward signals to CMD's process group */
-        int remap[_NSIG];         /* --remap FROM:TO; 0 = unchanged */
+        int remap[_NSIG];         /* --remap FROM:TO; 0 = unchanged, -1 = dropped (TO "0") */
         usec_t stop_timeout;      /* --stop-timeout: SIGTERM → SIGKILL for leftovers (µs) */
         usec_t shutdown_timeout;  /* --shutdown-timeout (µs) */
         int log_level;            /* syslog level: -v raises it, --log-level sets it */
         const char *control_socket; /* --control-socket PATH, or NULL (SPEC §5 rules) */
         gid_t control_group;      /* --control-group NAME|GID, or (gid_t) -1 */
         char **verify;            /* --verify PATH…: the paths (borrowed from argv), or NULL */
+        /* tini and dumb-init's options (entrypoint mode only; docs/tend.8.md, COMING FROM
+         * TINI OR DUMB-INIT) */
+        bool single_child;        /* -c (dumb-init): signals to CMD alone, the default */
+        bool same_group;          /* DUMB_INIT_SETSID=0: CMD stays in tend's process group */
+        bool warn_on_reap;        /* -w (tini): a warning for each orphan reaped */
+        int parent_death_signal;  /* -p SIG (tini): PR_SET_PDEATHSIG for tend; 0 = none */
+        uint32_t exit_zero[8];    /* -e CODE (tini): CMD's status CODE (0..255) becomes 0 */
 };
 
 #define TEND_DEFAULT_STOP_TIMEOUT (5 * USEC_PER_SEC)
@@ -29,7 +37,17 @@ struct tend_options {
  */
 int options_parse(int argc, char **argv, struct tend_options *ret);
 
-/* The signal to deliver for sig after --remap. */
+/* The signal to deliver for sig after --remap; 0 when it is dropped
+ * (--remap SIG:0, dumb-init's -r SIG:0). */
 static inline int options_remap(const struct tend_options *o, int sig) {
-        return sig > 0 && sig < _NSIG && o->remap[sig] ? o->remap[sig] : sig;
+        if (sig <= 0 || sig >= _NSIG || o->remap[sig] == 0)
+                return sig;
+        return o->remap[sig] < 0 ? 0 : o->remap[sig];
+}
+
+/* tend's exit status for CMD's status after -e: 0 for a status -e names. */
+static inline int options_exit_status(const struct tend_options *o, int status) {
+        if (status >= 0 && status < 256 && (o->exit_zero[status / 32] & (UINT32_C(1) << (status % 32))))
+                return 0;
+        return status;
 }

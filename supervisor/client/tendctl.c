@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tendctl: the control client (SPEC §5; docs/tendctl.1.md is the manual,
- * docs/control-protocol.md the protocol). One connection, one request, the
- * answer's messages read until its "result"; watch and logs -f read until
- * tend or the user ends them.
+ * docs/control-protocol.md the protocol). One connection, one request (or a
+ * few, pipelined), the answer's messages read until its "result"; watch and
+ * logs -f read until tend or the user ends them. This file: the verbs, their
+ * options, tend's own verbs' sessions; tendctl-show.c the verbs answered from
+ * the units' properties (systemctl's).
  *
- * Exit status (SPEC §5): 0 done; 1 the operation failed; 2 usage error;
- * 3 unit not found; 4 permission denied; 5 tend is not running.
+ * Exit status: systemctl's for systemctl's verbs (tendctl(1) "EXIT STATUS",
+ * one table per verb); else SPEC §5's: 0 done; 1 the operation failed;
+ * 2 usage error; 3 unit not found; 4 permission denied; 5 tend is not running.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,56 +20,85 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "control-proto.h"
 #include "macro.h"
 #include "signal-util.h"
+#include "tendctl.h"
 #include "time-util.h"
 
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
-#define EXIT_NOT_FOUND 3
-#define EXIT_DENIED 4
-#define EXIT_NOT_RUNNING 5
-
-typedef struct json_object json;
-
-struct args {
-        int cmd;
-        char **names;
-        size_t n_names;
-        const char *socket;
-        bool json, no_block, follow, main_only, ephemeral;
-        int signal;
-        int64_t lines; /* -1: all */
+/* Which options and how many names each verb takes. */
+enum {
+        OPT_NO_BLOCK = 1,
+        OPT_JSON = 2,
+        OPT_LOGS = 4,     /* -f */
+        OPT_KILL = 8,
+        OPT_EPHEMERAL = 16,
+        OPT_PROPS = 32,   /* -p, --value: show's properties, logs' priority */
+        OPT_LINES = 64,   /* -n */
+        OPT_FILTER = 128, /* logs --since */
 };
 
-/* Which options and how many names each command takes. */
-enum { OPT_NO_BLOCK = 1, OPT_JSON = 2, OPT_LOGS = 4, OPT_KILL = 8, OPT_EPHEMERAL = 16 };
-
+/* unknown: the exit status for a unit tend does not know (systemctl's);
+ * systemctl: the verb is systemctl's, so 5 and 4 mean what systemctl says. */
 static const struct {
+        const char *name;
+        int cmd;
         unsigned options;
         size_t min_names, max_names;
-} command_rules[_CONTROL_CMD_MAX] = {
-        [CONTROL_CMD_STATUS] = { OPT_JSON, 0, SIZE_MAX },
-        [CONTROL_CMD_LIST] = { OPT_JSON, 0, 0 },
-        [CONTROL_CMD_START] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
-        [CONTROL_CMD_STOP] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
-        [CONTROL_CMD_RESTART] = { OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX },
-        [CONTROL_CMD_RESET_FAILED] = { 0, 0, SIZE_MAX },
-        [CONTROL_CMD_KILL] = { OPT_KILL, 1, 1 },
-        [CONTROL_CMD_RELOAD] = { 0, 1, SIZE_MAX },
-        [CONTROL_CMD_LOGS] = { OPT_LOGS | OPT_JSON, 1, 1 },
-        [CONTROL_CMD_WATCH] = { OPT_EPHEMERAL | OPT_JSON, 0, 1 },
-        [CONTROL_CMD_DAEMON_RELOAD] = { OPT_JSON, 0, 0 },
-        [CONTROL_CMD_SHUTDOWN] = { 0, 0, 0 },
+        int unknown;
+} verbs[_VERB_MAX] = {
+        [VERB_STATUS] = { "status", CONTROL_CMD_STATUS, OPT_JSON | OPT_LINES, 0, SIZE_MAX, EXIT_UNKNOWN_STATUS },
+        [VERB_LIST] = { "list", CONTROL_CMD_LIST, OPT_JSON, 0, 0, 0 },
+        [VERB_LIST_UNITS] = { "list-units", CONTROL_CMD_LIST, OPT_JSON, 0, 0, 0 },
+        [VERB_START] = { "start", CONTROL_CMD_START, OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_STOP] = { "stop", CONTROL_CMD_STOP, OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_RESTART] = { "restart", CONTROL_CMD_RESTART, OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_RESET_FAILED] = { "reset-failed", CONTROL_CMD_RESET_FAILED, 0, 0, SIZE_MAX, EXIT_FAILED },
+        [VERB_KILL] = { "kill", CONTROL_CMD_KILL, OPT_KILL, 1, 1, EXIT_FAILED },
+        [VERB_RELOAD] = { "reload", CONTROL_CMD_RELOAD, 0, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_LOGS] = { "logs", CONTROL_CMD_LOGS, OPT_LOGS | OPT_LINES | OPT_PROPS | OPT_JSON | OPT_FILTER, 1, 1, EXIT_NOT_FOUND },
+        [VERB_WATCH] = { "watch", CONTROL_CMD_WATCH, OPT_EPHEMERAL | OPT_JSON, 0, 1, EXIT_NOT_FOUND },
+        [VERB_DAEMON_RELOAD] = { "daemon-reload", CONTROL_CMD_DAEMON_RELOAD, OPT_JSON, 0, 0, 0 },
+        [VERB_SHUTDOWN] = { "shutdown", CONTROL_CMD_SHUTDOWN, 0, 0, 0, 0 },
+        [VERB_SHOW] = { "show", CONTROL_CMD_SHOW, OPT_PROPS | OPT_JSON, 1, SIZE_MAX, 0 },
+        [VERB_IS_ACTIVE] = { "is-active", CONTROL_CMD_SHOW, 0, 1, SIZE_MAX, EXIT_PROGRAM_NOT_RUNNING },
+        [VERB_IS_FAILED] = { "is-failed", CONTROL_CMD_SHOW, 0, 1, SIZE_MAX, EXIT_FAILED },
+        [VERB_IS_ENABLED] = { "is-enabled", CONTROL_CMD_SHOW, 0, 1, SIZE_MAX, EXIT_FAILED },
+        [VERB_CAT] = { "cat", CONTROL_CMD_SHOW, 0, 1, SIZE_MAX, EXIT_FAILED },
+        [VERB_LIST_DEPENDENCIES] = { "list-dependencies", CONTROL_CMD_SHOW, 0, 1, 1, 0 },
+        [VERB_TRY_RESTART] = { "try-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_RELOAD_OR_RESTART] = { "reload-or-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX,
+                                     EXIT_NOT_INSTALLED },
 };
 
-static bool colour;
+const char *verb_name(enum verb v) {
+        return (unsigned) v < _VERB_MAX ? verbs[v].name : "?";
+}
+
+int verb_exit_unknown(enum verb v) {
+        return (unsigned) v < _VERB_MAX ? verbs[v].unknown : EXIT_FAILED;
+}
+
+/* "tend is not running" is 5 unless 5 means an unknown unit for the verb
+ * (start, stop, …: systemctl's "not installed"), then 1 as systemctl's own
+ * "cannot connect". */
+int verb_exit_not_running(enum verb v) {
+        return verb_exit_unknown(v) == EXIT_NOT_RUNNING ? EXIT_FAILED : EXIT_NOT_RUNNING;
+}
+
+/* "permission denied" is 4 unless 4 means an unknown unit (status). */
+int verb_exit_denied(enum verb v) {
+        return verb_exit_unknown(v) == EXIT_DENIED ? EXIT_FAILED : EXIT_DENIED;
+}
+
+static int verb_from_string(const char *s) {
+        for (size_t i = 0; i < _VERB_MAX; i++)
+                if (streq(s, verbs[i].name))
+                        return (int) i;
+        return -EINVAL;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Command line                                                              */
@@ -76,31 +108,46 @@ static void help(void) {
         printf("tendctl [OPTIONS] COMMAND [NAME…]\n\n"
                "Control a running tend.\n\n"
                "Commands:\n"
-               "  status [NAME…]                 state, pid, since, restarts, last exit, STATUS= text\n"
-               "  list                           every unit, one line each\n"
+               "  status [NAME…] [-n N]          the unit: state, processes, CPU, memory, last failure, log lines\n"
+               "  list, list-units               every unit, one line each\n"
                "  start|stop|restart NAME…       and wait for the outcome (--no-block: do not wait)\n"
+               "  try-restart NAME…              restart the units that run\n"
                "  reload NAME…                   run ExecReload=\n"
+               "  reload-or-restart NAME…        reload a running unit that has ExecReload=, else restart\n"
+               "  is-active|is-failed NAME…      the state, as systemctl prints it (-q: only the exit status)\n"
+               "  is-enabled NAME…               whether tend starts the unit (every unit of DIR: enabled)\n"
+               "  show NAME… [-p PROP…] [--value] the unit's properties, systemd's names\n"
+               "  cat NAME…                      the unit file and its drop-ins\n"
+               "  list-dependencies NAME         the units NAME requires and wants, as a tree\n"
                "  kill NAME [--signal SIG] [--main]\n"
                "                                 signal every process of the unit, or only the main one\n"
                "  reset-failed [NAME…]           failed units become inactive; start limits reset\n"
                "  watch [PREFIX] [--ephemeral]   the store's records, then their changes\n"
-               "  logs NAME [-n N] [-f]          recent lines of the unit's output, then follow\n"
+               "  logs NAME [-n N] [-f] [--since TIME] [-p PRIORITY]\n"
+               "                                 recent lines of the unit's output, then follow\n"
                "  daemon-reload                  re-read the unit directory\n"
                "  shutdown                       stop every unit, then exit tend\n\n"
                "Options:\n"
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"
                "                             $XDG_RUNTIME_DIR/tend/control)\n"
-               "      --json                 machine-readable output (status, list, watch, logs; the\n"
-               "                             result of start, stop, restart, daemon-reload)\n"
-               "      --no-block             start/stop/restart: do not wait\n"
+               "      --json, -o json        machine-readable output\n"
+               "      --no-block             start/stop/restart/try-restart/reload-or-restart: do not wait\n"
                "  -s, --signal SIG           kill: the signal (default SIGTERM)\n"
                "      --main                 kill: only the main process\n"
-               "  -n, --lines N              logs: the last N lines (default: the whole ring; \"all\")\n"
+               "  -n, --lines N              logs: the last N lines (default: the whole ring; \"all\");\n"
+               "                             status: the last N lines (default 10)\n"
                "  -f, --follow               logs: then follow new lines\n"
+               "  -S, --since TIME           logs: lines from TIME (\"2026-12-01 10:00[:00]\", \"-5min\", \"today\")\n"
+               "  -p, --priority PRIO        logs: lines of PRIO or more urgent (\"err\", \"3\", …)\n"
+               "  -p, --property PROP        show: only these properties (repeat, or \"A,B\")\n"
+               "      --value                show: the values only\n"
+               "  -q, --quiet                is-active, is-failed, is-enabled: print nothing\n"
+               "      --no-pager             accepted (tendctl never pages)\n"
                "      --ephemeral            watch: the ephemeral keyspace (leases) instead of the durable one\n"
                "  -h, --help                 this text\n"
                "      --version              the version\n\n"
-               "Exit status: 0 done, 1 failed, 2 usage error, 3 unit not found, 4 permission denied,\n"
+               "Exit status: systemctl's for its verbs (status: 3 not running, 4 no such unit; start, stop…:\n"
+               "5 no such unit); else 0 done, 1 failed, 2 usage error, 3 unit not found, 4 permission denied,\n"
                "5 tend is not running. See tendctl(1).\n");
 }
 
@@ -128,145 +175,211 @@ static int parse_lines(const char *s, int64_t *ret) {
         return 0;
 }
 
-/* Checks the options given against the command; 0 or a usage error. */
-static int check_command(struct args *a, unsigned given) {
-        unsigned allowed = command_rules[a->cmd].options;
-        const char *cmd = control_command_to_string(a->cmd);
-        static const char *const names[] = { "--no-block", "--json", "-n/-f", "--signal/--main", "--ephemeral" };
+/* journalctl's words: a level's name or number. */
+static int parse_priority(const char *s) {
+        static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+        for (int i = 0; i < (int) ELEMENTSOF(names); i++)
+                if (streq(s, names[i]) || (s[0] == '0' + i && !s[1]))
+                        return i;
+        return usage_error("-p: \"%s\" is not a priority (emerg alert crit err warning notice info debug, 0-7)", s);
+}
+
+/* --since: "YYYY-MM-DD[ HH:MM[:SS]]", "HH:MM[:SS]" (today), "today",
+ * "yesterday", "now", "-N[s|min|h|d]" (ago), "@SECONDS"; local time. */
+static int parse_since(const char *s, int64_t *ret) {
+        int64_t now = (int64_t) now_usec(CLOCK_REALTIME);
+        time_t t = (time_t) (now / (int64_t) USEC_PER_SEC);
+        struct tm tm;
+        char *end;
+        localtime_r(&t, &tm);
+        if (s[0] == '-' || s[0] == '@') {
+                errno = 0;
+                long long n = strtoll(s + 1, &end, 10);
+                static const struct { const char *unit; int64_t usec; } units[] = {
+                        { "", USEC_PER_SEC }, { "s", USEC_PER_SEC }, { "min", 60 * USEC_PER_SEC },
+                        { "h", 3600 * USEC_PER_SEC }, { "d", 86400 * USEC_PER_SEC },
+                };
+                for (size_t i = 0; !errno && end != s + 1 && n >= 0 && i < ELEMENTSOF(units); i++)
+                        if (streq(end, units[i].unit) && (s[0] == '-' || i == 0)) {
+                                *ret = s[0] == '@' ? n * (int64_t) USEC_PER_SEC : now - n * units[i].usec;
+                                return 0;
+                        }
+                return usage_error("--since: \"%s\" is not a time", s);
+        }
+        if (streq(s, "now")) {
+                *ret = now;
+                return 0;
+        }
+        tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+        if (streq(s, "yesterday"))
+                tm.tm_mday--;
+        else if (!streq(s, "today")) {
+                struct tm day = tm;
+                const char *rest = strptime(s, "%Y-%m-%d", &day);
+                if (rest)
+                        tm = day;
+                else
+                        rest = s;
+                if (*rest == ' ')
+                        rest++;
+                if (*rest && !(end = strptime(rest, "%H:%M:%S", &tm)) && !(end = strptime(rest, "%H:%M", &tm)))
+                        return usage_error("--since: \"%s\" is not a time", s);
+                if (*rest && *end)
+                        return usage_error("--since: \"%s\" is not a time", s);
+        }
+        tm.tm_isdst = -1;
+        time_t when = mktime(&tm);
+        if (when == (time_t) -1)
+                return usage_error("--since: \"%s\" is not a time", s);
+        *ret = (int64_t) when * (int64_t) USEC_PER_SEC;
+        return 0;
+}
+
+enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_NO_BLOCK, ARG_NO_PAGER, ARG_MAIN, ARG_VALUE, ARG_EPHEMERAL, ARG_VERSION };
+
+/* Checks the options given against the verb; 0 or a usage error. */
+static int check_verb(struct args *a, unsigned given) {
+        unsigned allowed = verbs[a->verb].options;
+        const char *v = verbs[a->verb].name;
+        static const char *const names[] = { "--no-block", "--json", "-f", "--signal/--main", "--ephemeral",
+                                             "-p/--value", "-n", "--since" };
 
         for (unsigned i = 0; i < ELEMENTSOF(names); i++)
                 if ((given & (1u << i)) && !(allowed & (1u << i)))
-                        return usage_error("%s: %s does not apply", cmd, names[i]);
-        if (a->n_names < command_rules[a->cmd].min_names)
-                return usage_error("%s: %s", cmd, a->cmd == CONTROL_CMD_WATCH ? "too few arguments" : "which unit?");
-        if (a->n_names > command_rules[a->cmd].max_names)
-                return usage_error("%s: too many arguments", cmd);
+                        return usage_error("%s: %s does not apply", v, names[i]);
+        if (a->n_names < verbs[a->verb].min_names)
+                return usage_error("%s: %s", v, a->verb == VERB_WATCH ? "too few arguments" : "which unit?");
+        if (a->n_names > verbs[a->verb].max_names)
+                return usage_error("%s: too many arguments", v);
+        if (a->verb == VERB_LOGS && (a->value || a->n_props > 1))
+                return usage_error("logs: %s", a->value ? "--value does not apply" : "one -p PRIORITY");
+        if (a->verb == VERB_LOGS && a->n_props == 1 && (a->priority = parse_priority(a->props[0])) < 0)
+                return -EINVAL;
         return 0;
+}
+
+static int add_prop(struct args *a, char *p) {
+        char **v = reallocarray(a->props, a->n_props + 1, sizeof *v);
+        if (!v)
+                return -ENOMEM;
+        a->props = v;
+        a->props[a->n_props++] = p;
+        return 0;
+}
+
+/* One option into a (c is getopt's answer); 1 when --help/--version was
+ * printed, 0, or a usage error. */
+static int parse_option(int c, char **argv, struct args *a, unsigned *given) {
+        switch (c) {
+        case 'h':
+                help();
+                return 1;
+        case ARG_VERSION:
+                printf("tendctl %s\n", TEND_VERSION);
+                return 1;
+        case ARG_SOCKET:
+                a->socket = optarg;
+                return 0;
+        case ARG_JSON:
+                a->json = true, *given |= OPT_JSON;
+                return 0;
+        case 'o':
+                if (!streq(optarg, "json") && !streq(optarg, "json-pretty") && !streq(optarg, "short"))
+                        return usage_error("-o: output \"%s\" is not known (json, short)", optarg);
+                a->json = !streq(optarg, "short");
+                *given |= a->json ? OPT_JSON : 0;
+                return 0;
+        case ARG_NO_BLOCK:
+                a->no_block = true, *given |= OPT_NO_BLOCK;
+                return 0;
+        case ARG_NO_PAGER:
+                return 0;
+        case 's':
+                if ((a->signal = signal_from_string(optarg)) < 0)
+                        return usage_error("--signal: unknown signal \"%s\"", optarg);
+                *given |= OPT_KILL;
+                return 0;
+        case ARG_MAIN:
+                a->main_only = true, *given |= OPT_KILL;
+                return 0;
+        case 'n':
+                a->lines_given = true, *given |= OPT_LINES;
+                return parse_lines(optarg, &a->lines) < 0 ? -EINVAL : 0;
+        case 'f':
+                a->follow = true, *given |= OPT_LOGS;
+                return 0;
+        case 'S':
+                *given |= OPT_FILTER;
+                return parse_since(optarg, &a->since) < 0 ? -EINVAL : 0;
+        case 'p':
+                *given |= OPT_PROPS;
+                return add_prop(a, optarg) < 0 ? usage_error("out of memory") : 0;
+        case ARG_VALUE:
+                a->value = true, *given |= OPT_PROPS;
+                return 0;
+        case 'q':
+                a->quiet = true;
+                return 0;
+        case ARG_EPHEMERAL:
+                a->ephemeral = true, *given |= OPT_EPHEMERAL;
+                return 0;
+        case ':':
+                return usage_error("%s needs an argument", argv[optind - 1]);
+        default:
+                return usage_error("unknown option \"%s\"", argv[optind - 1]);
+        }
 }
 
 /* 0 to run, 1 when --help/--version was printed, or a usage error. */
 static int parse_args(int argc, char **argv, struct args *a) {
-        enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_NO_BLOCK, ARG_MAIN, ARG_EPHEMERAL, ARG_VERSION };
         static const struct option options[] = {
                 { "control-socket", required_argument, NULL, ARG_SOCKET },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "output", required_argument, NULL, 'o' },
                 { "no-block", no_argument, NULL, ARG_NO_BLOCK },
+                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
                 { "signal", required_argument, NULL, 's' },
                 { "main", no_argument, NULL, ARG_MAIN },
                 { "lines", required_argument, NULL, 'n' },
                 { "follow", no_argument, NULL, 'f' },
+                { "since", required_argument, NULL, 'S' },
+                { "priority", required_argument, NULL, 'p' },
+                { "property", required_argument, NULL, 'p' },
+                { "value", no_argument, NULL, ARG_VALUE },
+                { "quiet", no_argument, NULL, 'q' },
                 { "ephemeral", no_argument, NULL, ARG_EPHEMERAL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
         unsigned given = 0;
-        int c;
+        int c, v;
 
-        *a = (struct args) { .lines = -1, .signal = SIGTERM };
+        *a = (struct args) { .lines = -1, .signal = SIGTERM, .priority = 7 };
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":hn:fs:", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        help();
-                        return 1;
-                case ARG_VERSION:
-                        printf("tendctl %s\n", TEND_VERSION);
-                        return 1;
-                case ARG_SOCKET:
-                        a->socket = optarg;
-                        break;
-                case ARG_JSON:
-                        a->json = true, given |= OPT_JSON;
-                        break;
-                case ARG_NO_BLOCK:
-                        a->no_block = true, given |= OPT_NO_BLOCK;
-                        break;
-                case 's':
-                        if ((a->signal = signal_from_string(optarg)) < 0)
-                                return usage_error("--signal: unknown signal \"%s\"", optarg);
-                        given |= OPT_KILL;
-                        break;
-                case ARG_MAIN:
-                        a->main_only = true, given |= OPT_KILL;
-                        break;
-                case 'n':
-                        if (parse_lines(optarg, &a->lines) < 0)
-                                return -EINVAL;
-                        given |= OPT_LOGS;
-                        break;
-                case 'f':
-                        a->follow = true, given |= OPT_LOGS;
-                        break;
-                case ARG_EPHEMERAL:
-                        a->ephemeral = true, given |= OPT_EPHEMERAL;
-                        break;
-                case ':':
-                        return usage_error("%s needs an argument", argv[optind - 1]);
-                default:
-                        return usage_error("unknown option \"%s\"", argv[optind - 1]);
-                }
+        while ((c = getopt_long(argc, argv, ":hn:fs:o:S:p:q", options, NULL)) >= 0) {
+                int r = parse_option(c, argv, a, &given);
+                if (r != 0)
+                        return r;
         }
         if (optind >= argc)
                 return usage_error("no command given");
-        if ((a->cmd = control_command_from_string(argv[optind])) < 0)
+        if ((v = verb_from_string(argv[optind])) < 0)
                 return usage_error("unknown command \"%s\"", argv[optind]);
+        a->verb = (enum verb) v;
+        a->cmd = verbs[v].cmd;
         a->names = argv + optind + 1;
         a->n_names = (size_t) (argc - optind - 1);
-        return check_command(a, given);
-}
-
-/* ------------------------------------------------------------------------ */
-/* The connection                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* A connected socket, or the exit status for why not. */
-static int connect_tend(const char *opt, int *ret_fd) {
-        _cleanup_free_ char *path = NULL;
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-        int r = control_socket_path(opt, &path);
-        if (r == -ENOENT) {
-                fprintf(stderr, "tendctl: tend is not running (no socket: set --control-socket, $TEND_SOCKET "
-                                "or $XDG_RUNTIME_DIR)\n");
-                return EXIT_NOT_RUNNING;
-        }
-        if (r < 0 || strlen(path) >= sizeof sa.sun_path) {
-                fprintf(stderr, "tendctl: control socket path: %s\n", strerror(r < 0 ? -r : ENAMETOOLONG));
-                return EXIT_FAILED;
-        }
-        memcpy(sa.sun_path, path, strlen(path));
-
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
-                int e = errno;
-                if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR) {
-                        fprintf(stderr, "tendctl: tend is not running (%s: %s)\n", path, strerror(e));
-                        return EXIT_NOT_RUNNING;
-                }
-                fprintf(stderr, "tendctl: cannot connect to tend at %s: %s\n", path, strerror(e));
-                return e == EACCES || e == EPERM ? EXIT_DENIED : EXIT_FAILED;
-        }
-        *ret_fd = TAKE_FD(fd);
-        return 0;
+        if (a->verb == VERB_STATUS && !a->lines_given)
+                a->lines = 10;
+        return check_verb(a, given);
 }
 
 static json *build_request(const struct args *a) {
-        _cleanup_json_ json *o = json_object_new_object();
-        json *units = json_object_new_array();
-        if (!o || !units || json_object_object_add(o, "units", units) < 0) {
-                json_object_put(units);
-                return NULL;
-        }
-        if (control_add_int64(o, "version", CONTROL_PROTOCOL_VERSION) < 0 ||
-            control_add_string(o, "command", control_command_to_string(a->cmd)) < 0)
-                return NULL;
         bool takes_units = a->cmd != CONTROL_CMD_WATCH;
-        for (size_t i = 0; takes_units && i < a->n_names; i++)
-                if (json_object_array_add(units, json_object_new_string(a->names[i])) < 0)
-                        return NULL;
-        int r = 0;
-        switch (a->cmd) {
+        _cleanup_json_ json *o = request_new(a->cmd, a->names, takes_units ? a->n_names : 0);
+        int r = o ? 0 : -ENOMEM;
+        switch (r < 0 ? -1 : a->cmd) {
         case CONTROL_CMD_START: case CONTROL_CMD_STOP: case CONTROL_CMD_RESTART:
                 r = control_add_bool(o, "no_block", a->no_block);
                 break;
@@ -277,6 +390,10 @@ static json *build_request(const struct args *a) {
         case CONTROL_CMD_LOGS:
                 if ((r = control_add_bool(o, "follow", a->follow)) >= 0 && a->lines >= 0)
                         r = control_add_int64(o, "lines", a->lines);
+                if (r >= 0 && a->since > 0)
+                        r = control_add_int64(o, "since", a->since);
+                if (r >= 0 && a->priority < 7)
+                        r = control_add_int64(o, "priority", a->priority);
                 break;
         case CONTROL_CMD_WATCH:
                 json_object_object_del(o, "units");
@@ -289,181 +406,22 @@ static json *build_request(const struct args *a) {
         return r < 0 ? NULL : TAKE_PTR(o);
 }
 
-static int send_request(int fd, json *req) {
-        const char *text;
-        size_t len;
-        if (!req || control_message_text(req, &text, &len) < 0)
-                return -ENOMEM;
-        if (send(fd, text, len, MSG_NOSIGNAL) < 0)
-                return negative_errno();
-        return 0;
-}
 
-/* The next message from tend (blocking). -ECONNRESET when tend closed the
- * connection, -EMSGSIZE, -EBADMSG. */
-static int recv_message(int fd, json **ret) {
-        static char buf[CONTROL_MESSAGE_MAX + 1];
-        ssize_t n;
-        do
-                n = recv(fd, buf, sizeof buf, MSG_TRUNC);
-        while (n < 0 && errno == EINTR);
-        /* tend closed a connection holding our unread request (a refusal):
-         * the error comes first, its answer may still be queued behind it. */
-        if (n < 0 && errno == ECONNRESET)
-                n = recv(fd, buf, sizeof buf, MSG_TRUNC | MSG_DONTWAIT);
-        if (n < 0 && errno == EAGAIN)
-                errno = ECONNRESET;
-        if (n < 0)
-                return negative_errno();
-        if (n == 0)
-                return -ECONNRESET;
-        if ((size_t) n > sizeof buf)
-                return -EMSGSIZE;
-        return control_message_parse(buf, (size_t) n, ret);
-}
-
-static const char *get_str(json *o, const char *key, const char *def) {
-        const char *s;
-        return control_get_string(o, key, &s) < 0 ? def : s;
-}
-
-static int64_t get_int(json *o, const char *key, int64_t def) {
-        int64_t v;
-        return control_get_int64(o, key, &v) < 0 ? def : v;
-}
-
-static bool get_bool(json *o, const char *key) {
-        bool v;
-        return control_get_bool(o, key, &v) >= 0 && v;
-}
-
-static void print_json(json *o) {
-        const char *text;
-        size_t len;
-        if (control_message_text(o, &text, &len) >= 0)
-                printf("%.*s\n", (int) len, text);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Human output                                                              */
 /* ------------------------------------------------------------------------ */
-
-static const char *state_colour(const char *state) {
-        if (!colour)
-                return "";
-        if (streq(state, "running"))
-                return "\033[0;1;32m";
-        if (streq(state, "failed"))
-                return "\033[0;1;31m";
-        if (streq(state, "inactive"))
-                return "";
-        return "\033[0;1;33m"; /* starting, stopping, backoff */
-}
-
-static const char *colour_off(void) {
-        return colour ? "\033[0m" : "";
-}
-
-enum time_style { TIME_STATUS, TIME_LIST, TIME_LOG };
-
-static void format_time(int64_t usec, enum time_style style, char *buf, size_t size) {
-        time_t t = (time_t) (usec / (int64_t) USEC_PER_SEC);
-        struct tm tm;
-        size_t n = 0;
-        if (usec > 0 && localtime_r(&t, &tm))
-                n = style == TIME_STATUS ? strftime(buf, size, "%a %Y-%m-%d %H:%M:%S %Z", &tm)
-                    : style == TIME_LIST ? strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm)
-                                         : strftime(buf, size, "%b %d %H:%M:%S", &tm);
-        if (n == 0)
-                snprintf(buf, size, "-");
-}
-
-/* "5min 3s ago", "2h 4min ago", "3 days ago" */
-static void format_ago(int64_t usec, char *buf, size_t size) {
-        int64_t d = ((int64_t) now_usec(CLOCK_REALTIME) - usec) / (int64_t) USEC_PER_SEC;
-        if (d < 0)
-                d = 0;
-        if (d < 60)
-                snprintf(buf, size, "%" PRId64 "s ago", d);
-        else if (d < 3600)
-                snprintf(buf, size, "%" PRId64 "min %" PRId64 "s ago", d / 60, d % 60);
-        else if (d < 86400)
-                snprintf(buf, size, "%" PRId64 "h %" PRId64 "min ago", d / 3600, d % 3600 / 60);
-        else
-                snprintf(buf, size, "%" PRId64 " days ago", d / 86400);
-}
-
-static void format_last_exit(json *rec, char *buf, size_t size) {
-        json *le;
-        char sigbuf[24];
-        if (!json_object_object_get_ex(rec, "last_exit", &le) || !json_object_is_type(le, json_type_object))
-                snprintf(buf, size, "-");
-        else if (get_int(le, "code", -1) >= 0)
-                snprintf(buf, size, "exited, status=%" PRId64, get_int(le, "code", 0));
-        else
-                snprintf(buf, size, "killed, signal=%s%s", signal_to_string((int) get_int(le, "signal", 0), sigbuf),
-                         get_bool(le, "core_dumped") ? " (core dumped)" : "");
-}
-
-static void print_status(json *rec) {
-        const char *state = get_str(rec, "state", "?"), *status = get_str(rec, "status", NULL);
-        int64_t since = get_int(rec, "since", 0), pid = get_int(rec, "main_pid", 0);
-        char when[64], ago[64], last[96];
-
-        format_time(since, TIME_STATUS, when, sizeof when);
-        format_ago(since, ago, sizeof ago);
-        format_last_exit(rec, last, sizeof last);
-        printf("%s●%s %s\n", state_colour(state), colour_off(), get_str(rec, "name", "?"));
-        printf("     State: %s%s%s since %s; %s\n", state_colour(state), state, colour_off(), when, ago);
-        if (pid > 0)
-                printf("  Main PID: %" PRId64 "\n", pid);
-        else
-                printf("  Main PID: -\n");
-        printf("  Restarts: %" PRId64 "\n", get_int(rec, "restarts", 0));
-        printf(" Last exit: %s\n", last);
-        printf("    Result: %s\n", get_str(rec, "result", "?"));
-        if (status)
-                printf("    Status: \"%s\"\n", status);
-        const char *condition = get_str(rec, "condition", NULL); /* cond: a skipped or asserted start */
-        if (condition)
-                printf(" Condition: %s\n", condition);
-        printf("   Waiters: %" PRId64 "\n", get_int(rec, "waiters", 0));
-        /* tend(8) "RELOADING DIR": what a daemon-reload did not apply. */
-        const char *file_error = get_str(rec, "file_error", NULL), *name = get_str(rec, "name", "?");
-        if (file_error)
-                printf("   Warning: its unit file no longer loads (%s); it is left as it is, on the last file that "
-                       "loaded\n", file_error);
-        if (get_bool(rec, "file_changed"))
-                printf("   Warning: the unit file changed since the unit started; `tendctl restart %s` applies it\n",
-                       name);
-}
-
-static void print_list(json *records) {
-        size_t n = json_object_array_length(records);
-        printf("%-32s %-9s %8s %8s %-12s %s\n", "UNIT", "STATE", "MAIN PID", "RESTARTS", "RESULT", "SINCE");
-        for (size_t i = 0; i < n; i++) {
-                json *rec = json_object_array_get_idx(records, i);
-                const char *state = get_str(rec, "state", "?");
-                char when[64], pid[24];
-                int64_t p = get_int(rec, "main_pid", 0);
-                format_time(get_int(rec, "since", 0), TIME_LIST, when, sizeof when);
-                if (p > 0)
-                        snprintf(pid, sizeof pid, "%" PRId64, p);
-                else
-                        snprintf(pid, sizeof pid, "-");
-                printf("%-32s %s%-9s%s %8s %8" PRId64 " %-12s %s\n", get_str(rec, "name", "?"), state_colour(state),
-                       state, colour_off(), pid, get_int(rec, "restarts", 0), get_str(rec, "result", "?"), when);
-        }
-        printf("\n%zu unit%s listed.\n", n, n == 1 ? "" : "s");
-}
 
 /* ------------------------------------------------------------------------ */
 /* Answers                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* The exit status of a result; its failures are printed on stderr. */
-static int result_status(json *res) {
+static int result_status(json *res, enum verb verb) {
         if (get_bool(res, "ok"))
+                return 0;
+        /* systemctl kill of a unit with no process left succeeds, silently */
+        if (verb == VERB_KILL && strstr(get_str(res, "message", ""), ": no process to signal"))
                 return 0;
         json *units;
         size_t printed = 0;
@@ -477,7 +435,14 @@ static int result_status(json *res) {
                 }
         if (printed == 0)
                 fprintf(stderr, "tendctl: %s\n", get_str(res, "message", get_str(res, "error", "failed")));
-        return control_error_exit_status(control_error_from_string(get_str(res, "error", NULL)));
+        enum control_error e = control_error_from_string(get_str(res, "error", NULL));
+        if (e == CONTROL_ERROR_NOT_FOUND)
+                return verb_exit_unknown(verb) ? verb_exit_unknown(verb) : EXIT_NOT_FOUND;
+        if (e == CONTROL_ERROR_PERMISSION_DENIED)
+                return verb_exit_denied(verb);
+        if (verb == VERB_RELOAD && strstr(get_str(res, "message", ""), "no ExecReload="))
+                return EXIT_NOT_IMPLEMENTED;
+        return control_error_exit_status(e);
 }
 
 struct session {
@@ -487,6 +452,7 @@ struct session {
         /* watch: key → last revision shown (negative: deleted at that revision) */
         json *seen, *snapshot;
         bool resync;
+        json *parts; /* a result's arrays sent ahead in result-part messages (control-proto.h) */
 };
 
 static int on_units(struct session *x, json *m) {
@@ -504,10 +470,10 @@ static int finish_units(struct session *x, json *res) {
         /* A failed request that gives no record prints nothing on stdout, not an
          * empty list: only its error, on stderr (issue 19). */
         if (n == 0 && !get_bool(res, "ok"))
-                return result_status(res);
+                return result_status(res, x->a->verb);
         if (x->a->json)
                 print_json(x->records);
-        else if (x->a->cmd == CONTROL_CMD_LIST)
+        else if (x->a->verb == VERB_LIST || x->a->verb == VERB_LIST_UNITS)
                 print_list(x->records);
         else
                 for (size_t i = 0; i < n; i++) {
@@ -516,29 +482,7 @@ static int finish_units(struct session *x, json *res) {
                         print_status(json_object_array_get_idx(x->records, i));
                 }
         fflush(stdout);
-        return result_status(res);
-}
-
-static void on_line(struct session *x, json *m) {
-        if (x->a->json) {
-                json_object_object_del(m, "version");
-                json_object_object_del(m, "type");
-                print_json(m);
-                return;
-        }
-        char when[32], pid[24] = "";
-        int64_t p = get_int(m, "pid", 0);
-        json *text;
-        format_time(get_int(m, "time", 0), TIME_LOG, when, sizeof when);
-        if (p > 0)
-                snprintf(pid, sizeof pid, "[%" PRId64 "]", p);
-        printf("%s %s%s: ", when, get_str(m, "unit", "?"), pid);
-        if (json_object_object_get_ex(m, "text", &text))
-                fwrite(json_object_get_string(text), 1, (size_t) json_object_get_string_len(text), stdout);
-        if (get_bool(m, "continues"))
-                fputs(" [line continues]", stdout);
-        putchar('\n');
-        fflush(stdout);
+        return result_status(res, x->a->verb);
 }
 
 /* --- watch: print each change once, across re-watches (dedupe by revision) --- */
@@ -641,14 +585,6 @@ static int rewatch(struct session *x) {
 /* main                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static int recv_error(int r) {
-        if (r == -ECONNRESET || r == -EPIPE)
-                fprintf(stderr, "tendctl: tend closed the connection\n");
-        else
-                fprintf(stderr, "tendctl: reading tend's answer: %s\n", strerror(-r));
-        return EXIT_FAILED;
-}
-
 /* Reads messages until the result; returns the exit status. */
 static int session_run(struct session *x) {
         for (;;) {
@@ -661,12 +597,17 @@ static int session_run(struct session *x) {
                         if (on_units(x, m) < 0)
                                 return recv_error(-ENOMEM);
                 } else if (streq(type, "line"))
-                        on_line(x, m);
+                        print_line(m, x->a->json);
                 else if (streq(type, "event"))
                         on_event(x, m);
                 else if (streq(type, "snapshot-done"))
                         on_snapshot_done(x, m);
-                else if (streq(type, "result")) {
+                else if (streq(type, "result-part")) {
+                        if (control_result_merge(&x->parts, m) < 0)
+                                return recv_error(-ENOMEM);
+                } else if (streq(type, "result")) {
+                        if (control_result_join(x->parts, m) < 0)
+                                return recv_error(-ENOMEM);
                         if (x->a->cmd == CONTROL_CMD_WATCH &&
                             control_error_from_string(get_str(m, "error", NULL)) == CONTROL_ERROR_LAGGED) {
                                 if ((r = rewatch(x)) < 0)
@@ -682,10 +623,31 @@ static int session_run(struct session *x) {
                                 print_json(m);
                                 fflush(stdout);
                         }
-                        return result_status(m);
+                        return result_status(m, x->a->verb);
                 }
                 /* Unknown types come from a newer tend: ignored. */
         }
+}
+
+/* tend's own verbs: one request, its answer. */
+int run_session(const struct args *a, int fd) {
+        _cleanup_json_ json *req = build_request(a);
+        int r = send_request(fd, req);
+        /* A refused client's answer is already queued when tend closes: read it. */
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+                fprintf(stderr, "tendctl: sending to tend: %s\n", strerror(-r));
+                return EXIT_FAILED;
+        }
+        struct session x = { .a = a, .fd = fd, .records = json_object_new_array(), .seen = json_object_new_object() };
+        if (!x.records || !x.seen)
+                r = recv_error(-ENOMEM);
+        else
+                r = session_run(&x);
+        json_object_put(x.records);
+        json_object_put(x.seen);
+        json_object_put(x.snapshot);
+        json_object_put(x.parts);
+        return r;
 }
 
 int main(int argc, char **argv) {
@@ -693,27 +655,19 @@ int main(int argc, char **argv) {
         _cleanup_close_ int fd = -1;
 
         int r = parse_args(argc, argv, &a);
-        if (r != 0)
+        if (r != 0) {
+                free(a.props);
                 return r > 0 ? 0 : EXIT_USAGE;
+        }
         const char *term = getenv("TERM");
         colour = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !(term && streq(term, "dumb"));
 
-        r = connect_tend(a.socket, &fd);
-        if (r != 0)
-                return r;
-        _cleanup_json_ json *req = build_request(&a);
-        r = send_request(fd, req);
-        /* A refused client's answer is already queued when tend closes: read it. */
-        if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
-                fprintf(stderr, "tendctl: sending to tend: %s\n", strerror(-r));
-                return EXIT_FAILED;
-        }
-        struct session x = { .a = &a, .fd = fd, .records = json_object_new_array(), .seen = json_object_new_object() };
-        if (!x.records || !x.seen)
-                return recv_error(-ENOMEM);
-        r = session_run(&x);
-        json_object_put(x.records);
-        json_object_put(x.seen);
-        json_object_put(x.snapshot);
+        r = connect_tend(&a, &fd);
+        if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0 && !a.json)))
+                r = run_show_verb(&a, fd);
+        else if (r == 0)
+                r = run_session(&a, fd);
+        free(a.props);
         return r;
 }
+

@@ -117,6 +117,29 @@ char *conn_queue_reserve(struct conn *c, size_t len) {
         return m->data;
 }
 
+static void queue_text(struct conn *c, const char *text, size_t len) {
+        char *buf = conn_queue_reserve(c, len);
+        if (buf)
+                memcpy(buf, text, len);
+}
+
+static int queue_part(json *part, void *userdata) {
+        _cleanup_json_ json *o = part;
+        struct conn *c = userdata;
+        const char *text;
+        size_t len;
+        if (control_message_text(o, &text, &len) < 0)
+                return -ENOMEM;
+        queue_text(c, text, len);
+        return c->dead ? -ENOMEM : 0;
+}
+
+/* Whether o is a result (only results are sent in parts). */
+static bool is_result(json *o) {
+        const char *type;
+        return control_get_string(o, "type", &type) >= 0 && streq(type, "result");
+}
+
 void conn_queue(struct conn *c, json *msg) {
         _cleanup_json_ json *o = msg;
         const char *text;
@@ -130,9 +153,16 @@ void conn_queue(struct conn *c, json *msg) {
                 c->dead = true;
                 return;
         }
-        char *buf = conn_queue_reserve(c, len);
-        if (buf)
-                memcpy(buf, text, len);
+        /* Answers of any size: a result over the message limit goes in
+         * parts (control-proto.h, docs/control-protocol.md). */
+        if (len > CONTROL_MESSAGE_MAX && is_result(o) &&
+            (control_result_split(o, CONTROL_BATCH_BYTES, queue_part, c) < 0 ||
+             control_message_text(o, &text, &len) < 0)) {
+                log_warning("control: %s: out of memory sending an answer in parts: dropped", conn_peer(c, who));
+                c->dead = true;
+                return;
+        }
+        queue_text(c, text, len);
 }
 
 bool conn_has_room(const struct conn *c) {
@@ -181,10 +211,13 @@ static int conn_flush(struct conn *c) {
                         continue;
                 if (n < 0 && errno == EAGAIN)
                         break;
-                if (n < 0 && errno == EMSGSIZE)
-                        log_warning("control: %s: answer of %zu bytes exceeds the socket buffer: not sent",
+                if (n < 0 && errno == EMSGSIZE) {
+                        /* Never left waiting for an answer that cannot come: closed. */
+                        log_warning("control: %s: answer of %zu bytes exceeds the socket buffer: connection closed",
                                     conn_peer(c, who), m->len);
-                else if (n < 0) {
+                        c->dead = true;
+                        break;
+                } else if (n < 0) {
                         (void) log_debug_errno(errno, "control: %s: send: %m", conn_peer(c, who));
                         c->dead = true;
                         break;
@@ -242,6 +275,7 @@ void conn_free(struct conn *c) {
         out_free(c);
         c->io = sd_event_source_disable_unref(c->io);
         c->stall = sd_event_source_disable_unref(c->stall);
+        c->idle = sd_event_source_disable_unref(c->idle);
         safe_close(c->fd);
         if (c->prev)
                 c->prev->next = c->next;
@@ -266,10 +300,38 @@ static int conn_produce(struct conn *c) {
         }
 }
 
+static int idle_cb(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct conn *c = userdata;
+        char who[64];
+        log_debug("control: %s sent nothing for %" PRIu64 " ms with no request in progress: closed",
+                  conn_peer(c, who), (uint64_t) (c->s->idle_timeout / USEC_PER_MSEC));
+        c->dead = true;
+        conn_done(c);
+        return 0;
+}
+
+/* The idle deadline runs from the connection's last activity while it has no
+ * request in progress and nothing to send (a stream or a waiting start is
+ * never idle). */
+static void idle_update(struct conn *c) {
+        bool idle = c->phase == CONN_IDLE && !c->out_head;
+        if (!idle) {
+                if (c->idle)
+                        (void) sd_event_source_set_enabled(c->idle, SD_EVENT_OFF);
+                return;
+        }
+        int r = c->idle ? sd_event_source_set_time_relative(c->idle, c->s->idle_timeout)
+                        : sd_event_add_time_relative(c->s->event, &c->idle, CLOCK_MONOTONIC, c->s->idle_timeout, 0,
+                                                     idle_cb, c);
+        if (r >= 0)
+                (void) sd_event_source_set_enabled(c->idle, SD_EVENT_ONESHOT);
+}
+
 void conn_update_events(struct conn *c) {
         uint32_t ev = 0;
         if (c->dead)
                 return;
+        idle_update(c);
         if (c->phase == CONN_IDLE && !c->eof && conn_has_room(c))
                 ev |= EPOLLIN;
         if (c->out_head || (c->phase == CONN_UNITS && conn_has_room(c)) ||

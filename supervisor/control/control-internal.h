@@ -86,6 +86,7 @@ struct conn {
         uid_t uid;
         sd_event_source *io, *stall;
         bool stall_armed;
+        sd_event_source *idle;  /* closes the connection after the idle timeout */
 
         struct outmsg *out_head, *out_tail;
         size_t out_bytes;
@@ -111,6 +112,9 @@ struct conn {
         char follow_unit[256];
         logs_follower *follower;
         bool follow_ready; /* the follower may hold lines */
+        /* ctl: logs --since/-p: the lines shown (tendctl(1) "logs") */
+        int64_t follow_since;  /* CLOCK_REALTIME µs; 0: all */
+        int follow_priority;   /* the least urgent syslog level shown, 0–7 */
 };
 
 /* A --no-block start's share, held by the server until the flight answers so
@@ -131,12 +135,20 @@ struct control_server {
 
         char *path;
         char *created_dir; /* the directory we made, removed at free */
+        int dir_fd;        /* the socket's directory: every operation on the socket's name goes through it */
+        char *name;        /* the socket's name in it */
         dev_t sock_dev;
         ino_t sock_ino;
         uid_t uid;
         gid_t group;
         unsigned max_clients;
         usec_t stall_timeout;
+        usec_t idle_timeout;
+        /* refusals' log lines: logged in the interval from refusals_begin,
+         * and counted beyond CONTROL_REFUSALS_LOGGED (control.c) */
+        usec_t refusals_begin;
+        unsigned refusals_logged, refusals_suppressed;
+        sd_event_source *refusals_timer;
 
         int listen_fd;
         int reserve_fd; /* spent to accept and refuse when out of fds */

@@ -23,6 +23,7 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_WATCH] = "watch",
         [CONTROL_CMD_DAEMON_RELOAD] = "daemon-reload",
         [CONTROL_CMD_SHUTDOWN] = "shutdown",
+        [CONTROL_CMD_SHOW] = "show",
 };
 
 static const struct {
@@ -232,6 +233,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_KILL] = UNITS_REQUIRED,        [CONTROL_CMD_RELOAD] = UNITS_REQUIRED,
         [CONTROL_CMD_LOGS] = UNITS_ONE,             [CONTROL_CMD_WATCH] = UNITS_NONE,
         [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
+        [CONTROL_CMD_SHOW] = UNITS_REQUIRED,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
@@ -274,7 +276,7 @@ static int decode_envelope(struct control_request *q, char *reason, size_t size)
 }
 
 static int decode_fields(struct control_request *q, char *reason, size_t size) {
-        int64_t sig = SIGTERM;
+        int64_t sig = SIGTERM, prio = 7;
         const char *ks = "durable";
         switch (q->cmd) {
         case CONTROL_CMD_START:
@@ -295,6 +297,12 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
                     control_get_bool(q->o, "follow", &q->follow) == -EBADMSG)
                         return refuse(-EBADMSG, reason, size, "%s",
                                       "\"lines\" is a number of lines (>= 0), \"follow\" a boolean");
+                prio = 7;
+                if (control_get_int64(q->o, "since", &q->since) == -EBADMSG || q->since < 0 ||
+                    control_get_int64(q->o, "priority", &prio) == -EBADMSG || prio < 0 || prio > 7)
+                        return refuse(-EBADMSG, reason, size, "%s",
+                                      "\"since\" is µs since the epoch (>= 0), \"priority\" a syslog level (0 to 7)");
+                q->max_priority = (int) prio;
                 return 0;
         case CONTROL_CMD_WATCH:
                 if (control_get_string(q->o, "prefix", &q->prefix) == -EBADMSG ||
@@ -310,7 +318,7 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
 }
 
 int control_request_decode(const void *buf, size_t len, struct control_request *ret, char *reason, size_t size) {
-        struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "" };
+        struct control_request q = { .signal = SIGTERM, .lines = -1, .prefix = "", .max_priority = 7 };
         if ((!buf && len) || !ret || (!reason && size))
                 return -EINVAL;
         int r = message_parse(buf ? buf : "", len, true, &q.o);
@@ -332,7 +340,7 @@ int control_request_decode(const void *buf, size_t len, struct control_request *
 void control_request_done(struct control_request *q) {
         if (q->o)
                 json_object_put(q->o);
-        *q = (struct control_request) { .signal = SIGTERM, .lines = -1, .prefix = "" };
+        *q = (struct control_request) { .signal = SIGTERM, .lines = -1, .prefix = "", .max_priority = 7 };
 }
 
 const char *control_request_unit(const struct control_request *q, size_t i) {
@@ -360,5 +368,111 @@ int control_socket_path(const char *opt, char **ret) {
         if (!p)
                 return -ENOMEM;
         *ret = p;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Results in parts                                                          */
+/* ------------------------------------------------------------------------ */
+
+struct splitter {
+        size_t part_bytes;
+        int (*emit)(struct json_object *part, void *userdata);
+        void *userdata;
+        struct json_object *part; /* being filled; NULL: none */
+        size_t bytes;             /* its approximate text size */
+};
+
+static int splitter_flush(struct splitter *sp) {
+        if (!sp->part)
+                return 0;
+        struct json_object *part = sp->part;
+        sp->part = NULL;
+        sp->bytes = 0;
+        return sp->emit(part, sp->userdata);
+}
+
+/* Adds elem (a new reference taken here) to the part's array key. */
+static int splitter_add(struct splitter *sp, const char *key, struct json_object *elem) {
+        size_t len = 0;
+        if (!json_object_to_json_string_length(elem, JSON_C_TO_STRING_PLAIN, &len))
+                return -ENOMEM;
+        if (sp->part && sp->bytes + len + strlen(key) + 8 > sp->part_bytes) {
+                int r = splitter_flush(sp);
+                if (r < 0)
+                        return r;
+        }
+        if (!sp->part && !(sp->part = control_message_new("result-part")))
+                return -ENOMEM;
+        struct json_object *arr;
+        if (!json_object_object_get_ex(sp->part, key, &arr)) {
+                arr = json_object_new_array();
+                if (!arr || json_object_object_add(sp->part, key, arr) < 0) {
+                        json_object_put(arr);
+                        return -ENOMEM;
+                }
+                sp->bytes += strlen(key) + 8;
+        }
+        if (json_object_array_add(arr, json_object_get(elem)) < 0) {
+                json_object_put(elem);
+                return -ENOMEM;
+        }
+        sp->bytes += len + 1;
+        return 0;
+}
+
+int control_result_split(struct json_object *result, size_t part_bytes,
+                         int (*emit)(struct json_object *part, void *userdata), void *userdata) {
+        struct splitter sp = { .part_bytes = part_bytes, .emit = emit, .userdata = userdata };
+        int r = 0;
+        json_object_object_foreach(result, key, val) {
+                if (!json_object_is_type(val, json_type_array))
+                        continue;
+                for (size_t i = 0; r >= 0 && i < json_object_array_length(val); i++)
+                        r = splitter_add(&sp, key, json_object_array_get_idx(val, i));
+                if (r >= 0)
+                        r = json_object_array_del_idx(val, 0, json_object_array_length(val)) < 0 ? -ENOMEM : 0;
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                return splitter_flush(&sp);
+        json_object_put(sp.part);
+        return r;
+}
+
+int control_result_merge(struct json_object **acc, struct json_object *part) {
+        if (!*acc && !(*acc = json_object_new_object()))
+                return -ENOMEM;
+        json_object_object_foreach(part, key, val) {
+                if (!json_object_is_type(val, json_type_array))
+                        continue;
+                struct json_object *arr;
+                if (!json_object_object_get_ex(*acc, key, &arr)) {
+                        arr = json_object_new_array();
+                        if (!arr || json_object_object_add(*acc, key, arr) < 0) {
+                                json_object_put(arr);
+                                return -ENOMEM;
+                        }
+                }
+                for (size_t i = 0; i < json_object_array_length(val); i++)
+                        if (json_object_array_add(arr, json_object_get(json_object_array_get_idx(val, i))) < 0)
+                                return -ENOMEM;
+        }
+        return 0;
+}
+
+int control_result_join(struct json_object *acc, struct json_object *result) {
+        if (!acc)
+                return 0;
+        json_object_object_foreach(acc, key, val) {
+                struct json_object *rest;
+                if (json_object_object_get_ex(result, key, &rest) && json_object_is_type(rest, json_type_array))
+                        for (size_t i = 0; i < json_object_array_length(rest); i++)
+                                if (json_object_array_add(val, json_object_get(json_object_array_get_idx(rest, i))) < 0)
+                                        return -ENOMEM;
+                if (json_object_object_add(result, key, json_object_get(val)) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }

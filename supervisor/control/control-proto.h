@@ -52,6 +52,7 @@ enum control_command {
         CONTROL_CMD_WATCH,
         CONTROL_CMD_DAEMON_RELOAD,
         CONTROL_CMD_SHUTDOWN,
+        CONTROL_CMD_SHOW, /* ctl: the units' properties, systemd's names (docs/control-protocol.md "show") */
         _CONTROL_CMD_MAX,
 };
 
@@ -102,6 +103,8 @@ struct control_request {
         int signal;                 /* kill: 1 … _NSIG-1; SIGTERM */
         int64_t lines;              /* logs: ≥ 0; -1 (absent): the whole ring */
         bool follow;                /* logs */
+        int64_t since;              /* ctl: logs: only lines read at or after this CLOCK_REALTIME µs; 0: all */
+        int max_priority;           /* ctl: logs: only lines of this syslog level or more urgent (0–7); 7: all */
         const char *prefix;         /* watch: borrowed from o; "" (absent): every key */
         bool ephemeral;             /* watch: "keyspace" "ephemeral" (default "durable") */
 };
@@ -158,6 +161,31 @@ int control_get_string_array(struct json_object *o, const char *key, struct json
 int control_add_string(struct json_object *o, const char *key, const char *value);
 int control_add_int64(struct json_object *o, const char *key, int64_t value);
 int control_add_bool(struct json_object *o, const char *key, bool value);
+
+/*
+ * Answers of any size (docs/control-protocol.md "Results in parts"): a result
+ * whose text exceeds CONTROL_MESSAGE_MAX is sent as zero or more
+ * {"type": "result-part"} messages, each holding some elements of the
+ * result's array fields ("units", "added", …) in order and at most about
+ * part_bytes of text, then the result itself with those arrays emptied.
+ *
+ * control_result_split: moves every element of every array field of result
+ * (borrowed, changed in place) into parts, calling emit(part, userdata) for
+ * each (the part is emit's: taken also on failure). 0, -ENOMEM, or emit's
+ * negative return. Pure (no I/O).
+ */
+int control_result_split(struct json_object *result, size_t part_bytes,
+                         int (*emit)(struct json_object *part, void *userdata), void *userdata);
+
+/*
+ * The client's side: control_result_merge appends each array field of part
+ * (borrowed) to the same-named array of *acc (created on first use; the
+ * caller's, put with json_object_put). control_result_join puts acc's arrays
+ * in front of result's (borrowed, changed in place); acc may be NULL.
+ * 0 or -ENOMEM.
+ */
+int control_result_merge(struct json_object **acc, struct json_object *part);
+int control_result_join(struct json_object *acc, struct json_object *result);
 
 static inline void json_object_putp(struct json_object **o) {
         if (*o)

@@ -520,6 +520,58 @@ static void handle_global(struct conn *c, const struct control_request *q) {
         conn_queue(c, answer_result(true));
 }
 
+/* --- ctl: show --- */
+
+/* One "properties" message per unit found; the result lists the others
+ * (not-found), as status does. */
+static int show_one(struct conn *c, const char *given, json *missing) {
+        struct control_server *s = c->s;
+        char name[256];
+        int r = request_resolve(s, given, name);
+        if (r >= 0) {
+                _cleanup_json_ json *msg = control_message_new("properties"), *props = json_object_new_object();
+                if (!msg || !props || control_add_string(msg, "name", name) < 0)
+                        return -ENOMEM;
+                r = s->ops.describe ? s->ops.describe(s->userdata, name, props) : -ENOENT;
+                if (r >= 0) {
+                        if (json_object_object_add(msg, "properties", TAKE_PTR(props)) < 0)
+                                return -ENOMEM;
+                        conn_queue(c, TAKE_PTR(msg));
+                        return 0;
+                }
+        }
+        if (r == -ENOMEM)
+                return r;
+        json *e = answer_unit_error(given, "show", -ENOENT);
+        if (!e || json_object_array_add(missing, e) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void handle_show(struct conn *c, const struct control_request *q) {
+        _cleanup_json_ json *res = answer_result(true);
+        json *missing = json_object_new_array();
+        if (!res || !missing || json_object_object_add(res, "units", missing) < 0) {
+                json_object_put(missing);
+                conn_queue(c, NULL);
+                return;
+        }
+        for (size_t i = 0; i < q->n_units && !c->dead; i++) {
+                size_t before = json_object_array_length(missing);
+                if (show_one(c, unit_arg(q, i), missing) < 0) {
+                        conn_queue(c, NULL);
+                        return;
+                }
+                if (before == 0 && json_object_array_length(missing) == 1 &&
+                    answer_set_error(res, CONTROL_ERROR_NOT_FOUND, "unit \"%s\" not found", unit_arg(q, i)) < 0) {
+                        conn_queue(c, NULL);
+                        return;
+                }
+        }
+        if (!c->dead)
+                conn_queue(c, TAKE_PTR(res));
+}
+
 /* --- dispatch --- */
 
 /* An unsupported-version answer names the versions tend speaks. */
@@ -594,6 +646,9 @@ void conn_request(struct conn *c, const char *buf, size_t size) {
         case CONTROL_CMD_DAEMON_RELOAD:
         case CONTROL_CMD_SHUTDOWN:
                 handle_global(c, &q);
+                break;
+        case CONTROL_CMD_SHOW:
+                handle_show(c, &q);
                 break;
         default:
                 handle_units(c, &q);

@@ -87,7 +87,8 @@ static json *line_message(const char *unit, const struct logs_line *l, const cha
         _cleanup_json_ json *o = control_message_new("line");
         if (!o || control_add_string(o, "unit", unit) < 0 || control_add_int64(o, "time", (int64_t) l->realtime_usec) < 0 ||
             (l->pid > 0 ? control_add_int64(o, "pid", l->pid) : control_add_string(o, "pid", NULL)) < 0 ||
-            control_add_string(o, "stream", origin_name(l->origin)) < 0)
+            control_add_string(o, "stream", origin_name(l->origin)) < 0 ||
+            control_add_int64(o, "priority", l->priority) < 0)
                 return NULL;
         json *t = json_object_new_string_len(text, (int) n);
         if (!t || json_object_object_add(o, "text", t) < 0) {
@@ -122,6 +123,11 @@ static void queue_line(struct conn *c, const char *unit, const struct logs_line 
         } while (off < l->len && !c->dead);
 }
 
+/* ctl: logs --since/-p: whether the line is shown. */
+static bool line_selected(const struct logs_line *l, int64_t since, int max_priority) {
+        return (since <= 0 || (int64_t) l->realtime_usec >= since) && l->priority <= max_priority;
+}
+
 int produce_follow(struct conn *c) {
         int produced = 0;
         while (conn_has_room(c) && !c->dead) {
@@ -137,6 +143,9 @@ int produce_follow(struct conn *c) {
                                    c->follow_unit);
                         return 1;
                 }
+                /* a note of tend's (the follower's loss) always passes */
+                if (!(line.flags & LOGS_LINE_NOTE) && !line_selected(&line, c->follow_since, c->follow_priority))
+                        continue;
                 queue_line(c, c->follow_unit, &line);
                 produced = 1;
         }
@@ -146,12 +155,40 @@ int produce_follow(struct conn *c) {
 struct ring_ctx {
         struct conn *c;
         const char *unit;
+        int64_t since;
+        int max_priority;
+        size_t skip; /* selected lines not shown: -n counts the selected ones */
+        size_t counted;
 };
 
 static int ring_line(const struct logs_line *line, void *userdata) {
         struct ring_ctx *x = userdata;
+        if (!line_selected(line, x->since, x->max_priority))
+                return 0;
+        if (x->skip > 0) {
+                x->skip--;
+                return 0;
+        }
         queue_line(x->c, x->unit, line);
         return x->c->dead ? -ENOMEM : 0;
+}
+
+static int ring_count(const struct logs_line *line, void *userdata) {
+        struct ring_ctx *x = userdata;
+        x->counted += line_selected(line, x->since, x->max_priority);
+        return 0;
+}
+
+/* The ring's last n selected lines (n < 0: every one). Without a filter the
+ * ring keeps its own count; with one, a first pass counts what it selects. */
+static int ring_send(logs_stream *stream, struct ring_ctx *x, int64_t n) {
+        if (x->since <= 0 && x->max_priority >= 7)
+                return logs_stream_ring(stream, n < 0 ? SIZE_MAX : (size_t) n, ring_line, x);
+        int r = logs_stream_ring(stream, SIZE_MAX, ring_count, x);
+        if (r < 0)
+                return r;
+        x->skip = n >= 0 && x->counted > (size_t) n ? x->counted - (size_t) n : 0;
+        return logs_stream_ring(stream, SIZE_MAX, ring_line, x);
 }
 
 static void follower_notify(logs_follower *f, void *userdata) {
@@ -177,8 +214,8 @@ void handle_logs(struct conn *c, const struct control_request *q) {
         if (!stream)
                 return;
 
-        struct ring_ctx x = { .c = c, .unit = unit };
-        int r = logs_stream_ring(stream, lines < 0 ? SIZE_MAX : (size_t) lines, ring_line, &x);
+        struct ring_ctx x = { .c = c, .unit = unit, .since = q->since, .max_priority = q->max_priority };
+        int r = ring_send(stream, &x, lines);
         if (r < 0 || c->dead)
                 return;
         if (!follow) {
@@ -186,6 +223,8 @@ void handle_logs(struct conn *c, const struct control_request *q) {
                 return;
         }
         snprintf(c->follow_unit, sizeof c->follow_unit, "%s", unit);
+        c->follow_since = q->since;
+        c->follow_priority = q->max_priority;
         r = logs_stream_follow(stream, 0, follower_notify, c, &c->follower);
         if (r < 0)
                 answer_error(c, CONTROL_ERROR_FAILED, "cannot follow the log: %s", strerror(-r));

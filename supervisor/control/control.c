@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control-internal.h"
@@ -43,57 +44,128 @@ static int mkdir_parents(const char *dir) {
 }
 
 /*
- * The socket's directory: created 0700 (0710, group = the control group),
- * its ancestors 0755. An existing directory is the operator's and is left
- * as it is (tend never changes the mode of, say, /tmp or a home directory).
+ * May tend bind in the directory st describes? Only if no other user can
+ * replace what tend puts there (docs/threat-model.md): owned by root or by
+ * tend's user, and not writable by group or others unless sticky (as /tmp:
+ * there only a file's owner may rename or remove it). Logs why not.
+ */
+static int socket_dir_check(const struct control_server *s, const char *dir, const struct stat *st) {
+        if (!S_ISDIR(st->st_mode))
+                return log_error_errno(-ENOTDIR, "control socket %s: %s is not a directory", s->path, dir);
+        if (st->st_uid != 0 && st->st_uid != s->uid)
+                return log_error_errno(-EPERM, "control socket %s: refused: its directory %s belongs to uid %u, "
+                                       "not to root or tend's user: that user could replace the socket",
+                                       s->path, dir, (unsigned) st->st_uid);
+        if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+                return log_error_errno(-EPERM, "control socket %s: refused: its directory %s (mode %04o) is "
+                                       "writable by %s: another user could replace the socket",
+                                       s->path, dir, (unsigned) (st->st_mode & 07777),
+                                       st->st_mode & S_IWOTH ? "others" : "its group");
+        return 0;
+}
+
+/* Opens dir without following a symlink at its end; -ENOENT if missing. */
+static int socket_dir_open(const struct control_server *s, const char *dir, int *ret_fd) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                int r = negative_errno();
+                struct stat st;
+                if ((r == -ELOOP || r == -ENOTDIR) && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+                        return log_error_errno(-ELOOP, "control socket %s: refused: its directory %s is a symlink",
+                                               s->path, dir);
+                if (r == -ENOTDIR)
+                        return log_error_errno(r, "control socket %s: %s is not a directory", s->path, dir);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/*
+ * The socket's directory, opened in s->dir_fd (every later operation on the
+ * socket's name goes through it: nothing follows a path another user could
+ * change). Missing: created 0700 (0710, group = the control group), its
+ * ancestors 0755, its owner and mode set on the fd. Existing: the
+ * operator's, left as it is, but refused (socket_dir_check) when another
+ * user could replace the socket in it.
  */
 static int socket_dir_prepare(struct control_server *s) {
         _cleanup_free_ char *dir = strdup(s->path);
         if (!dir)
                 return -ENOMEM;
         char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-                return 0; /* relative name in the cwd, or a file in / */
-        *slash = '\0';
+        if (slash == dir)
+                slash[1] = '\0'; /* a file in / */
+        else if (slash)
+                *slash = '\0';
+        else
+                strcpy(dir, "."); /* a relative name in the cwd */
+        s->name = strdup(slash ? strrchr(s->path, '/') + 1 : s->path);
+        if (!s->name)
+                return -ENOMEM;
 
-        if (mkdir(dir, 0700) < 0) {
-                if (errno == EEXIST)
-                        return 0;
-                if (errno != ENOENT)
-                        return negative_errno();
-                int r = mkdir_parents(dir);
-                if (r < 0)
-                        return r;
-                if (mkdir(dir, 0700) < 0)
-                        return errno == EEXIST ? 0 : negative_errno();
+        bool created = false;
+        int r = socket_dir_open(s, dir, &s->dir_fd);
+        if (r == -ENOENT) {
+                int k = mkdir(dir, 0700) < 0 ? negative_errno() : 0;
+                if (k == -ENOENT) {
+                        r = mkdir_parents(dir);
+                        if (r < 0)
+                                return r;
+                        k = mkdir(dir, 0700) < 0 ? negative_errno() : 0;
+                }
+                if (k < 0 && k != -EEXIST)
+                        return k;
+                created = k == 0;
+                r = socket_dir_open(s, dir, &s->dir_fd);
         }
+        if (r < 0)
+                return r;
+        struct stat st;
+        if (fstat(s->dir_fd, &st) < 0)
+                return negative_errno();
+        if (!created || st.st_uid != s->uid)
+                return socket_dir_check(s, dir, &st);
+
         s->created_dir = TAKE_PTR(dir);
         mode_t mode = s->group != (gid_t) -1 ? 0710 : 0700;
-        if (s->group != (gid_t) -1 && chown(s->created_dir, (uid_t) -1, s->group) < 0)
+        if (s->group != (gid_t) -1 && fchown(s->dir_fd, (uid_t) -1, s->group) < 0)
                 return negative_errno();
-        return chmod(s->created_dir, mode) < 0 ? negative_errno() : 0; /* umask may have cut it */
+        return fchmod(s->dir_fd, mode) < 0 ? negative_errno() : 0; /* umask may have cut it */
 }
 
-static int sockaddr_fill(const char *path, struct sockaddr_un *ret, socklen_t *ret_len) {
-        size_t n = strlen(path);
-        if (n == 0)
+/*
+ * The address bind() and connect() use: the socket's name in the directory
+ * tend opened (/proc/self/fd/N/NAME), so a directory swapped after the check
+ * is not followed; the plain path when /proc is not mounted or the name is
+ * too long for it.
+ */
+static int sockaddr_fill(const struct control_server *s, struct sockaddr_un *ret, socklen_t *ret_len) {
+        char via_fd[sizeof ret->sun_path];
+        const char *path = s->path;
+        int n = snprintf(via_fd, sizeof via_fd, "/proc/self/fd/%d/%s", s->dir_fd, s->name);
+        if (n > 0 && (size_t) n < sizeof via_fd && access("/proc/self/fd", F_OK) == 0)
+                path = via_fd;
+        size_t len = strlen(path);
+        if (len == 0)
                 return -EINVAL;
-        if (n >= sizeof ret->sun_path)
+        if (len >= sizeof ret->sun_path)
                 return -ENAMETOOLONG;
         *ret = (struct sockaddr_un) { .sun_family = AF_UNIX };
-        memcpy(ret->sun_path, path, n);
-        *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + 1);
+        memcpy(ret->sun_path, path, len);
+        *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len + 1);
         return 0;
 }
 
 /*
- * The path exists: is a tend listening there? connect() refused → stale
+ * The name exists: is a tend listening there? connect() refused → stale
  * (0: unlinked, bind again); accepted or backlog full → -EADDRINUSE; no
- * socket at all → -EEXIST. ENOENT (gone meanwhile) → 0.
+ * socket at all (a symlink included: never followed) → -EEXIST. ENOENT
+ * (gone meanwhile) → 0.
  */
-static int stale_socket_remove(const char *path, const struct sockaddr_un *sa, socklen_t len) {
+static int stale_socket_remove(const struct control_server *s, const struct sockaddr_un *sa, socklen_t len) {
         struct stat st;
-        if (lstat(path, &st) < 0)
+        if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : negative_errno();
         if (!S_ISSOCK(st.st_mode))
                 return -EEXIST;
@@ -105,8 +177,8 @@ static int stale_socket_remove(const char *path, const struct sockaddr_un *sa, s
                 return -EADDRINUSE;
         switch (errno) {
         case ECONNREFUSED:
-                log_info("control socket %s: stale (nobody listening), replaced", path);
-                return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+                log_info("control socket %s: stale (nobody listening), replaced", s->path);
+                return unlinkat(s->dir_fd, s->name, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
         case ENOENT:
                 return 0;
         case EAGAIN:      /* a live listener with a full backlog */
@@ -117,32 +189,60 @@ static int stale_socket_remove(const char *path, const struct sockaddr_un *sa, s
         }
 }
 
+/*
+ * Test seam (debug builds only, compiled out with NDEBUG): with
+ * $TEND_TEST_BIND_PAUSE_MS set, tend sleeps that long between bind() and
+ * setting the socket's owner, the window a symlink race would need
+ * (tests/integration/test_attacks.py widens it so the race is deterministic).
+ */
+static void bind_pause_seam(void) {
+#ifndef NDEBUG
+        const char *e = getenv("TEND_TEST_BIND_PAUSE_MS");
+        unsigned long ms = e ? strtoul(e, NULL, 10) : 0;
+        if (ms > 0 && ms <= 10000) {
+                struct timespec ts = { .tv_sec = (time_t) (ms / 1000), .tv_nsec = (long) (ms % 1000) * 1000000L };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+#endif
+}
+
+/* bind() with the socket's mode set by the umask (0600, or 0660 with a
+ * control group): no chmod() afterwards, on a name someone could swap. */
+static int bind_with_mode(const struct control_server *s, int fd, const struct sockaddr_un *sa, socklen_t len) {
+        mode_t old = umask(s->group != (gid_t) -1 ? 0117 : 0177);
+        int r = bind(fd, (const struct sockaddr *) sa, len) < 0 ? negative_errno() : 0;
+        umask(old);
+        return r;
+}
+
 static int socket_bind(struct control_server *s) {
         struct sockaddr_un sa;
         socklen_t len;
-        int r = sockaddr_fill(s->path, &sa, &len);
+        int r = sockaddr_fill(s, &sa, &len);
         if (r < 0)
                 return r;
 
         _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return negative_errno();
-        for (int attempt = 0; bind(fd, (struct sockaddr *) &sa, len) < 0; attempt++) {
-                if (errno != EADDRINUSE || attempt > 0)
-                        return negative_errno();
-                r = stale_socket_remove(s->path, &sa, len);
+        for (int attempt = 0; (r = bind_with_mode(s, fd, &sa, len)) < 0; attempt++) {
+                if (r != -EADDRINUSE || attempt > 0)
+                        return r;
+                r = stale_socket_remove(s, &sa, len);
                 if (r < 0)
                         return r;
         }
+        bind_pause_seam();
 
-        /* The directory (0700/0710) already shuts others out while the mode
-         * is still the umask's; SO_PEERCRED is checked on every connection anyway. */
+        /* The group through the directory's fd, never following a symlink
+         * (the directory is tend's or the operator's: socket_dir_check). */
         bool group = s->group != (gid_t) -1;
         struct stat st;
-        if ((group && chown(s->path, (uid_t) -1, s->group) < 0) || chmod(s->path, group ? 0660 : 0600) < 0 ||
-            stat(s->path, &st) < 0 || listen(fd, SOMAXCONN) < 0) {
+        if ((group && fchownat(s->dir_fd, s->name, (uid_t) -1, s->group, AT_SYMLINK_NOFOLLOW) < 0) ||
+            fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || listen(fd, SOMAXCONN) < 0) {
                 r = negative_errno();
-                (void) unlink(s->path);
+                (void) unlinkat(s->dir_fd, s->name, 0);
                 return r;
         }
         s->sock_dev = st.st_dev;
@@ -154,6 +254,48 @@ static int socket_bind(struct control_server *s) {
 /* ------------------------------------------------------------------------ */
 /* Accepting and authorising                                                 */
 /* ------------------------------------------------------------------------ */
+
+/* Logs the count of refusals not logged one by one, and starts afresh. */
+static void refusals_report(struct control_server *s) {
+        if (s->refusals_suppressed > 0)
+                log_warning("control: %u more refusal%s in the last %u s, not logged one by one",
+                            s->refusals_suppressed, s->refusals_suppressed == 1 ? "" : "s",
+                            (unsigned) (CONTROL_REFUSALS_INTERVAL_USEC / USEC_PER_SEC));
+        s->refusals_begin = 0;
+        s->refusals_logged = s->refusals_suppressed = 0;
+}
+
+static int refusals_timer_cb(sd_event_source *src, uint64_t usec, void *userdata) {
+        refusals_report(userdata);
+        return 0;
+}
+
+/*
+ * Whether a refusal (or an accept error) may be logged now: the first
+ * CONTROL_REFUSALS_LOGGED of each interval are; the rest are counted, and the
+ * count is logged when the interval ends (a timer), so a flood of refused
+ * clients costs a few lines, not one each.
+ */
+static bool refusal_log_ok(struct control_server *s) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        if (s->refusals_begin == 0 || now >= s->refusals_begin + CONTROL_REFUSALS_INTERVAL_USEC) {
+                refusals_report(s);
+                s->refusals_begin = now;
+        }
+        if (s->refusals_logged < CONTROL_REFUSALS_LOGGED) {
+                s->refusals_logged++;
+                return true;
+        }
+        if (s->refusals_suppressed++ == 0) {
+                usec_t at = s->refusals_begin + CONTROL_REFUSALS_INTERVAL_USEC;
+                int r = s->refusals_timer ? sd_event_source_set_time(s->refusals_timer, at)
+                                          : sd_event_add_time(s->event, &s->refusals_timer, CLOCK_MONOTONIC, at, 0,
+                                                              refusals_timer_cb, s);
+                if (r >= 0)
+                        (void) sd_event_source_set_enabled(s->refusals_timer, SD_EVENT_ONESHOT);
+        }
+        return false;
+}
 
 static bool groups_include(int fd, gid_t group) {
         gid_t small[64], *g = small;
@@ -205,15 +347,18 @@ static void conn_new(struct control_server *s, int fd) {
         socklen_t len = sizeof cred;
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !peer_authorised(s, fd, &cred)) {
-                log_warning("control: refused client pid %d uid %u gid %u: not root, not tend's user%s",
-                            (int) cred.pid, (unsigned) cred.uid, (unsigned) cred.gid,
-                            s->group != (gid_t) -1 ? ", not in the control group" : "");
+                if (refusal_log_ok(s))
+                        log_warning("control: refused client pid %d uid %u gid %u: not root, not tend's user%s",
+                                    (int) cred.pid, (unsigned) cred.uid, (unsigned) cred.gid,
+                                    s->group != (gid_t) -1 ? ", not in the control group" : "");
                 refuse(s, fd, CONTROL_ERROR_PERMISSION_DENIED, "permission denied: not root, not tend's user, "
                               "not in tend's control group");
                 return;
         }
         if (s->n_conns >= s->max_clients) {
-                log_warning("control: refused client pid %d: %u clients connected (the limit)", (int) cred.pid, s->n_conns);
+                if (refusal_log_ok(s))
+                        log_warning("control: refused client pid %d: %u clients connected (the limit)",
+                                    (int) cred.pid, s->n_conns);
                 refuse(s, fd, CONTROL_ERROR_TOO_MANY_CLIENTS, "too many clients connected to tend");
                 return;
         }
@@ -233,6 +378,7 @@ static void conn_new(struct control_server *s, int fd) {
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
+        conn_update_events(c); /* the idle deadline starts */
 }
 
 /* Out of fds: accepting with the reserve fd spent lets tend answer the
@@ -243,7 +389,8 @@ static void accept_without_fds(struct control_server *s) {
         if (fd >= 0)
                 refuse(s, fd, CONTROL_ERROR_FAILED, "tend is out of file descriptors");
         s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        log_warning("control: out of file descriptors: a client was refused");
+        if (refusal_log_ok(s))
+                log_warning("control: out of file descriptors: a client was refused");
 }
 
 static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *userdata) {
@@ -260,7 +407,7 @@ static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *user
                         accept_without_fds(s);
                         continue;
                 }
-                if (errno != EAGAIN)
+                if (errno != EAGAIN && refusal_log_ok(s))
                         (void) log_warning_errno(errno, "control: accept: %m");
                 break;
         }
@@ -278,6 +425,8 @@ static bool ops_complete(const struct control_ops *o) {
 
 static int server_listen(struct control_server *s) {
         int r = socket_dir_prepare(s);
+        if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)
+                return r; /* said why */
         if (r < 0)
                 return log_error_errno(r, "control socket %s: cannot create its directory: %m", s->path);
         r = socket_bind(s);
@@ -291,6 +440,12 @@ static int server_listen(struct control_server *s) {
         if (r < 0)
                 return log_error_errno(r, "control socket %s: cannot watch it: %m", s->path);
         return 0;
+}
+
+static usec_t idle_timeout_default(void) {
+        const char *e = getenv("TEND_CONTROL_IDLE_TIMEOUT_MS");
+        unsigned long ms = e ? strtoul(e, NULL, 10) : 0;
+        return ms > 0 && ms < UINT32_MAX ? (usec_t) ms * USEC_PER_MSEC : CONTROL_IDLE_TIMEOUT_USEC;
 }
 
 int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
@@ -310,8 +465,10 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
                 .group = opts ? opts->control_group : (gid_t) -1,
                 .max_clients = opts && opts->max_clients ? opts->max_clients : CONTROL_MAX_CLIENTS_DEFAULT,
                 .stall_timeout = opts && opts->stall_timeout_usec ? opts->stall_timeout_usec : CONTROL_STALL_TIMEOUT_USEC,
+                .idle_timeout = opts && opts->idle_timeout_usec ? opts->idle_timeout_usec : idle_timeout_default(),
                 .listen_fd = -1,
                 .reserve_fd = -1,
+                .dir_fd = -1,
         };
         int r = control_socket_path(opts ? opts->path : NULL, &s->path);
         if (r < 0)
@@ -339,8 +496,9 @@ static void socket_unlink(struct control_server *s) {
         struct stat st;
         if (s->listen_fd < 0 || !s->path)
                 return;
-        if (stat(s->path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
-                (void) unlink(s->path);
+        if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == s->sock_dev &&
+            st.st_ino == s->sock_ino)
+                (void) unlinkat(s->dir_fd, s->name, 0);
         if (s->created_dir)
                 (void) rmdir(s->created_dir); /* fails harmlessly if something else lives there */
 }
@@ -353,11 +511,15 @@ struct control_server *control_server_free(struct control_server *s) {
         while (s->detached)
                 detached_free(s->detached);
         s->stops_source = sd_event_source_disable_unref(s->stops_source);
+        refusals_report(s);
+        s->refusals_timer = sd_event_source_disable_unref(s->refusals_timer);
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
         socket_unlink(s);
         safe_close(s->listen_fd);
         safe_close(s->reserve_fd);
+        safe_close(s->dir_fd);
         free(s->created_dir);
+        free(s->name);
         free(s->path);
         free(s->buf);
         store_unref(s->store);

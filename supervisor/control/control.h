@@ -78,6 +78,10 @@ struct control_ops {
          * `status` shows it live: joining a flight is no state transition and
          * does not rewrite the record. */
         int (*waiters)(void *userdata, const char *unit);
+        /* ctl: show. Adds the unit's properties to props (an empty JSON
+         * object, borrowed), named as systemd names them where it has the
+         * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
+        int (*describe)(void *userdata, const char *unit, struct json_object *props);
 };
 
 struct control_options {
@@ -87,9 +91,19 @@ struct control_options {
         /* A client with answers pending that reads nothing for this long is
          * dropped (logged). 0: CONTROL_STALL_TIMEOUT_USEC. */
         usec_t stall_timeout_usec;
+        /* A connection with no request in progress and nothing to send that
+         * sends nothing for this long is closed (logged at debug): 2,048 slots
+         * cannot be held forever. 0: $TEND_CONTROL_IDLE_TIMEOUT_MS if set
+         * (tests), else CONTROL_IDLE_TIMEOUT_USEC. */
+        usec_t idle_timeout_usec;
 };
 
 #define CONTROL_STALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
+#define CONTROL_IDLE_TIMEOUT_USEC (60 * USEC_PER_SEC)
+/* Refused connections and accept errors: at most this many log lines per
+ * interval; the rest are counted, and the count logged when it ends. */
+#define CONTROL_REFUSALS_LOGGED 10u
+#define CONTROL_REFUSALS_INTERVAL_USEC (5 * USEC_PER_SEC)
 /* Bytes of answers queued per connection before tend stops producing more
  * for it (watch events, log lines, unit batches wait in their own bounded
  * queues meanwhile). Small, so a snapshot is built a few KiB at a time as the

@@ -45,6 +45,9 @@ struct etcd_req {
         struct curl_slist *headers;
         char *buf;
         size_t len, cap;
+        usec_t deadline;    /* CLOCK_MONOTONIC; 0: none (each try: the request timeout) */
+        usec_t not_before;  /* CLOCK_MONOTONIC: a delayed request starts then (0: at once) */
+        bool delayed;       /* in c->active, not yet started (I/O thread) */
         unsigned tries;     /* members tried for this request */
         size_t member;      /* the member it was last sent to */
         bool reauthed;      /* renewed the token once already */
@@ -218,10 +221,28 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
+/* This try's timeout: the client's, shortened to the request's deadline;
+ * -ETIMEDOUT once the deadline passed. */
+static int req_timeout_ms(struct etcd_req *r, long *ret) {
+        long ms = r->c->timeout_ms;
+
+        if (r->deadline > 0) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= r->deadline)
+                        return -ETIMEDOUT;
+                ms = MIN(ms, (long) ((r->deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC));
+        }
+        *ret = ms;
+        return 0;
+}
+
 static int req_setup(struct etcd_req *r) {
         struct etcd_client *c = r->c;
         _cleanup_free_ char *url = NULL, *auth = NULL;
+        long timeout_ms = c->timeout_ms;
 
+        if (!r->stream && req_timeout_ms(r, &timeout_ms) < 0)
+                return -ETIMEDOUT;
         r->member = c->current;
         if (asprintf(&url, "%s%s", c->members[c->current], r->path) < 0)
                 return -ENOMEM;
@@ -243,8 +264,8 @@ static int req_setup(struct etcd_req *r) {
         curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
         curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
         curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
-        curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->stream ? 0L : c->timeout_ms);
+        curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->stream ? 0L : timeout_ms);
         curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
         if (c->ca_file)
                 curl_easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_file);
@@ -273,6 +294,10 @@ static bool curl_error_is_member(CURLcode code) {
 
 static int req_start(struct etcd_req *r) {
         int q = req_setup(r);
+        if (q == -ETIMEDOUT)
+                log_warning("store-etcd: %s%s: not sent: its operation's deadline has passed "
+                            "(the members before did not answer in time)",
+                            r->c->members[r->c->current], r->path);
         if (q < 0)
                 return q;
         if (curl_multi_add_handle(r->c->multi, r->easy) != CURLM_OK)
@@ -334,7 +359,7 @@ static int parse_reply(struct etcd_req *r, long http, struct json_object **ret) 
         int64_t code = etcd_json_int(o, "code");
         struct json_object *msg = NULL;
         (void) json_object_object_get_ex(o, "error", &msg);
-        log_debug("store-etcd: %s%s: %s (code %lld)", r->c->members[r->c->current], r->path,
+        log_debug("store-etcd: %s%s: %s (code %lld)", r->c->members[r->member], r->path,
                   msg ? json_object_get_string(msg) : "?", (long long) code);
         int q = grpc_to_errno(code);
         if (code == 16 || (msg && strstr(json_object_get_string(msg), "invalid auth token")))
@@ -358,7 +383,7 @@ static void req_completed(struct etcd_req *r, CURLcode code) {
                 return;
         }
         if (code != CURLE_OK) {
-                log_warning("store-etcd: %s%s: %s", c->members[c->current], r->path,
+                log_warning("store-etcd: %s%s: %s", c->members[r->member], r->path,
                             curl_easy_strerror(code));
                 /* A stream is not retried: it ends, and the re-watch goes to the next member. */
                 if (r->stream)
@@ -404,7 +429,8 @@ static bool take_queue(struct etcd_client *c) {
                 q = q->next;
                 r->next = c->active;
                 c->active = r;
-                int e = closing ? -EPIPE : req_start(r);
+                r->delayed = !closing && r->not_before > now_usec(CLOCK_MONOTONIC);
+                int e = closing ? -EPIPE : r->delayed ? 0 : req_start(r);
                 if (e < 0)
                         req_finish(r, e, NULL);
         }
@@ -428,14 +454,27 @@ static void *io_thread(void *userdata) {
                                 req_completed(r, m->data.result);
                         }
                 /* Cancelled streams: their write callback aborts at the next byte, but an idle
-                 * stream may send none; end them here. */
+                 * stream may send none; end them here. Delayed requests start when due. */
+                usec_t now = now_usec(CLOCK_MONOTONIC), next = USEC_INFINITY;
                 for (struct etcd_req *r = c->active, *n; r; r = n) {
                         n = r->next;
                         if (atomic_load(&r->cancel))
                                 req_finish(r, r->stream_error ?: -ECANCELED, NULL);
+                        else if (r->delayed && r->not_before <= now) {
+                                r->delayed = false;
+                                int e = req_start(r);
+                                if (e < 0)
+                                        req_finish(r, e, NULL);
+                        } else if (r->delayed)
+                                next = MIN(next, r->not_before);
                 }
-                /* No timeout of ours: curl shortens the wait to its own timers. */
-                curl_multi_poll(c->multi, NULL, 0, 3600 * 1000, NULL);
+                /* No timer of ours but the delayed requests' (keep-alives): curl
+                 * shortens the wait to its own timers; a started request needs a
+                 * perform at once. */
+                int wait_ms = next == USEC_INFINITY ? 3600 * 1000
+                                                    : (int) MIN((next - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC,
+                                                                (usec_t) 3600 * 1000);
+                curl_multi_poll(c->multi, NULL, 0, wait_ms, NULL);
         }
         while (c->active)
                 req_finish(c->active, -EPIPE, NULL);
@@ -443,14 +482,21 @@ static void *io_thread(void *userdata) {
 }
 
 int etcd_submit(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
-                etcd_line_fn on_line, etcd_done_fn on_done, void *userdata,
+                etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t deadline,
                 struct etcd_req **ret) {
+        return etcd_submit_at(c, path, body, stream, on_line, on_done, userdata, 0, deadline, ret);
+}
+
+int etcd_submit_at(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
+                   etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t not_before,
+                   usec_t deadline, struct etcd_req **ret) {
         struct etcd_req *r = calloc(1, sizeof(*r));
         int q = -ENOMEM;
 
         if (r) {
                 *r = (struct etcd_req) { .c = c, .stream = stream, .on_line = on_line,
-                                         .on_done = on_done, .userdata = userdata };
+                                         .on_done = on_done, .userdata = userdata,
+                                         .deadline = deadline, .not_before = not_before };
                 r->path = strdup(path);
                 r->body = strdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
         }
@@ -490,13 +536,31 @@ void etcd_req_cancel(struct etcd_client *c, struct etcd_req *r) {
 /* Blocking calls                                                            */
 /* ------------------------------------------------------------------------ */
 
+usec_t etcd_op_timeout(const struct etcd_client *c) {
+        return (usec_t) c->timeout_ms * USEC_PER_MSEC * c->n_members;
+}
+
+/* Shared by the waiting thread and on_done: whoever drops the last reference frees it. */
 struct call {
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        unsigned n_ref;
         bool done;
         int error;
         struct json_object *reply;
 };
+
+static void call_unref(struct call *k) {
+        pthread_mutex_lock(&k->lock);
+        bool last = --k->n_ref == 0;
+        pthread_mutex_unlock(&k->lock);
+        if (!last)
+                return;
+        json_object_put(k->reply);
+        pthread_cond_destroy(&k->cond);
+        pthread_mutex_destroy(&k->lock);
+        free(k);
+}
 
 static void call_done(struct etcd_req *r, int error, struct json_object *reply, void *userdata) {
         struct call *k = userdata;
@@ -507,28 +571,61 @@ static void call_done(struct etcd_req *r, int error, struct json_object *reply, 
         k->done = true;
         pthread_cond_signal(&k->cond);
         pthread_mutex_unlock(&k->lock);
+        call_unref(k);
+}
+
+int etcd_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, const bool *done, usec_t deadline) {
+        struct timespec ts;
+        int q = 0;
+
+        /* The condition variables use CLOCK_MONOTONIC (etcd_cond_init). */
+        ts = usec_to_timespec(deadline);
+        while (!*done && q != ETIMEDOUT)
+                q = pthread_cond_timedwait(cond, lock, &ts);
+        return *done ? 0 : -ETIMEDOUT;
+}
+
+void etcd_cond_init(pthread_cond_t *cond) {
+        pthread_condattr_t a;
+
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(cond, &a);
+        pthread_condattr_destroy(&a);
 }
 
 int etcd_call(struct etcd_client *c, const char *path, struct json_object *body,
               struct json_object **ret_reply) {
-        struct call k = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-        int q = etcd_submit(c, path, body, false, NULL, call_done, &k, NULL);
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + etcd_op_timeout(c);
+        struct call *k = calloc(1, sizeof(*k));
+        int q;
 
-        if (q < 0)
+        if (!k) {
+                json_object_put(body);
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&k->lock, NULL);
+        etcd_cond_init(&k->cond);
+        k->n_ref = 2;
+        q = etcd_submit(c, path, body, false, NULL, call_done, k, deadline, NULL);
+        if (q < 0) {
+                k->n_ref = 1;
+                call_unref(k);
                 return q;
-        pthread_mutex_lock(&k.lock);
-        while (!k.done)
-                pthread_cond_wait(&k.cond, &k.lock);
-        pthread_mutex_unlock(&k.lock);
-        pthread_cond_destroy(&k.cond);
-        pthread_mutex_destroy(&k.lock);
-        if (k.error < 0)
-                return k.error;
-        if (ret_reply)
-                *ret_reply = k.reply;
-        else
-                json_object_put(k.reply);
-        return 0;
+        }
+        pthread_mutex_lock(&k->lock);
+        /* The I/O thread answers by the deadline; the grace covers its being late. */
+        q = etcd_wait_until(&k->cond, &k->lock, &k->done, deadline + ETCD_WAIT_GRACE_USEC);
+        if (q == 0 && k->error >= 0 && ret_reply)
+                *ret_reply = json_object_get(k->reply);
+        q = q < 0 ? q : k->error;
+        pthread_mutex_unlock(&k->lock);
+        if (q == -ETIMEDOUT && !k->done)
+                log_warning("store-etcd: %s: no answer within %llu ms (the client's I/O thread "
+                            "is stalled?)", path,
+                            (unsigned long long) ((etcd_op_timeout(c) + ETCD_WAIT_GRACE_USEC) / USEC_PER_MSEC));
+        call_unref(k);
+        return q;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -38,21 +38,47 @@ void etcd_client_free(struct etcd_client *c);
 
 /*
  * Queues POST path with body (consumed: put whatever the call's outcome) and
- * returns at once. stream: the answer is a stream of messages (watch), with
- * no timeout. ret (may be NULL) is a handle for etcd_req_cancel(); it stays
- * valid until on_done has run. Errors: -ENOMEM, -EPIPE (client closed).
+ * returns at once. Each try on a member is bounded by the request timeout and
+ * by deadline (absolute CLOCK_MONOTONIC µs; 0 = none): no try starts after
+ * it, and on_done then runs with -ETIMEDOUT. stream: the answer is a stream
+ * of messages (watch), with no timeout and no deadline. ret (may be NULL) is
+ * a handle for etcd_req_cancel(); it stays valid until on_done has run.
+ * on_done may run (in the I/O thread) before etcd_submit() returns: the
+ * caller must not touch what on_done frees after a successful submit.
+ * Errors: -ENOMEM, -EPIPE (client closed).
  */
 int etcd_submit(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
-                etcd_line_fn on_line, etcd_done_fn on_done, void *userdata,
+                etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t deadline,
                 struct etcd_req **ret);
+
+/* As etcd_submit, but the request starts at not_before (CLOCK_MONOTONIC µs;
+ * 0 = at once): the I/O thread's only timer (the leases' keep-alives). A
+ * cancel before then ends it with -ECANCELED, unsent. */
+int etcd_submit_at(struct etcd_client *c, const char *path, struct json_object *body, bool stream,
+                   etcd_line_fn on_line, etcd_done_fn on_done, void *userdata, usec_t not_before,
+                   usec_t deadline, struct etcd_req **ret);
+
+/* The bound of one operation: the request timeout once per member (µs). */
+usec_t etcd_op_timeout(const struct etcd_client *c);
+
+/* How late the I/O thread may answer past a deadline before a waiter gives up (µs). */
+#define ETCD_WAIT_GRACE_USEC (2 * USEC_PER_SEC)
+
+/* A condition variable on CLOCK_MONOTONIC, for etcd_wait_until(). */
+void etcd_cond_init(pthread_cond_t *cond);
+/* Waits (lock held) until *done or the absolute CLOCK_MONOTONIC deadline:
+ * 0 or -ETIMEDOUT. */
+int etcd_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, const bool *done, usec_t deadline);
 
 /* Asks the I/O thread to end a stream; its on_done runs with -ECANCELED
  * (or whatever ended it first). Safe from any thread before on_done ran. */
 void etcd_req_cancel(struct etcd_client *c, struct etcd_req *r);
 
 /*
- * Blocking form of etcd_submit (never from the I/O thread): 0 with *ret_reply
- * a reference the caller puts, or on_done's error.
+ * Blocking form of etcd_submit (never from the I/O thread) with the deadline
+ * now + etcd_op_timeout(): 0 with *ret_reply a reference the caller puts, or
+ * on_done's error; -ETIMEDOUT (logged) if the I/O thread has not answered
+ * ETCD_WAIT_GRACE_USEC after the deadline (its answer is then dropped).
  */
 int etcd_call(struct etcd_client *c, const char *path, struct json_object *body,
               struct json_object **ret_reply);
@@ -81,7 +107,20 @@ struct store_etcd {
         struct eop *completed, *completed_tail;
         int fd; /* eventfd: readable iff completed != NULL */
         struct etcd_watch *watches;
+        struct etcd_lease *leases; /* the lease objects not yet freed (under lock) */
 };
+
+/* ---- lease objects (store-etcd-lease.c) ---- */
+
+struct etcd_lease;
+int etcd_lease_grant(struct store *s, usec_t ttl_usec, struct store_lease **ret);
+int etcd_lease_keep_alive(struct store_lease *l, bool on);
+int etcd_lease_revoke(struct store_lease *l);
+void etcd_lease_free(struct store_lease *l);
+/* The etcd lease ID of l. */
+int64_t etcd_lease_id(struct store_lease *l);
+/* Whether id is a lease object's (an update must not revoke it). Takes s->lock. */
+bool etcd_lease_is_object(struct store_etcd *s, int64_t id);
 
 void etcd_store_unref_internal(struct store_etcd *s);
 /* P "d/" key or P "e/" key (key NULL = ""); NULL on ENOMEM. */

@@ -232,7 +232,8 @@ static int start_stream(struct etcd_watch *w, const char *key, const char *end, 
         json_object_object_add(c, "prev_kv", json_object_new_boolean(true));
         json_object_object_add(b, "create_request", c);
         pthread_mutex_lock(&w->lock);
-        int q = etcd_submit(w->s->client, "/v3/watch", b, true, on_line, on_stream_done, w, &w->stream);
+        int q = etcd_submit(w->s->client, "/v3/watch", b, true, on_line, on_stream_done, w, 0,
+                            &w->stream);
         w->stream_done = q < 0;
         pthread_mutex_unlock(&w->lock);
         return q;

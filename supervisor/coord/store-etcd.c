@@ -24,6 +24,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "store-etcd-internal.h"
 
 #define DELETE_RETRIES 16 /* an unconditional delete racing writers: range + txn, again */
@@ -31,12 +32,14 @@
 struct eop {
         struct store_etcd *s;
         struct store_op *op;
-        char *key; /* the etcd key: prefix, "d/" or "e/", the store key */
+        char *key;   /* the etcd key: prefix, "d/" or "e/", the store key */
+        void *value; /* a copy of op->value: the caller's may go after store_submit() */
+        usec_t deadline; /* CLOCK_MONOTONIC: no request of the op starts after it */
         int step;
         int64_t lease, cur_rev, cur_lease;
         unsigned tries;
         bool in_loop; /* store_submit(): done runs from store_dispatch() */
-        bool sent;    /* the last step sent a request: its answer continues the op */
+        bool object;  /* lease is a lease object's (op->lease): never revoked here */
         struct eop *next;
 };
 
@@ -211,11 +214,15 @@ struct store_event *etcd_kv_record(struct store_etcd *s, enum store_keyspace ks,
 
 static void eop_reply(struct etcd_req *r, int error, struct json_object *reply, void *userdata);
 
-/* Sends the op's next request: its answer comes back to eop_reply(). */
+/*
+ * Sends the op's next request: its answer comes back to eop_reply(), in the
+ * I/O thread, possibly before etcd_submit() has returned. So -EINPROGRESS
+ * ("sent: the answer continues the op") is the last thing a step may do
+ * with e: the op may be completed and freed by then.
+ */
 static int eop_send(struct eop *e, const char *path, struct json_object *body) {
-        int q = etcd_submit(e->s->client, path, body, false, NULL, eop_reply, e, NULL);
-        e->sent = q >= 0;
-        return q;
+        int q = etcd_submit(e->s->client, path, body, false, NULL, eop_reply, e, e->deadline, NULL);
+        return q < 0 ? q : -EINPROGRESS;
 }
 
 static struct json_object *range_body(const char *key) {
@@ -230,7 +237,63 @@ static void lease_revoke(struct store_etcd *s, int64_t lease) {
                 return;
         struct json_object *b = json_object_new_object();
         etcd_add_int(b, "ID", lease);
-        (void) etcd_submit(s->client, "/v3/lease/revoke", b, false, NULL, NULL, NULL, NULL);
+        (void) etcd_submit(s->client, "/v3/lease/revoke", b, false, NULL, NULL, NULL, 0, NULL);
+}
+
+/* A key's previous lease, once the key moved to a new one: revoked only if it
+ * holds nothing but that key (and its tombstone). */
+struct old_lease {
+        struct store_etcd *s;
+        int64_t id;
+        char key[]; /* the etcd key */
+};
+
+static bool only_key(struct json_object *reply, const char *key) {
+        struct json_object *keys;
+        size_t n = strlen(key);
+
+        if (!json_object_object_get_ex(reply, "keys", &keys))
+                return true; /* no key left */
+        for (size_t i = 0; i < json_object_array_length(keys); i++) {
+                _cleanup_free_ char *k = NULL;
+                size_t klen;
+                if (etcd_unbase64(json_object_get_string(json_object_array_get_idx(keys, i)), &k,
+                                  &klen) < 0 ||
+                    !((klen == n || klen == n + 1) && memcmp(k, key, n) == 0))
+                        return false;
+        }
+        return true;
+}
+
+static void old_lease_keys(struct etcd_req *r, int error, struct json_object *reply,
+                           void *userdata) {
+        struct old_lease *o = userdata;
+
+        if (error >= 0 && only_key(reply, o->key))
+                lease_revoke(o->s, o->id);
+        free(o);
+}
+
+/*
+ * After an update moved key off lease id: a lease of the key's own goes; a
+ * lease object (of this store, or of another tend's: it holds other keys)
+ * stays. Fire and forget: one /v3/lease/timetolive (keys) then the revoke.
+ */
+static void old_lease_release(struct store_etcd *s, int64_t id, const char *key) {
+        size_t n = strlen(key);
+        struct old_lease *o;
+
+        if (id == 0 || etcd_lease_is_object(s, id) || !(o = malloc(sizeof(*o) + n + 1)))
+                return;
+        o->s = s;
+        o->id = id;
+        memcpy(o->key, key, n + 1);
+        struct json_object *b = json_object_new_object();
+        etcd_add_int(b, "ID", id);
+        json_object_object_add(b, "keys", json_object_new_boolean(true));
+        if (etcd_submit(s->client, "/v3/lease/timetolive", b, false, NULL, old_lease_keys, o, 0,
+                        NULL) < 0)
+                free(o);
 }
 
 static void eop_complete(struct eop *e, int result) {
@@ -240,6 +303,8 @@ static void eop_complete(struct eop *e, int result) {
         op->result = result;
         free(e->key);
         e->key = NULL;
+        free(e->value);
+        e->value = NULL;
         if (!e->in_loop) {
                 free(e);
                 op->done(op, op->userdata);
@@ -276,14 +341,14 @@ static int eop_write(struct eop *e) {
         struct json_object *cmp = create ? compare("CREATE", e->key, 0)
                                          : compare("MOD", e->key, (int64_t) op->expected);
         return eop_send(e, "/v3/kv/txn",
-                        txn(cmp, one(op_put(e->key, strlen(e->key), op->value, op->size, e->lease)),
+                        txn(cmp, one(op_put(e->key, strlen(e->key), e->value, op->size, e->lease)),
                             e->key));
 }
 
 static int write_step(struct eop *e, struct json_object *reply) {
         struct store_op *op = e->op;
 
-        if (e->step == 0 && op->keyspace == STORE_EPHEMERAL) {
+        if (e->step == 0 && op->keyspace == STORE_EPHEMERAL && !e->object) {
                 e->step = 1;
                 return eop_grant(e);
         }
@@ -297,12 +362,13 @@ static int write_step(struct eop *e, struct json_object *reply) {
                 return eop_write(e);
         }
         if (!succeeded(reply)) {
-                lease_revoke(e->s, e->lease);
+                if (!e->object)
+                        lease_revoke(e->s, e->lease);
                 return 0;
         }
         struct json_object *prev = txn_prev_kv(reply, "response_put");
         if (op->type == STORE_OP_UPDATE && prev)
-                lease_revoke(e->s, etcd_json_int(prev, "lease"));
+                old_lease_release(e->s, etcd_json_int(prev, "lease"), e->key);
         op->revision = (uint64_t) etcd_header_revision(reply);
         return 1;
 }
@@ -416,9 +482,8 @@ static int read_step(struct eop *e, struct json_object *reply) {
         return (int) op->n_events;
 }
 
-/* One step: sends the next request (e->sent), or answers the op (its result or an error). */
+/* One step: sends the next request (-EINPROGRESS), or answers the op (its result or an error). */
 static int eop_step(struct eop *e, struct json_object *reply) {
-        e->sent = false;
         switch (e->op->type) {
         case STORE_OP_CREATE:
         case STORE_OP_UPDATE:
@@ -434,10 +499,11 @@ static void eop_reply(struct etcd_req *r, int error, struct json_object *reply, 
         struct eop *e = userdata;
         int q = error < 0 ? error : eop_step(e, reply);
 
-        if (q < 0 && e->lease && e->op->type == STORE_OP_CREATE)
+        if (q == -EINPROGRESS)
+                return;
+        if (q < 0 && e->lease && !e->object && e->op->type == STORE_OP_CREATE)
                 lease_revoke(e->s, e->lease); /* granted for a create that failed */
-        if (q < 0 || !e->sent)
-                eop_complete(e, q);
+        eop_complete(e, q);
 }
 
 static int eop_start(struct store_etcd *s, struct store_op *op, bool in_loop) {
@@ -446,12 +512,21 @@ static int eop_start(struct store_etcd *s, struct store_op *op, bool in_loop) {
 
         if (!e)
                 return -ENOMEM;
-        *e = (struct eop) { .s = s, .op = op, .in_loop = in_loop };
+        *e = (struct eop) { .s = s, .op = op, .in_loop = in_loop,
+                            .deadline = now_usec(CLOCK_MONOTONIC) + etcd_op_timeout(s->client) };
+        if (op->lease) {
+                e->lease = etcd_lease_id(op->lease);
+                e->object = true;
+        }
         e->key = etcd_key(s, op->keyspace, op->key);
-        q = e->key ? eop_step(e, NULL) : -ENOMEM;
-        if (q >= 0 && e->sent)
-                return 0;
+        e->value = op->size > 0 ? malloc(op->size) : NULL;
+        if (e->value)
+                memcpy(e->value, op->value, op->size);
+        q = !e->key || (op->size > 0 && !e->value) ? -ENOMEM : eop_step(e, NULL);
+        if (q == -EINPROGRESS)
+                return 0; /* e is the I/O thread's now */
         free(e->key);
+        free(e->value);
         free(e);
         return q < 0 ? q : -EIO;
 }
@@ -460,43 +535,101 @@ static int etcd_submit_op(struct store *base, struct store_op *op) {
         return eop_start(to_etcd(base), op, true);
 }
 
-struct waiter {
+/*
+ * A blocking call's op lives here, shared by the caller and the I/O thread:
+ * a caller that stops waiting (the I/O thread late past the op's deadline)
+ * leaves it to the completion, which frees it and what it answered.
+ */
+struct blocking {
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        unsigned n_ref;
         bool done;
+        struct store_op op;
 };
 
-static void waiter_done(struct store_op *op, void *userdata) {
-        struct waiter *w = userdata;
-        pthread_mutex_lock(&w->lock);
-        w->done = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
+static void blocking_unref(struct blocking *b) {
+        pthread_mutex_lock(&b->lock);
+        bool last = --b->n_ref == 0;
+        pthread_mutex_unlock(&b->lock);
+        if (!last)
+                return;
+        store_event_unref(b->op.event);
+        store_event_array_free(b->op.events, b->op.n_events);
+        pthread_cond_destroy(&b->cond);
+        pthread_mutex_destroy(&b->lock);
+        free(b);
 }
 
-/* The blocking form: the same state machine, waited for. */
+static void blocking_done(struct store_op *op, void *userdata) {
+        struct blocking *b = userdata;
+        pthread_mutex_lock(&b->lock);
+        b->done = true;
+        pthread_cond_signal(&b->cond);
+        pthread_mutex_unlock(&b->lock);
+        blocking_unref(b);
+}
+
+/*
+ * The blocking form: the same state machine, waited for until the op's
+ * deadline (etcd_op_timeout) plus a grace for a late I/O thread. Results are
+ * moved into *op (op->result the answer).
+ */
 static int run_blocking(struct store_etcd *s, struct store_op *op) {
-        struct waiter w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        usec_t bound = etcd_op_timeout(s->client) + ETCD_WAIT_GRACE_USEC;
+        usec_t until = now_usec(CLOCK_MONOTONIC) + bound;
+        struct blocking *b = calloc(1, sizeof(*b));
         int q;
 
-        op->done = waiter_done;
-        op->userdata = &w;
-        q = eop_start(s, op, false);
-        if (q < 0)
+        if (!b)
+                return -ENOMEM;
+        pthread_mutex_init(&b->lock, NULL);
+        etcd_cond_init(&b->cond);
+        b->n_ref = 2;
+        b->op = *op;
+        b->op.done = blocking_done;
+        b->op.userdata = b;
+        q = eop_start(s, &b->op, false);
+        if (q < 0) {
+                b->n_ref = 1;
+                blocking_unref(b);
                 return q;
-        pthread_mutex_lock(&w.lock);
-        while (!w.done)
-                pthread_cond_wait(&w.cond, &w.lock);
-        pthread_mutex_unlock(&w.lock);
-        pthread_cond_destroy(&w.cond);
-        pthread_mutex_destroy(&w.lock);
-        return op->result;
+        }
+        pthread_mutex_lock(&b->lock);
+        q = etcd_wait_until(&b->cond, &b->lock, &b->done, until);
+        if (q == 0) {
+                op->result = b->op.result;
+                op->revision = b->op.revision;
+                op->event = b->op.event;
+                op->events = b->op.events;
+                op->n_events = b->op.n_events;
+                b->op.event = NULL;
+                b->op.events = NULL;
+                b->op.n_events = 0;
+        }
+        pthread_mutex_unlock(&b->lock);
+        if (q < 0)
+                log_warning("store-etcd: %s: no answer within %llu ms (the client's I/O thread "
+                            "is stalled?)", op->key ?: "",
+                            (unsigned long long) (bound / USEC_PER_MSEC));
+        blocking_unref(b);
+        return q < 0 ? q : op->result;
 }
 
 static int etcd_create(struct store *base, enum store_keyspace ks, const char *key,
                        const void *value, size_t size, usec_t ttl_usec, uint64_t *ret_revision) {
         struct store_op op = { .type = STORE_OP_CREATE, .keyspace = ks, .key = key,
                                .value = value, .size = size, .ttl_usec = ttl_usec };
+        int q = run_blocking(to_etcd(base), &op);
+        if (q == 1 && ret_revision)
+                *ret_revision = op.revision;
+        return q;
+}
+
+static int etcd_create_leased(struct store *base, const char *key, const void *value, size_t size,
+                              struct store_lease *l, uint64_t *ret_revision) {
+        struct store_op op = { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = key,
+                               .value = value, .size = size, .lease = l };
         int q = run_blocking(to_etcd(base), &op);
         if (q == 1 && ret_revision)
                 *ret_revision = op.revision;
@@ -649,4 +782,9 @@ static const struct store_ops etcd_ops = {
         .watch_next = etcd_watch_next,
         .watch_free = etcd_watch_free,
         .submit = etcd_submit_op,
+        .lease_grant = etcd_lease_grant,
+        .lease_keep_alive = etcd_lease_keep_alive,
+        .lease_revoke = etcd_lease_revoke,
+        .lease_free = etcd_lease_free,
+        .create_leased = etcd_create_leased,
 };

@@ -33,7 +33,10 @@ struct store_etcd_options {
         const char *password;
         usec_t default_ttl_usec;       /* 0 = STORE_DEFAULT_TTL_USEC */
         uint32_t watch_queue_capacity; /* 0 = STORE_DEFAULT_WATCH_QUEUE */
-        usec_t request_timeout_usec;   /* per request and member; 0 = 5 s */
+        /* Per request and member; 0 = 5 s. An operation (all its requests,
+         * each member tried) ends by this × the number of members: then
+         * -ETIMEDOUT; a blocking call waits at most that + 2 s (docs/store.md §4.6). */
+        usec_t request_timeout_usec;
 };
 
 /*

@@ -32,43 +32,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-#include "store.h"
-
-#define HEAP_NONE SIZE_MAX
-
-struct entry {
-        struct store_event *put; /* current value: key, value, revision; shared */
-        usec_t deadline;         /* ephemeral: last write + TTL; durable: USEC_INFINITY */
-        size_t heap_idx;         /* position in the deadline heap, HEAP_NONE if durable */
-};
-
-struct mem_watch;
-
-struct keyspace {
-        enum store_keyspace id;
-        uint64_t revision;      /* last drawn; the first draw answers 1 */
-        struct entry **entries; /* sorted by strcmp() of their keys */
-        size_t n_entries, cap_entries;
-        struct entry **heap; /* min-heap by deadline (ephemeral keyspace only) */
-        size_t n_heap, cap_heap;
-        struct mem_watch *watches; /* attached watches, doubly linked */
-};
-
-struct store_mem {
-        struct store base;
-        pthread_mutex_t lock;
-        /* One reference for the owner side (dropped by close) plus one per watch:
-         * a watch may outlive the owner and still needs this lock to detach. */
-        atomic_uint n_internal;
-        struct store_clock clock;
-        int timer_fd;     /* default clock only; -1 otherwise */
-        usec_t armed;     /* the deadline clock.arm() last accepted */
-        bool armed_known; /* false after a failed arm(): the next rearm retries */
-        usec_t default_ttl;
-        size_t queue_capacity;
-        size_t max_keys;
-        struct keyspace ks[_STORE_KEYSPACE_MAX];
-};
+#include "store-mem-internal.h"
 
 struct mem_watch {
         struct store_watch base;
@@ -94,10 +58,6 @@ struct mem_watch {
 };
 
 static const struct store_ops mem_ops;
-
-static struct store_mem *to_mem(struct store *s) {
-        return container_of(s, struct store_mem, base);
-}
 
 static struct mem_watch *to_watch(const struct store_watch *w) {
         return container_of(w, struct mem_watch, base);
@@ -397,7 +357,7 @@ static uint64_t draw_revision(struct keyspace *k) {
         return ++k->revision;
 }
 
-static usec_t deadline_after(usec_t now, usec_t ttl) {
+usec_t mem_deadline_after(usec_t now, usec_t ttl) {
         return now < USEC_INFINITY - 1 - ttl ? now + ttl : USEC_INFINITY - 1;
 }
 
@@ -432,7 +392,7 @@ static void entry_remove(struct keyspace *k, size_t idx) {
 
 /* Publishes the DELETE of entries[idx] with a new revision (ev: pre-allocated,
  * or NULL if that failed), then removes the entry. Returns its revision. */
-static uint64_t entry_delete(struct keyspace *k, size_t idx, struct store_event *ev,
+uint64_t mem_entry_delete(struct keyspace *k, size_t idx, struct store_event *ev,
                              enum store_cause cause) {
         struct entry *e = k->entries[idx];
         uint64_t prev = e->put->revision, rev = draw_revision(k);
@@ -448,27 +408,33 @@ static uint64_t entry_delete(struct keyspace *k, size_t idx, struct store_event 
         return prev;
 }
 
-static struct store_event *delete_event_new(const struct keyspace *k, const struct entry *e) {
+struct store_event *mem_delete_event_new(const struct keyspace *k, const struct entry *e) {
         return store_event_new(STORE_EVENT_DELETE, k->id, e->put->key, NULL, 0);
 }
 
-/* Expires every ephemeral key whose deadline is <= now, earliest first;
- * returns the count. A key is dead *at* its deadline. */
+/* Expires every ephemeral key and lease whose deadline is <= now, earliest
+ * first; returns the count of keys. A key is dead *at* its deadline. */
 static int expire_due(struct store_mem *s, usec_t now) {
         struct keyspace *k = &s->ks[STORE_EPHEMERAL];
+        struct mem_lease *l;
         struct entry *e;
         int n = 0;
 
+        while ((l = mem_lease_first(s)) && l->deadline <= now &&
+               (!(e = heap_top(k)) || l->deadline <= e->deadline))
+                n += mem_lease_end(s, l);
         while ((e = heap_top(k)) && e->deadline <= now) {
                 size_t idx;
-                struct store_event *ev = delete_event_new(k, e);
+                struct store_event *ev = mem_delete_event_new(k, e);
                 struct entry *found _unused_ = map_find(k, e->put->key, &idx);
 
                 assert(found == e);
-                entry_delete(k, idx, ev, STORE_CAUSE_EXPIRED);
+                mem_entry_delete(k, idx, ev, STORE_CAUSE_EXPIRED);
                 store_event_unref(ev);
                 n++;
         }
+        while ((l = mem_lease_first(s)) && l->deadline <= now)
+                n += mem_lease_end(s, l);
         return n;
 }
 
@@ -479,7 +445,11 @@ static int expire_due(struct store_mem *s, usec_t now) {
  */
 static void rearm(struct store_mem *s) {
         const struct entry *top = heap_top(&s->ks[STORE_EPHEMERAL]);
+        const struct mem_lease *l = mem_lease_first(s);
         usec_t want = top ? top->deadline : USEC_INFINITY;
+
+        if (l && l->deadline < want)
+                want = l->deadline;
 
         if (s->armed_known && s->armed == want)
                 return;
@@ -488,11 +458,11 @@ static void rearm(struct store_mem *s) {
 }
 
 /*
- * Every operation runs between op_begin() and op_end(): under store->lock,
+ * Every operation runs between mem_op_begin() and mem_op_end(): under store->lock,
  * with the dead keys of the keyspace expired first (so no operation ever
  * observes one: "expire in place"), and the timer re-armed last.
  */
-static usec_t op_begin(struct store_mem *s, enum store_keyspace ks) {
+usec_t mem_op_begin(struct store_mem *s, enum store_keyspace ks) {
         usec_t now = 0;
 
         pthread_mutex_lock(&s->lock);
@@ -503,7 +473,7 @@ static usec_t op_begin(struct store_mem *s, enum store_keyspace ks) {
         return now;
 }
 
-static void op_end(struct store_mem *s) {
+void mem_op_end(struct store_mem *s) {
         rearm(s);
         pthread_mutex_unlock(&s->lock);
 }
@@ -512,9 +482,9 @@ static void op_end(struct store_mem *s) {
 /* Operations                                                                */
 /* ------------------------------------------------------------------------ */
 
-static int create_locked(struct store_mem *s, struct keyspace *k, const char *key,
+int mem_create_locked(struct store_mem *s, struct keyspace *k, const char *key,
                          const void *value, size_t size, usec_t now, usec_t ttl,
-                         uint64_t *ret_revision) {
+                         struct mem_lease *lease, uint64_t *ret_revision) {
         _cleanup_(entry_freep) struct entry *e = NULL;
         size_t idx;
         int r;
@@ -538,8 +508,9 @@ static int create_locked(struct store_mem *s, struct keyspace *k, const char *ke
                 return -ENOMEM;
 
         e->put->revision = draw_revision(k);
-        if (k->id == STORE_EPHEMERAL) {
-                e->deadline = deadline_after(now, ttl ?: s->default_ttl);
+        e->lease = lease;
+        if (k->id == STORE_EPHEMERAL && !lease) {
+                e->deadline = mem_deadline_after(now, ttl ?: s->default_ttl);
                 heap_push(k, e);
         }
         map_insert(k, idx, e);
@@ -553,9 +524,9 @@ static int create_locked(struct store_mem *s, struct keyspace *k, const char *ke
 static int mem_create(struct store *base, enum store_keyspace ks, const char *key,
                       const void *value, size_t size, usec_t ttl, uint64_t *ret_revision) {
         struct store_mem *s = to_mem(base);
-        usec_t now = op_begin(s, ks);
-        int r = create_locked(s, &s->ks[ks], key, value, size, now, ttl, ret_revision);
-        op_end(s);
+        usec_t now = mem_op_begin(s, ks);
+        int r = mem_create_locked(s, &s->ks[ks], key, value, size, now, ttl, NULL, ret_revision);
+        mem_op_end(s);
         return r;
 }
 
@@ -567,6 +538,8 @@ static int update_locked(struct store_mem *s, struct keyspace *k, const char *ke
 
         if (!e || e->put->revision != expected)
                 return 0; /* LOST */
+        if (e->lease && grow(&k->heap, &k->cap_heap, k->n_heap + 1) < 0)
+                return -ENOMEM; /* it leaves its lease for the heap */
         ev = store_event_new(STORE_EVENT_PUT, k->id, key, value, size);
         if (!ev)
                 return -ENOMEM;
@@ -575,8 +548,12 @@ static int update_locked(struct store_mem *s, struct keyspace *k, const char *ke
         store_event_unref(e->put);
         e->put = ev;
         if (k->id == STORE_EPHEMERAL) {
-                e->deadline = deadline_after(now, ttl ?: s->default_ttl);
-                heap_fix(k, e);
+                e->deadline = mem_deadline_after(now, ttl ?: s->default_ttl);
+                if (e->lease) {
+                        e->lease = NULL; /* detached: a TTL of its own */
+                        heap_push(k, e);
+                } else
+                        heap_fix(k, e);
         }
         broadcast(k, ev);
         if (ret_revision)
@@ -588,9 +565,9 @@ static int mem_update(struct store *base, enum store_keyspace ks, const char *ke
                       const void *value, size_t size, uint64_t expected, usec_t ttl,
                       uint64_t *ret_revision) {
         struct store_mem *s = to_mem(base);
-        usec_t now = op_begin(s, ks);
+        usec_t now = mem_op_begin(s, ks);
         int r = update_locked(s, &s->ks[ks], key, value, size, expected, now, ttl, ret_revision);
-        op_end(s);
+        mem_op_end(s);
         return r;
 }
 
@@ -607,11 +584,11 @@ static int delete_locked(struct keyspace *k, const char *key, uint64_t expected,
         }
         if (expected != STORE_REV_ANY && e->put->revision != expected)
                 return 0; /* LOST */
-        ev = delete_event_new(k, e);
+        ev = mem_delete_event_new(k, e);
         if (!ev)
                 return -ENOMEM;
 
-        uint64_t prev = entry_delete(k, idx, ev, STORE_CAUSE_DELETED);
+        uint64_t prev = mem_entry_delete(k, idx, ev, STORE_CAUSE_DELETED);
         if (ret_revision)
                 *ret_revision = prev;
         return 1;
@@ -620,20 +597,20 @@ static int delete_locked(struct keyspace *k, const char *key, uint64_t expected,
 static int mem_delete(struct store *base, enum store_keyspace ks, const char *key,
                       uint64_t expected, uint64_t *ret_revision) {
         struct store_mem *s = to_mem(base);
-        (void) op_begin(s, ks);
+        (void) mem_op_begin(s, ks);
         int r = delete_locked(&s->ks[ks], key, expected, ret_revision);
-        op_end(s);
+        mem_op_end(s);
         return r;
 }
 
 static int mem_get(struct store *base, enum store_keyspace ks, const char *key,
                    struct store_event **ret) {
         struct store_mem *s = to_mem(base);
-        (void) op_begin(s, ks);
+        (void) mem_op_begin(s, ks);
         struct entry *e = map_find(&s->ks[ks], key, NULL);
         if (e)
                 *ret = store_event_ref(e->put);
-        op_end(s);
+        mem_op_end(s);
         return e ? 0 : -ENOENT;
 }
 
@@ -656,7 +633,7 @@ static int mem_list(struct store *base, enum store_keyspace ks, const char *pref
         size_t first, n;
         int r = 0;
 
-        (void) op_begin(s, ks);
+        (void) mem_op_begin(s, ks);
         n = map_prefix_range(k, prefix, &first);
         if (n > 0) {
                 evs = malloc(n * sizeof(*evs));
@@ -666,7 +643,7 @@ static int mem_list(struct store *base, enum store_keyspace ks, const char *pref
                 else
                         r = -ENOMEM;
         }
-        op_end(s);
+        mem_op_end(s);
         if (r < 0)
                 return r;
         *ret_events = evs;
@@ -684,7 +661,7 @@ static int mem_run_expiry(struct store *base) {
 
         pthread_mutex_lock(&s->lock);
         int n = expire_due(s, s->clock.now(s->clock.userdata));
-        op_end(s);
+        mem_op_end(s);
         return n;
 }
 
@@ -785,9 +762,9 @@ static int mem_watch(struct store *base, enum store_keyspace ks, const char *pre
         if (r < 0)
                 return r;
 
-        (void) op_begin(s, ks);
+        (void) mem_op_begin(s, ks);
         r = watch_start(s, w, marker);
-        op_end(s);
+        mem_op_end(s);
         if (r < 0) {
                 watch_destroy(w);
                 return r;
@@ -817,7 +794,7 @@ static int watch_sleep_locked(struct mem_watch *w, usec_t deadline) {
 static int mem_watch_next(struct store_watch *base, usec_t timeout, struct store_event **ret) {
         struct mem_watch *w = to_watch(base);
         usec_t deadline = timeout == USEC_INFINITY ? USEC_INFINITY
-                                                   : deadline_after(now_usec(CLOCK_MONOTONIC), timeout);
+                                                   : mem_deadline_after(now_usec(CLOCK_MONOTONIC), timeout);
         int r;
 
         pthread_mutex_lock(&w->lock);
@@ -870,6 +847,8 @@ static void mem_close(struct store *base) {
         pthread_mutex_lock(&s->lock);
         for (size_t i = 0; i < ELEMENTSOF(s->ks); i++)
                 keyspace_clear(&s->ks[i]);
+        while (s->leases) /* a lease must be freed before the store: these are ownerless */
+                mem_lease_unlink(s, s->leases);
         pthread_mutex_unlock(&s->lock);
         s->timer_fd = safe_close(s->timer_fd);
         mem_unref_internal(s);
@@ -948,4 +927,9 @@ static const struct store_ops mem_ops = {
         .watch_fd = mem_watch_fd,
         .watch_next = mem_watch_next,
         .watch_free = mem_watch_free,
+        .lease_grant = mem_lease_grant,
+        .lease_keep_alive = mem_lease_keep_alive,
+        .lease_revoke = mem_lease_revoke,
+        .lease_free = mem_lease_free,
+        .create_leased = mem_create_leased,
 };

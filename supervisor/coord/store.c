@@ -295,10 +295,45 @@ struct store_watch *store_watch_free(struct store_watch *w) {
         return NULL;
 }
 
+/* ---- lease objects ---- */
+
+int store_lease_grant(struct store *s, usec_t ttl_usec, struct store_lease **ret) {
+        if (!s || !ret || ttl_usec > STORE_TTL_MAX_USEC)
+                return -EINVAL;
+        return s->ops->lease_grant(s, ttl_usec, ret);
+}
+
+int store_lease_keep_alive(struct store_lease *l, bool on) {
+        return l ? l->store->ops->lease_keep_alive(l, on) : -EINVAL;
+}
+
+int store_lease_revoke(struct store_lease *l) {
+        return l ? l->store->ops->lease_revoke(l) : -EINVAL;
+}
+
+struct store_lease *store_lease_free(struct store_lease *l) {
+        if (l)
+                l->store->ops->lease_free(l);
+        return NULL;
+}
+
+int store_create_leased(struct store *s, const char *key, const void *value, size_t size,
+                        struct store_lease *l, uint64_t *ret_revision) {
+        int r = check_write(s, STORE_EPHEMERAL, key, value, size, 0);
+        if (r < 0)
+                return r;
+        if (!l || l->store != s)
+                return -EINVAL;
+        return s->ops->create_leased(s, key, value, size, l, ret_revision);
+}
+
 static int check_op(struct store *s, struct store_op *op) {
         int r;
 
         if (!s || !op || !op->done || !keyspace_valid(op->keyspace))
+                return -EINVAL;
+        if (op->lease && (op->type != STORE_OP_CREATE || op->keyspace != STORE_EPHEMERAL ||
+                          op->ttl_usec != 0 || op->lease->store != s))
                 return -EINVAL;
         switch (op->type) {
         case STORE_OP_CREATE:
@@ -320,6 +355,9 @@ static int check_op(struct store *s, struct store_op *op) {
 static int run_op(struct store *s, struct store_op *op) {
         switch (op->type) {
         case STORE_OP_CREATE:
+                if (op->lease)
+                        return s->ops->create_leased(s, op->key, op->value, op->size, op->lease,
+                                                     &op->revision);
                 return s->ops->create(s, op->keyspace, op->key, op->value, op->size, op->ttl_usec,
                                       &op->revision);
         case STORE_OP_UPDATE:

@@ -291,6 +291,77 @@ int store_watch_wait(struct store_watch *w, usec_t timeout_usec, struct store_ev
 struct store_watch *store_watch_free(struct store_watch *w);
 
 /* ------------------------------------------------------------------------ */
+/* Lease objects (issue 20; docs/store.md §1.9)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A lease object: a TTL that ephemeral keys are attached to (instead of each
+ * key's own deadline), renewed by keep-alive without any write and without
+ * any event. While its keep-alive runs, its keys live; when the keep-alive
+ * stops (or the holder dies), the lease ends at most its TTL after the last
+ * renewal and every attached key goes with cause STORE_CAUSE_EXPIRED. That is
+ * presence: "alive" = "the lease is kept alive", never a key rewritten on a
+ * timer.
+ *  - in memory: the holder is the store's own process, so a kept-alive lease
+ *    is renewed at every instant (no timer, no wake-up: SPEC §1); stopping
+ *    the keep-alive sets its deadline to now + TTL (the clock seam's now).
+ *  - etcd: a real etcd lease (TTL in whole seconds, ≥ 2 s); the store's I/O
+ *    thread sends /v3/lease/keepalive every TTL/3 (one request each, nothing
+ *    else), so the server-side deadline stays ≥ 2/3 TTL ahead.
+ * A lease and its store: the lease holds no reference; free every lease
+ * before the store's last store_unref(). One lease must not be used from two
+ * threads at once (the store itself may be).
+ */
+struct store_lease;
+
+/*
+ * Grants a lease of ttl_usec (0 = the store's default TTL; ≤
+ * STORE_TTL_MAX_USEC; etcd rounds up to whole seconds). The keep-alive is
+ * off: without store_lease_keep_alive() the lease ends ttl after the grant.
+ * *ret is the caller's, freed with store_lease_free().
+ * Errors: -EINVAL, -ENOMEM, and on etcd the request's errors (-ETIMEDOUT,
+ * -ECONNREFUSED, -EACCES, …).
+ */
+int store_lease_grant(struct store *s, usec_t ttl_usec, struct store_lease **ret);
+
+/*
+ * Starts (on) or stops the keep-alive. Starting renews at once (a lease
+ * that already ended answers -ENOENT: its keys are gone; grant another).
+ * Stopping never fails. Idempotent. Errors: -EINVAL, -ENOENT, on etcd the
+ * first renewal's request errors (the keep-alive is then off).
+ */
+int store_lease_keep_alive(struct store_lease *l, bool on);
+
+/*
+ * Ends the lease now: every attached key is deleted, each with a DELETE
+ * event of cause STORE_CAUSE_EXPIRED (the lease ended — by its holder; a
+ * watcher of presence reacts to both alike; STORE_CAUSE_DELETED stays for
+ * store_delete() of the key itself). The keep-alive stops. Revoking an ended
+ * lease answers 0. Errors: -EINVAL, on etcd the request's errors.
+ */
+int store_lease_revoke(struct store_lease *l);
+
+/*
+ * Stops the keep-alive and frees l. It does NOT revoke: the lease (and its
+ * keys) ends at most its TTL later, as if its holder died. Accepts NULL;
+ * returns NULL.
+ */
+struct store_lease *store_lease_free(struct store_lease *l);
+
+/*
+ * As store_create() in the ephemeral keyspace, with the key attached to l
+ * (it lives as long as l). A later store_update() of the key gives it a TTL
+ * of its own (the update's ttl_usec), detaching it from l; store_delete()
+ * deletes it (cause STORE_CAUSE_DELETED). Errors: as store_create(),
+ * -EINVAL for l NULL or of another store, -ENOENT when l has ended.
+ */
+int store_create_leased(struct store *s, const char *key, const void *value, size_t size,
+                        struct store_lease *l, uint64_t *ret_revision);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct store_lease *, store_lease_free);
+#define _cleanup_store_lease_free_ _cleanup_(store_lease_freep)
+
+/* ------------------------------------------------------------------------ */
 /* Asynchronous operations (issue 20; docs/store.md §1.8)                    */
 /* ------------------------------------------------------------------------ */
 
@@ -328,6 +399,9 @@ struct store_op {
         usec_t ttl_usec;
         void (*done)(struct store_op *op, void *userdata);
         void *userdata;
+        /* CREATE in the ephemeral keyspace only: attach the key to this lease
+         * (ttl_usec must be 0) as store_create_leased(); NULL: its own TTL. */
+        struct store_lease *lease;
 
         int result;
         uint64_t revision;
@@ -394,6 +468,13 @@ struct store_ops {
         void (*watch_free)(struct store_watch *w);
         /* NULL: the front runs the blocking op and calls done at once. */
         int (*submit)(struct store *s, struct store_op *op);
+        /* Lease objects (docs/store.md §1.9); the front checked l and its store. */
+        int (*lease_grant)(struct store *s, usec_t ttl_usec, struct store_lease **ret);
+        int (*lease_keep_alive)(struct store_lease *l, bool on);
+        int (*lease_revoke)(struct store_lease *l);
+        void (*lease_free)(struct store_lease *l);
+        int (*create_leased)(struct store *s, const char *key, const void *value, size_t size,
+                             struct store_lease *l, uint64_t *ret_revision);
 };
 
 struct store {
@@ -403,6 +484,10 @@ struct store {
 
 struct store_watch {
         const struct store_ops *ops;
+};
+
+struct store_lease {
+        struct store *store; /* the store that granted it */
 };
 
 /* The in-memory backend (store-mem.c); store_new() calls it. */

@@ -35,9 +35,8 @@ static bool env_names_us(const char *name) {
         return v && streq(v, self);
 }
 
-int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft, bool beside_units,
-                  struct exit_process **ret_process) {
-        uint32_t flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS | (beside_units ? EXIT_SPAWN_NO_VFORK : 0);
+static int spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft, uint32_t flags,
+                 struct exit_process **ret_process) {
         /* Socket activation and the watchdog name tend's pid: they mean CMD. */
         if (env_names_us("LISTEN_PID"))
                 flags |= EXIT_SPAWN_LISTEN_PID;
@@ -48,6 +47,18 @@ int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile
         if (k < 0)
                 return log_error_errno(k, "cannot start %s: %m", argv[0]);
         return 0;
+}
+
+int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile_soft, bool beside_units,
+                  struct exit_process **ret_process) {
+        uint32_t flags = EXIT_SPAWN_FOREGROUND | EXIT_SPAWN_KEEP_FDS | (beside_units ? EXIT_SPAWN_NO_VFORK : 0);
+        return spawn(reaper, argv, nofile_soft, flags, ret_process);
+}
+
+int cmd_run_spawn_in(struct exit_reaper *reaper, char *const *argv, bool same_group,
+                     struct exit_process **ret_process) {
+        uint32_t flags = (same_group ? 0 : EXIT_SPAWN_FOREGROUND) | EXIT_SPAWN_KEEP_FDS;
+        return spawn(reaper, argv, 0, flags, ret_process);
 }
 
 int cmd_run_exec_result(const char *name, const struct exit_process *process) {

@@ -59,6 +59,14 @@ int cmd_run_spawn(struct exit_reaper *reaper, char *const *argv, uint64_t nofile
                   struct exit_process **ret_process);
 
 /*
+ * As cmd_run_spawn(beside_units false), but with CMD left in tend's own
+ * process group and session when same_group (DUMB_INIT_SETSID=0: no
+ * EXIT_SPAWN_FOREGROUND, so no setpgid and no tcsetpgrp). Same returns.
+ */
+int cmd_run_spawn_in(struct exit_reaper *reaper, char *const *argv, bool same_group,
+                     struct exit_process **ret_process);
+
+/*
  * Reports CMD's exec result (process borrowed): an exec failure as an error
  * naming CMD and the reason ("CMD: No such file or directory"), a success
  * at debug level. Returns the exec status (0 or a negative errno).

@@ -7,6 +7,11 @@
  * Phases: RUNNING (CMD alive; signals forwarded) → CLEANUP (CMD reaped;
  * leftovers get SIGTERM, each process re-parented later too, SIGKILL at
  * --stop-timeout) → done (no child left; exit with CMD's status).
+ *
+ * The loop is a plain epoll set of four fds (the signalfd, the reaper's, the
+ * exit subscription's, one timerfd), not sd-event: entrypoint mode links no
+ * libsystemd, so that tend-static is one static binary and `tend -- CMD`
+ * starts as fast as tini (docs/benchmarks.md, "session 6").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,12 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <termios.h>
 #include <unistd.h>
-
-#include <systemd/sd-event.h>
 
 #include "cmd-run.h"
 #include "entrypoint.h"
@@ -34,6 +40,21 @@
  * (a process stuck in uninterruptible sleep must not hold the container). */
 #define FINAL_REAP_GRACE (1 * USEC_PER_SEC)
 
+/* The epoll set's sources (epoll_event.data.u32). */
+enum source {
+        SOURCE_SIGNAL,
+        SOURCE_REAPER,
+        SOURCE_SUB,
+        SOURCE_TIMER,
+};
+
+/* What the one timer is armed for. */
+enum timer {
+        TIMER_NONE,
+        TIMER_STOP,  /* --stop-timeout: SIGKILL to the leftovers */
+        TIMER_GRACE, /* past SIGKILL: exit anyway */
+};
+
 enum phase {
         PHASE_RUNNING,
         PHASE_CLEANUP,
@@ -42,7 +63,8 @@ enum phase {
 
 struct entrypoint {
         const struct tend_options *opts;
-        sd_event *event;
+        int epoll_fd, signal_fd, timer_fd;
+        bool done; /* leave the loop */
         struct exit_hub *hub;
         struct exit_reaper *reaper;
         struct exit_sub *sub;
@@ -53,7 +75,7 @@ struct entrypoint {
         int pid1_sent; /* as PID 1: the last signal kill(-1) sent, so it is sent once */
         int status; /* tend's exit status once CMD is gone */
         struct proc_set *signalled;
-        sd_event_source *timer;
+        enum timer timer;
 };
 
 static const char *cmd_name(const struct entrypoint *e) {
@@ -96,34 +118,54 @@ static void finish_if_no_children(struct entrypoint *e) {
                 return;
         int k = exit_reaper_has_children(e->reaper);
         if (k == 0)
-                sd_event_exit(e->event, 0);
+                e->done = true;
 }
 
-static int on_final_grace(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct entrypoint *e = userdata;
+/* Arms the one timer for usec from now (USEC_INFINITY: never). */
+static void arm_timer(struct entrypoint *e, enum timer what, usec_t usec) {
+        struct itimerspec its = {};
+        e->timer = usec == USEC_INFINITY ? TIMER_NONE : what;
+        if (e->timer != TIMER_NONE) {
+                its.it_value.tv_sec = (time_t) (usec / USEC_PER_SEC);
+                its.it_value.tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 + 1; /* 0 would disarm */
+        }
+        if (timerfd_settime(e->timer_fd, 0, &its, NULL) < 0)
+                log_warning_errno(errno, "arming the stop timer: %m");
+}
+
+static void on_final_grace(struct entrypoint *e) {
         log_warning("children of %s survived SIGKILL for 1s (uninterruptible sleep?); exiting anyway", cmd_name(e));
-        return sd_event_exit(e->event, 0);
+        e->done = true;
 }
 
 static void kill_everything(struct entrypoint *e) {
         e->phase = PHASE_KILLED;
         (void) signal_leftovers(e, SIGKILL);
-        e->timer = sd_event_source_unref(e->timer);
-        (void) sd_event_add_time_relative(e->event, &e->timer, CLOCK_MONOTONIC, FINAL_REAP_GRACE, 0, on_final_grace, e);
+        arm_timer(e, TIMER_GRACE, FINAL_REAP_GRACE);
         finish_if_no_children(e);
 }
 
-static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        struct entrypoint *e = userdata;
+static void on_stop_timeout(struct entrypoint *e) {
         log_info("--stop-timeout reached: SIGKILL to what remains of %s", cmd_name(e));
         kill_everything(e);
-        return 0;
+}
+
+static void on_timer(struct entrypoint *e) {
+        uint64_t n;
+        if (read(e->timer_fd, &n, sizeof n) < 0)
+                return; /* EAGAIN: re-armed since it fired */
+        enum timer what = e->timer;
+        e->timer = TIMER_NONE;
+        if (what == TIMER_STOP)
+                on_stop_timeout(e);
+        else if (what == TIMER_GRACE)
+                on_final_grace(e);
 }
 
 /* ---- the child's end ---- */
 
 static void child_exited(struct entrypoint *e, const struct exit_reason *reason) {
-        e->status = cmd_run_exited(cmd_name(e), e->child, reason);
+        e->status = options_exit_status(e->opts, cmd_run_exited(cmd_name(e), e->child, reason));
 
         /* Give the terminal back to our own group, as a shell would. */
         if (e->gave_foreground && tcgetpgrp(STDIN_FILENO) == e->child_pgid)
@@ -131,12 +173,11 @@ static void child_exited(struct entrypoint *e, const struct exit_reason *reason)
 
         e->phase = PHASE_CLEANUP;
         if (exit_reaper_has_children(e->reaper) == 0) {
-                sd_event_exit(e->event, 0);
+                e->done = true;
                 return;
         }
         (void) signal_leftovers(e, SIGTERM);
-        (void) sd_event_add_time_relative(e->event, &e->timer, CLOCK_MONOTONIC, e->opts->stop_timeout, 0,
-                                          on_stop_timeout, e);
+        arm_timer(e, TIMER_STOP, e->opts->stop_timeout);
 }
 
 static void try_take_child(struct entrypoint *e) {
@@ -153,7 +194,10 @@ static void drain_events(struct entrypoint *e) {
                         log_debug("exit queue overflowed; recovering CMD's outcome from the ledger");
                         try_take_child(e);
                 } else if (ev.flags & EXIT_EVENT_ORPHAN) {
-                        log_debug("reaped orphan pid %d", ev.pid);
+                        if (e->opts->warn_on_reap) /* tini's -w */
+                                log_warning("reaped zombie process with pid %d", ev.pid);
+                        else
+                                log_debug("reaped orphan pid %d", ev.pid);
                         orphans = true;
                 } else if (ev.id == exit_process_id(e->child))
                         try_take_child(e);
@@ -179,25 +223,17 @@ static void drain_exec_events(struct entrypoint *e) {
         }
 }
 
-static int on_reaper(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        struct entrypoint *e = userdata;
+static void on_reaper(struct entrypoint *e) {
         int k = exit_reaper_dispatch(e->reaper);
         if (k < 0)
                 log_warning_errno(k, "reaping: %m");
         drain_exec_events(e);
         drain_events(e);
-        return 0;
-}
-
-static int on_sub(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        drain_events(userdata);
-        return 0;
 }
 
 /* ---- signals ---- */
 
-static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        struct entrypoint *e = userdata;
+static void on_signal(struct entrypoint *e, const struct signalfd_siginfo *si) {
         int sig = (int) si->ssi_signo;
         char b1[24], b2[24];
 
@@ -205,7 +241,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
          * stderr) is not CMD's: forwarded, it would kill CMD, and the debug
          * line saying so would raise the next one, in a loop. */
         if ((pid_t) si->ssi_pid == getpid() && si->ssi_code == SI_USER)
-                return 0;
+                return;
 
         if (e->phase != PHASE_RUNNING) {
                 /* A second SIGTERM/SIGINT while stopping: everything, at once. */
@@ -213,9 +249,13 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                         log_info("%s while stopping: SIGKILL to everything", signal_to_string(sig, b1));
                         kill_everything(e);
                 }
-                return 0;
+                return;
         }
         int to = options_remap(e->opts, sig);
+        if (to == 0) { /* --remap SIG:0, dumb-init's -r SIG:0 */
+                log_debug("dropped %s (remapped to 0)", signal_to_string(sig, b1));
+                return;
+        }
         int k;
         if (e->opts->process_group && e->child_pgid > 0)
                 /* CMD is unreaped while RUNNING, so its pgid cannot be recycled. */
@@ -226,20 +266,59 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                 log_warning_errno(k, "forwarding %s to %s: %m", signal_to_string(to, b2), cmd_name(e));
         else
                 log_debug("forwarded %s as %s", signal_to_string(sig, b1), signal_to_string(to, b2));
-        return 0;
 }
 
-static int add_signal_sources(struct entrypoint *e) {
+static void drain_signals(struct entrypoint *e) {
+        struct signalfd_siginfo si[16];
+        ssize_t n;
+        while (!e->done && (n = read(e->signal_fd, si, sizeof si)) > 0)
+                for (size_t i = 0; i < (size_t) n / sizeof si[0]; i++)
+                        on_signal(e, &si[i]);
+}
+
+/* One signalfd for every forwarded signal (blocked first). */
+static int add_signal_source(struct entrypoint *e) {
         sigset_t set;
         signal_forward_set(&set);
         if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
                 return negative_errno();
-        for (int sig = 1; sig < _NSIG; sig++) {
-                if (!sigismember(&set, sig))
+        e->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        return e->signal_fd < 0 ? negative_errno() : 0;
+}
+
+static int add_source(struct entrypoint *e, int fd, enum source what) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = what };
+        return epoll_ctl(e->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? negative_errno() : 0;
+}
+
+static void dispatch(struct entrypoint *e, enum source what) {
+        switch (what) {
+        case SOURCE_SIGNAL:
+                drain_signals(e);
+                break;
+        case SOURCE_REAPER:
+                on_reaper(e);
+                break;
+        case SOURCE_SUB:
+                drain_events(e);
+                break;
+        case SOURCE_TIMER:
+                on_timer(e);
+                break;
+        }
+}
+
+/* Until e->done. Returns 0 or a negative errno (epoll_wait failed). */
+static int entrypoint_loop(struct entrypoint *e) {
+        while (!e->done) {
+                struct epoll_event ev[4];
+                int n = epoll_wait(e->epoll_fd, ev, (int) ELEMENTSOF(ev), -1);
+                if (n < 0 && errno == EINTR)
                         continue;
-                int k = sd_event_add_signal(e->event, NULL, sig, on_signal, e);
-                if (k < 0)
-                        return k;
+                if (n < 0)
+                        return negative_errno();
+                for (int i = 0; i < n && !e->done; i++)
+                        dispatch(e, (enum source) ev[i].data.u32);
         }
         return 0;
 }
@@ -290,9 +369,11 @@ int entrypoint_collect_inherited_fds(int **ret_fds, size_t *ret_n) {
  * tend's soft RLIMIT_NOFILE, raised only after this (raise_nofile). */
 static int spawn_cmd(struct entrypoint *e) {
         bool fg_before = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-        int k = cmd_run_spawn(e->reaper, e->opts->cmd, 0, false, &e->child);
+        int k = cmd_run_spawn_in(e->reaper, e->opts->cmd, e->opts->same_group, &e->child);
         if (k < 0)
                 return k;
+        if (e->opts->same_group)
+                return 0; /* DUMB_INIT_SETSID=0: tend's group, tend's terminal; no group of CMD's */
         e->child_pgid = exit_process_pid(e->child); /* its own group: EXIT_SPAWN_FOREGROUND implies SETPGID */
         e->gave_foreground = fg_before;
         return 0;
@@ -308,10 +389,14 @@ static void raise_nofile(void) {
 }
 
 static int entrypoint_setup(struct entrypoint *e) {
-        int k = sd_event_new(&e->event);
-        if (k < 0)
-                return log_error_errno(k, "sd_event_new: %m");
-        k = exit_hub_new(0, 0, &e->hub);
+        /* tini's -p: the signal comes to tend, which forwards it to CMD. */
+        if (e->opts->parent_death_signal && prctl(PR_SET_PDEATHSIG, e->opts->parent_death_signal) < 0)
+                return log_error_errno(errno, "prctl(PR_SET_PDEATHSIG): %m");
+        e->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        e->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (e->epoll_fd < 0 || e->timer_fd < 0)
+                return log_error_errno(errno, "setting up the event loop: %m");
+        int k = exit_hub_new(0, 0, &e->hub);
         if (k >= 0)
                 k = exit_reaper_new(e->hub, EXIT_REAPER_ORPHANS | EXIT_REAPER_EXEC_EVENTS, &e->reaper);
         if (k == -ENOSYS)
@@ -325,16 +410,18 @@ static int entrypoint_setup(struct entrypoint *e) {
         e->signalled = proc_set_new();
         if (!e->signalled)
                 return log_error_errno(ENOMEM, "out of memory");
-        if ((k = add_signal_sources(e)) < 0 ||
-            (k = sd_event_add_io(e->event, NULL, exit_reaper_fd(e->reaper), EPOLLIN, on_reaper, e)) < 0 ||
-            (k = sd_event_add_io(e->event, NULL, exit_sub_fd(e->sub), EPOLLIN, on_sub, e)) < 0)
+        if ((k = add_signal_source(e)) < 0 || (k = add_source(e, e->signal_fd, SOURCE_SIGNAL)) < 0 ||
+            (k = add_source(e, exit_reaper_fd(e->reaper), SOURCE_REAPER)) < 0 ||
+            (k = add_source(e, exit_sub_fd(e->sub), SOURCE_SUB)) < 0 ||
+            (k = add_source(e, e->timer_fd, SOURCE_TIMER)) < 0)
                 return log_error_errno(k, "setting up the event loop: %m");
         return 0;
 }
 
 static void entrypoint_done(struct entrypoint *e) {
-        e->timer = sd_event_source_unref(e->timer);
-        e->event = sd_event_unref(e->event);
+        safe_close(e->timer_fd);
+        safe_close(e->signal_fd);
+        safe_close(e->epoll_fd);
         exit_process_unref(e->child);
         exit_sub_free(e->sub);
         exit_reaper_free(e->reaper);
@@ -343,7 +430,7 @@ static void entrypoint_done(struct entrypoint *e) {
 }
 
 int entrypoint_run(const struct tend_options *opts, const int *inherited, size_t n_inherited) {
-        struct entrypoint e = { .opts = opts, .status = 1 };
+        struct entrypoint e = { .opts = opts, .status = 1, .epoll_fd = -1, .signal_fd = -1, .timer_fd = -1 };
         int k = entrypoint_setup(&e);
         if (k >= 0)
                 k = spawn_cmd(&e);
@@ -353,7 +440,7 @@ int entrypoint_run(const struct tend_options *opts, const int *inherited, size_t
                 raise_nofile();
                 /* CMD may have exited before the loop: its pidfd is readable, so
                  * the first iteration reaps it. */
-                k = sd_event_loop(e.event);
+                k = entrypoint_loop(&e);
                 if (k < 0)
                         log_error_errno(k, "event loop: %m");
         }

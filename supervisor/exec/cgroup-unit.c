@@ -39,6 +39,9 @@ struct unit_group {
         bool name_owned;          /* name is the group's (made with the suffix) */
         bool killed;              /* CGROUP: cgroup.kill was written, or tend found the cgroup
                                    * existing (its kill count unknown): see unit_group_renew */
+        bool spawned;             /* this tend spawned into the group: what is left in it is
+                                   * this tend's own (KillMode=process survivors), never killed
+                                   * as a previous tend's leftovers */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -461,7 +464,30 @@ int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr
                 attr->flags |= EXIT_SPAWN_CGROUP;
                 attr->cgroup_fd = group->dir_fd;
         }
+        group->spawned = true;
         return 0;
+}
+
+/* corpus: TasksMax=. The pids controller is enabled for tend's units (in
+ * tend's cgroup.subtree_control, possible once tend is in its leaf) when
+ * the unit's cgroup has no pids.max yet. */
+int unit_group_set_pids_max(struct unit_group *group, uint64_t max) {
+        char v[32];
+        if (!group)
+                return -EINVAL;
+        if (!is_cgroup(group))
+                return -EOPNOTSUPP;
+        int r = group_ensure(group);
+        if (r < 0)
+                return r;
+        if (max == UINT64_MAX)
+                snprintf(v, sizeof v, "max");
+        else
+                snprintf(v, sizeof v, "%llu", (unsigned long long) max);
+        r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
+        if (r == -ENOENT && cgroup_write_string_at(group->tree->dir_fd, "cgroup.subtree_control", "+pids") >= 0)
+                r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
+        return r;
 }
 
 int unit_group_events_fd(const struct unit_group *group) {
@@ -483,25 +509,61 @@ int unit_group_populated(struct unit_group *group) {
         return group->dir_fd < 0 ? 0 : read_populated(group);
 }
 
-int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
+int unit_group_kill_leftovers_begin(struct unit_group *group) {
         if (!group)
                 return -EINVAL;
         if (group->removed)
                 return -ENOENT;
         if (!is_cgroup(group))
                 return 0;
-        usec_t deadline = deadline_after_ms(timeout_ms);
         int r = group_ensure(group);
         if (r < 0)
                 return r;
         r = read_populated(group);
         if (r <= 0)
                 return r;
-        int n = signal_by_cgroup_kill(group);
-        if (n < 0)
+        return signal_by_cgroup_kill(group);
+}
+
+int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
+        usec_t deadline = deadline_after_ms(timeout_ms);
+        int n = unit_group_kill_leftovers_begin(group);
+        if (n <= 0)
                 return n;
-        r = wait_empty(group, deadline);
+        int r = wait_empty(group, deadline);
         return r < 0 ? r : n;
+}
+
+bool unit_group_spawned(const struct unit_group *group) {
+        return group && group->spawned;
+}
+
+struct member_list {
+        pid_t *pids;
+        size_t n, max;
+        pid_t self;
+};
+
+static int list_member(pid_t pid, void *userdata) {
+        struct member_list *l = userdata;
+        if (pid == l->self)
+                return 0;
+        if (l->n < l->max)
+                l->pids[l->n] = pid;
+        l->n++;
+        return 0;
+}
+
+int unit_group_members(struct unit_group *group, pid_t *pids, size_t max) {
+        if (!group || (!pids && max > 0))
+                return -EINVAL;
+        if (group->removed)
+                return -ENOENT;
+        if (!is_cgroup(group) || group->dir_fd < 0)
+                return 0;
+        struct member_list l = { .pids = pids, .max = max, .self = getpid() };
+        int r = walk_members(group->dir_fd, 0, list_member, &l);
+        return r < 0 ? r : (int) (l.n > INT_MAX ? INT_MAX : l.n);
 }
 
 bool unit_group_opened(const struct unit_group *group) {

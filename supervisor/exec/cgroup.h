@@ -211,6 +211,14 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
 int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
 
 /*
+ * corpus: sets pids.max of group's cgroup to max (UINT64_MAX: "max"), making
+ * the cgroup if need be and enabling the pids controller for tend's units
+ * when it is not yet. Returns 0, -EOPNOTSUPP (not CGROUP mode: nothing to
+ * set), or the error of the mkdir or write (-ENOENT: no pids controller).
+ */
+int unit_group_set_pids_max(struct unit_group *group, uint64_t max);
+
+/*
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
@@ -242,6 +250,27 @@ int unit_group_populated(struct unit_group *group);
  * a process in uninterruptible sleep), -ENOENT (removed), I/O errors.
  */
 int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms);
+
+/*
+ * unit_group_kill_leftovers without the wait: if the unit's cgroup is
+ * populated, writes cgroup.kill and returns the number of processes killed
+ * (the caller waits for "populated 0" on unit_group_events_fd() in its own
+ * loop, never blocking: issue 19); 0 when empty, and in FALLBACK mode.
+ * Errors: -ENOENT (removed), I/O errors.
+ */
+int unit_group_kill_leftovers_begin(struct unit_group *group);
+
+/* Whether this tend ever spawned into the group (unit_group_spawn_attr): then
+ * what is left in it at a start is this tend's own (a KillMode=process or
+ * SendSIGKILL=no stop's survivors, SPEC §4), left alone, not a previous
+ * tend's leftovers. False for NULL. */
+bool unit_group_spawned(const struct unit_group *group);
+
+/* The processes of the unit's cgroup and its subtree (tend excepted): up to
+ * max pids into pids (the caller's array), returns how many there are (may
+ * exceed max). 0 in FALLBACK mode or when the cgroup was never made.
+ * Errors: -EINVAL, -ENOENT (removed), read errors. */
+int unit_group_members(struct unit_group *group, pid_t *pids, size_t max);
 
 /* Whether the unit's cgroup is open (CGROUP mode, made or found, not
  * removed): an answer of unit_group_populated() is then the cgroup's own, not

@@ -24,6 +24,7 @@
 #include "condition-internal.h"
 #include "condition-syntax.h"
 #include "macro.h"
+#include "unit-specifiers.h"
 
 static bool exists(const struct condition_env *env, const char *path) {
         char p[PATH_MAX];
@@ -229,30 +230,11 @@ int cond_security(const struct condition_env *env, const char *v) {
 
 /* ---- architecture, CPU features ---- */
 
-/* systemd's architecture names of uname's machines. */
-static const char *architecture_of(const char *machine) {
-        static const struct {
-                const char *pattern, *name;
-        } map[] = {
-                { "x86_64", "x86-64" }, { "i[3-6]86", "x86" },  { "aarch64", "arm64" }, { "aarch64_be", "arm64-be" },
-                { "armv*b", "arm-be" }, { "arm*", "arm" },     { "ppc64le", "ppc64-le" }, { "ppc64", "ppc64" },
-                { "ppcle", "ppc-le" },  { "ppc", "ppc" },      { "s390x", "s390x" },   { "s390", "s390" },
-                { "riscv64", "riscv64" }, { "riscv32", "riscv32" }, { "mips64", "mips64" }, { "mips", "mips" },
-                { "loongarch64", "loongarch64" }, { "ia64", "ia64" }, { "sparc64", "sparc64" }, { "sparc", "sparc" },
-                { "alpha", "alpha" },   { "m68k", "m68k" },    { "parisc64", "parisc64" }, { "parisc", "parisc" },
-                { "sh64", "sh64" },     { "sh*", "sh" },       { "arc", "arc" },       { "cris", "cris" },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(map); i++)
-                if (fnmatch(map[i].pattern, machine, 0) == 0)
-                        return map[i].name;
-        return machine;
-}
-
 int cond_architecture(const char *v) {
         struct utsname u;
         if (uname(&u) < 0)
                 return -errno;
-        const char *have = architecture_of(u.machine);
+        const char *have = unit_architecture_name(u.machine);
 #if defined(__x86_64__)
         const char *native = "x86-64";
 #elif defined(__aarch64__)

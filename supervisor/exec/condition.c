@@ -28,6 +28,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sandbox-values.h"
+#include "unit-specifiers.h"
 
 extern char **environ;
 
@@ -259,24 +260,9 @@ static int test_kernel_version(const struct condition_env *env, const char *v) {
         return condition_expressions(v, false, expr_version, release);
 }
 
-/* KEY's value in os-release text (quotes removed), "" if absent. */
-static void os_release_value(const char *text, const char *key, char *out, size_t size) {
-        size_t n = strlen(key);
-        *out = 0;
-        for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-                if (strncmp(l, key, n) != 0 || l[n] != '=')
-                        continue;
-                const char *s = l + n + 1;
-                size_t len = strcspn(s, "\n");
-                if (len >= 2 && (s[0] == '"' || s[0] == '\'') && s[len - 1] == s[0])
-                        s++, len -= 2;
-                snprintf(out, size, "%.*s", (int) len, s);
-        }
-}
-
 static int expr_os_release(const char *key, enum condition_op op, const char *expected, void *userdata) {
         char value[512];
-        os_release_value(userdata, key, value, sizeof value);
+        unit_os_release_value(userdata, key, value, sizeof value);
         return condition_op_compare(op, value, expected);
 }
 

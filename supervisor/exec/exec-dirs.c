@@ -15,6 +15,7 @@
 #include "exec-dirs.h"
 #include "log.h"
 #include "unit-exec.h"
+#include "unit-specifiers.h"
 
 #define TREE_DEPTH_MAX 64 /* the recursive chown and removal stop descending here */
 
@@ -27,35 +28,9 @@ static const char *const dir_vars[_UNIT_EXEC_DIR_MAX] = {
 
 /* ---- roots ---- */
 
-/* $NAME if absolute, else $HOME/fallback. */
-static int xdg_dir(const char *name, const char *fallback, const char *suffix, char **ret) {
-        const char *v = getenv(name), *home = getenv("HOME");
-        int n;
-        if (v && v[0] == '/')
-                n = asprintf(ret, "%s%s", v, suffix);
-        else if (fallback && home && home[0] == '/')
-                n = asprintf(ret, "%s/%s%s", home, fallback, suffix);
-        else
-                return -ENXIO;
-        return n < 0 ? -ENOMEM : 0;
-}
-
+/* The roots are the specifiers' too (%t %S %C %L %E): one definition. */
 int exec_dirs_root(unit_exec_dir t, uid_t euid, char **ret) {
-        static const char *const system[_UNIT_EXEC_DIR_MAX] = { "/run", "/var/lib", "/var/cache", "/var/log", "/etc" };
-        if (euid == 0)
-                return (*ret = strdup(system[t])) ? 0 : -ENOMEM;
-        switch (t) {
-        case UNIT_EXEC_DIR_RUNTIME:
-                return xdg_dir("XDG_RUNTIME_DIR", NULL, "", ret);
-        case UNIT_EXEC_DIR_STATE:
-                return xdg_dir("XDG_STATE_HOME", ".local/state", "", ret);
-        case UNIT_EXEC_DIR_CACHE:
-                return xdg_dir("XDG_CACHE_HOME", ".cache", "", ret);
-        case UNIT_EXEC_DIR_LOGS:
-                return xdg_dir("XDG_STATE_HOME", ".local/state", "/log", ret);
-        default:
-                return xdg_dir("XDG_CONFIG_HOME", ".config", "", ret);
-        }
+        return unit_dir_root(t, euid, ret);
 }
 
 bool exec_dirs_any(const struct unit_file *f) {
@@ -161,8 +136,8 @@ static int setup_one(const char *unit, unit_exec_dir t, const char *root, const 
                 if (fstat(fd, &st) >= 0 && (st.st_mode & 07777) != mode)
                         log_warning("%s: %s=: %s exists with mode %04o, not %04o: left as it is", unit, dir_keys[t],
                                     path, st.st_mode & 07777, mode);
-        } else if (r >= 0)
-                r = fix_leaf(fd, mode, chown, uid, gid);
+        } else if (r >= 0) /* systemd.exec(5): ConfigurationDirectory= stays root's, not User='s */
+                r = fix_leaf(fd, mode, chown && t != UNIT_EXEC_DIR_CONFIGURATION, uid, gid);
         safe_close(fd);
         if (r < 0 && r != -ENOMEM) {
                 const char *n = strerrorname_np(-r);
@@ -179,9 +154,12 @@ int exec_dirs_setup(const char *unit, const struct unit_file *f, uid_t owner, gi
                         continue;
                 _cleanup_free_ char *root = NULL;
                 int r = exec_dirs_root(t, euid, &root);
+                static const char *const vars[_UNIT_EXEC_DIR_MAX] = {
+                        "$XDG_RUNTIME_DIR is not set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CACHE_HOME nor $HOME is set", "neither $XDG_STATE_HOME nor $HOME is set",
+                        "neither $XDG_CONFIG_HOME nor $HOME is set" };
                 if (r == -ENXIO)
-                        return log_error_errno(r, "%s: %s=: no root for it: $%s (or $HOME) is not set", unit, dir_keys[t],
-                                               t == UNIT_EXEC_DIR_RUNTIME ? "XDG_RUNTIME_DIR" : "XDG_*_HOME");
+                        return log_error_errno(r, "%s: %s=: no root for it: %s", unit, dir_keys[t], vars[t]);
                 if (r < 0)
                         return r;
                 for (char **n = e->directories[t]; *n; n++)

@@ -169,7 +169,7 @@ int pid_file_read(int fd, pid_t *ret) {
         long v = strtol(p, &end, 10);
         while (isblank((unsigned char) *end))
                 end++;
-        if (errno || end == p || *end || v <= 1 || v > INT_MAX || !isdigit((unsigned char) *p))
+        if (errno || end == p || *end || v < 1 || v > INT_MAX || !isdigit((unsigned char) *p))
                 return -EINVAL;
         *ret = (pid_t) v;
         return 0;

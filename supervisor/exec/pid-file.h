@@ -37,7 +37,7 @@
 int pid_file_open(const char *path, bool safe, int *ret_fd, uid_t *ret_uid);
 
 /*
- * Reads the pid on fd's first line: decimal, > 1 (leading and trailing
+ * Reads the pid on fd's first line: decimal, >= 1 (leading and trailing
  * blanks allowed). Errors: -ENODATA (empty: being written), -EINVAL (not a
  * pid), -errno of read.
  */

@@ -86,6 +86,15 @@ int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret) {
         return 0;
 }
 
+int proc_start_time(pid_t pid, unsigned long long *ret) {
+        struct proc_stat st;
+        int k = read_stat(pid, &st);
+        if (k < 0)
+                return k;
+        *ret = st.start;
+        return 0;
+}
+
 static bool stat_matches(const struct proc_stat *st, const struct proc_match *m, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 pid_t v = m[i].field == PROC_FIELD_PPID ? st->ppid : m[i].field == PROC_FIELD_PGRP ? st->pgrp : st->session;

@@ -53,3 +53,7 @@ int proc_scan_find(const struct proc_match *m, pid_t *pids, size_t max);
 
 /* Reads field of /proc/PID/stat. Returns 0 and *ret, or -ESRCH/-errno. */
 int proc_stat_field(pid_t pid, enum proc_field field, pid_t *ret);
+
+/* pid's start time (field 22 of /proc/PID/stat: clock ticks since boot):
+ * with the pid, a process's identity. 0 or -ESRCH (gone), -EIO, -errno. */
+int proc_start_time(pid_t pid, unsigned long long *ret);

@@ -656,10 +656,12 @@ void sandbox_start_notices(const char *unit, const struct unit_file *f) {
                 struct rlimit rl = wanted_limit(sb, i);
                 rlim_t hard = self.limits[i].rlim_max;
                 bool over = (rl.rlim_max > hard && !resource_ok) || (i == RLIMIT_NOFILE && rl.rlim_max > nr_open());
+                char want[24] = "infinity"; /* as written: never RLIM_INFINITY's number */
+                if (rl.rlim_max != RLIM_INFINITY)
+                        snprintf(want, sizeof want, "%llu", (unsigned long long) rl.rlim_max);
                 if (over && hard != RLIM_INFINITY)
-                        log_notice("%s: %s%llu is above the hard limit tend may set: the closest value, %llu, is used",
-                                   unit, sandbox_rlimit_key_eq(i), (unsigned long long) rl.rlim_max,
-                                   (unsigned long long) hard);
+                        log_notice("%s: %s%s is above the hard limit tend may set: the closest value, %llu, is used",
+                                   unit, sandbox_rlimit_key_eq(i), want, (unsigned long long) hard);
         }
         if (e->oom_score_adjust_set && !resource_ok && e->oom_score_adjust < own_oom_score_adj())
                 log_notice("%s: OOMScoreAdjust=%d: tend may not lower the OOM score adjustment (no CAP_SYS_RESOURCE): "

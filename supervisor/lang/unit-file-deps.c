@@ -16,11 +16,12 @@
 
 int uf_parse_job_mode(struct parse_ctx *c, const struct key_def *k, const char *value) {
         /* systemd's job modes that tend has no transaction for (isolate stops
-         * every other unit; flush and the ignore-* modes drop others' jobs). */
-        static const char *const unsupported[] = { "replace-irreversibly", "isolate", "flush", "ignore-dependencies",
-                                                   "ignore-requirements" };
+         * every other unit; flush and the ignore-* modes drop others' jobs).
+         * corpus: replace-irreversibly is replace: tend has no job that a later
+         * one could replace, so none is irreversible either. */
+        static const char *const unsupported[] = { "isolate", "flush", "ignore-dependencies", "ignore-requirements" };
         bool *fail = FIELD(c, k, bool);
-        if (!*value || streq(value, "replace")) {
+        if (!*value || streq(value, "replace") || streq(value, "replace-irreversibly")) {
                 *fail = false;
                 return 0;
         }
@@ -30,7 +31,8 @@ int uf_parse_job_mode(struct parse_ctx *c, const struct key_def *k, const char *
         }
         for (size_t i = 0; i < ELEMENTSOF(unsupported); i++)
                 if (streq(value, unsupported[i]))
-                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s is not supported (only replace and fail)",
+                        return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s is not supported: tend has no job "
+                                      "transactions (only replace, replace-irreversibly and fail)",
                                       k->key, value);
         return invalid_value(c, k, value);
 }

@@ -130,11 +130,16 @@ _printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char 
 /* Whether s[0..n) are all unit-name characters ('@' too if at_ok). */
 bool uf_unit_name_chars(const char *s, size_t n, bool at_ok);
 
-/* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret (owned
- * by the caller). An unknown or unsupported specifier is reported. */
+/* Resolves every specifier of systemd 252 (the unit's own here, the rest
+ * uf_put_system_specifier()) in a value of key k into *ret (owned by the
+ * caller). An unknown or unresolvable specifier is reported. */
 int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret);
 
-/* Appends s (taken, freed on failure) to l, keeping it NULL-terminated; 0 or -ENOMEM. */
+/* corpus: the manager's and the machine's specifiers (unit-specifiers.c): %a %A
+ * %b %B %C %d %E %g %G %h %H %l %L %m %M %o %s %S %t %T %u %U %v %V %w %W %y
+ * %Y appended to b. 0, -EBADSLT (not one of them), -ENXIO (a root's variable
+ * unset: unit_dir_root()), -ESRCH (no home or shell), another negative errno. */
+int uf_put_system_specifier(struct parse_ctx *c, struct unit_buf *b, char spec);
 
 /* Extracts the next word of an assignment into *ret (owned by the caller),
  * reporting bad quoting; 1, 0 at the end, or an error. */
@@ -203,6 +208,8 @@ int uf_parse_cpu_affinity(struct parse_ctx *c, const struct key_def *k, const ch
 int uf_parse_standard_input(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* The process keys being parsed (allocated at the first, NULL on ENOMEM), marked as assigned. */
+struct unit_exec_keys *uf_exec_keys(struct parse_ctx *c);
 /* The process keys that depend on each other (CPUSchedulingPriority= by policy); at the end of a file. */
 void uf_verify_process(struct parse_ctx *c);
 /* cond: unit-file-conditions.c. k->data: the type, UF_CONDITION_ASSERT for Assert*=. */
@@ -222,6 +229,14 @@ int uf_parse_pid_file(struct parse_ctx *c, const struct key_def *k, const char *
  * unknown to both tables (the caller warns).
  */
 bool uf_known_key(struct parse_ctx *c, enum section section, const char *key);
+
+/* corpus: unit-file-extra.c, UnsetEnvironment=, RestartKillSignal=, SendSIGHUP=,
+ * PermissionsStartOnly=, TasksMax= (k->data: which); uf_finish_extra() at the
+ * end of the parse applies PermissionsStartOnly= to the commands. */
+enum { UF_EXTRA_UNSET_ENVIRONMENT, UF_EXTRA_RESTART_KILL_SIGNAL, UF_EXTRA_SEND_SIGHUP, UF_EXTRA_PERMISSIONS_START_ONLY,
+       UF_EXTRA_TASKS_MAX, UF_EXTRA_OOM_POLICY };
+int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value);
+void uf_finish_extra(struct parse_ctx *c);
 
 /* unit-file-load.c: sorts l in place, each string once (the duplicates freed). */
 void uf_strv_sort_unique(char **l);

@@ -397,6 +397,13 @@ static const struct key_def unit_keys[] = {
         { S, "SyslogLevelPrefix", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL_PREFIX) },
         { S, "SyslogLevel", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_LEVEL) },
         { S, "SyslogFacility", uf_parse_syslog, 0, 0, RESOURCE(UF_SYSLOG_FACILITY) },
+        /* corpus: keys of the Debian corpus (unit-file-extra.c) */
+        { S, "UnsetEnvironment", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_UNSET_ENVIRONMENT) },
+        { S, "RestartKillSignal", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_RESTART_KILL_SIGNAL) },
+        { S, "SendSIGHUP", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_SEND_SIGHUP) },
+        { S, "PermissionsStartOnly", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_PERMISSIONS_START_ONLY) },
+        { S, "TasksMax", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_TASKS_MAX) },
+        { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

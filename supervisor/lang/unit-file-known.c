@@ -7,7 +7,9 @@
  *    documentation links, its job engine, enablement, its journal's
  *    metadata, accounting); a unit runs the same under tend without them;
  *  - not applied: they would change what a process gets or when it runs;
- *    each is named in ONE warning per unit that says what differs.
+ *    each is named in ONE warning per unit that says what differs;
+ *  - noted (corpus): ignored with one info line per unit, as a dependency on
+ *    another unit type is (Slice=: slices are units tend does not have).
  * A key in neither table is unknown (one warning per line, as before); the
  * hardening keys (ProtectSystem=, PrivateTmp=, Restrict*=…) stay there until
  * the sandboxing issue. Keys other helpers honour (Type=forking's, the
@@ -65,6 +67,15 @@ static const struct known_key silent_keys[] = {
         { S, "ManagedOOMMemoryPressure", "systemd-oomd's policy" },
         { S, "ManagedOOMMemoryPressureLimit", "systemd-oomd's policy" },
         { S, "ManagedOOMPreference", "systemd-oomd's policy" },
+        /* corpus */
+        { S, "UtmpIdentifier", "an init record for who(1): agetty and login write the session's own records" },
+        { S, "UtmpMode", "an init record for who(1): agetty and login write the session's own records" },
+};
+
+/* corpus: keys whose difference is told at info level, once per unit, like a
+ * dependency on another unit type: "KEY= ignored: WHY". */
+static const struct known_key noted_keys[] = {
+        { S, "Slice", "tend has no slice units: the unit's cgroup is under tend's own, without the slice's limits" },
 };
 
 /* Not applied: one warning per unit, "KEY= is not supported: the unit runs without WHY". */
@@ -77,32 +88,25 @@ static const struct known_key differs_keys[] = {
         { S, "ExecCondition", "running the command first (it always starts)" },
         { S, "ExecStopPost", "running the command after it stops" },
         { S, "RestartForceExitStatus", "the forced restarts (Restart= alone decides)" },
-        { S, "RestartKillSignal", "its own signal for a restart (KillSignal= is used)" },
         { S, "TimeoutAbortSec", "its own watchdog abort timeout (TimeoutStopSec= is used)" },
         { S, "TimeoutStartFailureMode", "the mode (a start timeout stops the unit with KillSignal=)" },
         { S, "TimeoutStopFailureMode", "the mode (a stop timeout sends FinalKillSignal=)" },
         { S, "RuntimeMaxSec", "a maximum run time" },
         { S, "RuntimeRandomizedExtraSec", "a maximum run time" },
         { S, "ExitType", "waiting for its cgroup to empty (the main process's exit ends it)" },
-        { S, "OOMPolicy", "the policy (an OOM-killed process is one exit among others)" },
-        { S, "FileDescriptorStoreMax", "an fd store: its fds are not kept across restarts" },
-        { S, "PermissionsStartOnly", "the exception (ExecStartPre= and the others run as User= too)" },
+        { S, "FileDescriptorStoreMax", "an fd store (FDSTORE=1 is ignored: its fds are not given back after a restart)" },
         { S, "RootDirectoryStartOnly", "the exception" },
         { S, "PassEnvironment", "the variables of tend's environment it names" },
-        { S, "UnsetEnvironment", "removing the variables it names" },
-        { S, "LoadCredential", "its credentials" },
-        { S, "LoadCredentialEncrypted", "its credentials" },
-        { S, "SetCredential", "its credentials" },
-        { S, "SetCredentialEncrypted", "its credentials" },
-        { S, "PAMName", "a PAM session" },
+        { S, "LoadCredential", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
+        { S, "LoadCredentialEncrypted", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
+        { S, "SetCredential", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
+        { S, "SetCredentialEncrypted", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
+        { S, "PAMName", "a PAM session (no pam_limits, pam_env or pam_systemd settings)" },
         { S, "KeyringMode", "its own session keyring" },
-        { S, "UtmpIdentifier", "a utmp/wtmp record" },
-        { S, "UtmpMode", "a utmp/wtmp record" },
         { S, "Personality", "the personality" },
         { S, "TimerSlackNSec", "the timer slack" },
         { S, "CoredumpFilter", "the core dump filter" },
-        { S, "Slice", "its slice: it runs in tend's own cgroup tree" },
-        { S, "Delegate", "a delegated cgroup: it must not create cgroups of its own" },
+        { S, "Delegate", "a delegated cgroup (not handed to User=, no controllers enabled in it; a root process may still make sub-cgroups, which tend stops with the unit)" },
         { S, "DisableControllers", "the change (tend's cgroups keep their controllers)" },
         { S, "CPUWeight", "the CPU weight" },
         { S, "StartupCPUWeight", "the CPU weight" },
@@ -118,7 +122,6 @@ static const struct known_key differs_keys[] = {
         { S, "MemoryMax", "the memory limit" },
         { S, "MemoryLimit", "the memory limit" },
         { S, "MemorySwapMax", "the swap limit" },
-        { S, "TasksMax", "the tasks limit" },
         { S, "IOWeight", "the IO weight" },
         { S, "StartupIOWeight", "the IO weight" },
         { S, "IODeviceWeight", "the IO weight" },
@@ -132,7 +135,7 @@ static const struct known_key differs_keys[] = {
         { S, "BlockIOWriteBandwidth", "the IO limit" },
 };
 
-_Static_assert(ELEMENTSOF(differs_keys) <= 128, "differs_warned holds 128 bits");
+_Static_assert(ELEMENTSOF(differs_keys) + ELEMENTSOF(noted_keys) <= 128, "differs_warned holds 128 bits");
 
 static const struct known_key *find(const struct known_key *t, size_t n, enum section section, const char *key) {
         for (size_t i = 0; i < n; i++)
@@ -147,13 +150,17 @@ bool uf_known_key(struct parse_ctx *c, enum section section, const char *key) {
         if (find(silent_keys, ELEMENTSOF(silent_keys), section, key))
                 return true;
         const struct known_key *d = find(differs_keys, ELEMENTSOF(differs_keys), section, key);
-        if (!d)
+        const struct known_key *n = d ? NULL : find(noted_keys, ELEMENTSOF(noted_keys), section, key);
+        if (!d && !n)
                 return false;
-        size_t i = (size_t) (d - differs_keys);
+        size_t i = d ? (size_t) (d - differs_keys) : ELEMENTSOF(differs_keys) + (size_t) (n - noted_keys);
         uint64_t bit = UINT64_C(1) << (i % 64);
         if (!(c->differs_warned[i / 64] & bit)) {
                 c->differs_warned[i / 64] |= bit;
-                report(c, LOG_WARNING, 0, "%s= is not supported: the unit runs without %s", d->key, d->why);
+                if (d)
+                        report(c, LOG_WARNING, 0, "%s= is not supported: the unit runs without %s", d->key, d->why);
+                else
+                        report(c, LOG_INFO, 0, "%s= ignored: %s", n->key, n->why);
         }
         return true;
 }

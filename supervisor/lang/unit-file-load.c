@@ -330,25 +330,77 @@ static int texts_read(struct texts *t, const char *path, char **ret_message) {
         return 1;
 }
 
-/* Parses res's file and the drop-ins of the unit's names (its real name,
- * aliases: the alias links of DIR that lead to it). */
-static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
-                         char **ret_message) {
-        struct texts t = {};
-        int k = texts_read(&t, res->path, ret_message);
+/* Adds the names of text's [Install] Alias= lines to names (a light scan
+ * before the parse, which checks them: a name with a specifier, a quote or
+ * an escape is left out). */
+static int scan_alias_keys(const struct unit_text *t, struct strv_builder *names) {
+        bool install = false;
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < t->size;) {
+                const char *l = t->data + i, *nl = memchr(l, '\n', t->size - i);
+                size_t n = nl ? (size_t) (nl - l) : t->size - i;
+                i += n + 1;
+                while (n > 0 && (*l == ' ' || *l == '\t'))
+                        l++, n--;
+                if (n > 0 && *l == '[')
+                        install = n >= 9 && !strncmp(l, "[Install]", 9);
+                if (!install || n <= 6 || strncmp(l, "Alias=", 6))
+                        continue;
+                _cleanup_free_ char *v = strndup(l + 6, n - 6);
+                char *save = NULL;
+                for (char *w = v ? strtok_r(v, " \t\r", &save) : NULL; r >= 0 && w; w = strtok_r(NULL, " \t\r", &save))
+                        if (!strpbrk(w, "%\"'\\") && unit_name_is_valid(w, UNIT_NAME_PLAIN | UNIT_NAME_TEMPLATE))
+                                r = strv_builder_push(names, strdup(w));
+                if (!v)
+                        r = -ENOMEM;
+        }
+        return r;
+}
+
+/* Reads res's file and the drop-ins of names into t (their paths in files:
+ * t's origins, kept until the parse is done); adds the [Install] Alias=
+ * names of what was read to names when add_alias_keys: 1 if there were new
+ * ones. */
+static int read_texts(const char *dir, struct resolved *res, struct strv_builder *names, bool add_alias_keys,
+                      struct texts *t, struct strv_builder *files, char **ret_message) {
+        int k = texts_read(t, res->path, ret_message);
         if (k == 0)
                 return load_error(ret_message, LOG_NOTICE, ERFKILL, "%s: masked (empty, or a link to /dev/null), not loaded", res->path);
         if (k < 0)
                 return k;
-        struct unit_file names = { .name = res->name, .aliases = aliases };
-        struct strv_builder files = {};
-        k = dropin_files(dir, &names, &files);
-        for (size_t i = 0; k >= 0 && i < files.n; i++)
-                k = texts_read(&t, files.v[i], ret_message);
+        struct unit_file u = { .name = res->name, .aliases = names->v };
+        k = dropin_files(dir, &u, files);
+        for (size_t i = 0; k >= 0 && i < files->n; i++)
+                k = texts_read(t, files->v[i], ret_message);
+        size_t before = names->n;
+        for (size_t i = 0; k >= 0 && add_alias_keys && i < t->n; i++)
+                k = scan_alias_keys(&t->t[i], names);
+        return k < 0 ? k : names->n > before;
+}
+
+/* Parses res's file and the drop-ins of the unit's names (its real name,
+ * aliases: the alias links of DIR that lead to it; and its [Install] Alias=
+ * names: systemd reads the drop-ins of every name of an enabled unit, and
+ * tend treats Alias= as enabled). */
+static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
+                         char **ret_message) {
+        struct texts t = {};
+        struct strv_builder names = {}, files = {};
+        int k = 0;
+        for (char **a = aliases; k >= 0 && a && *a; a++)
+                k = strv_builder_push(&names, strdup(*a));
+        if (k >= 0)
+                k = read_texts(dir, res, &names, true, &t, &files, ret_message);
+        if (k > 0) { /* Alias= names: read again with their drop-ins too */
+                texts_done(&t);
+                strv_builder_clear(&files);
+                k = read_texts(dir, res, &names, false, &t, &files, ret_message);
+        }
         if (k >= 0)
                 k = unit_file_parse_texts(res->name, t.t, t.n, ret, ret_message);
         texts_done(&t);
         strv_builder_clear(&files);
+        strv_builder_clear(&names);
         return k;
 }
 
@@ -365,9 +417,13 @@ static int load_named(const char *dir, const char *name, char **aliases, struct 
         if (!unit_name_is_valid(name, UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
                 return load_error(ret_message, LOG_ERR, EINVAL, "%s: invalid unit name %s", dir, uf_quote(q, name));
         struct resolved r = {};
-        int k = resolve(dir, name, &r, ret_message);
-        if (k == -ENOENT)
+        char *said = NULL; /* why it does not resolve, when resolve() said it (a dangling link) */
+        int k = resolve(dir, name, &r, &said);
+        if (k == -ENOENT && !said)
                 return load_error(ret_message, LOG_ERR, ENOENT, "%s/%s: no such unit file", dir, name);
+        if (ret_message && k < 0)
+                *ret_message = TAKE_PTR(said);
+        free(said);
         if (k >= 0 && r.masked)
                 k = load_error(ret_message, LOG_NOTICE, ERFKILL, "%s/%s: masked (a link to /dev/null), not loaded", dir, name);
         if (k >= 0)
@@ -567,7 +623,7 @@ static int resolve_all(const char *dir, struct strv_builder *names, struct unit_
                                        dir, names->v[i]);
                         resolved_done(&res);
                 }
-                if (k == -ENOENT) /* gone since it was listed */
+                if (k == -ENOENT && !message) /* gone since it was listed (a dangling link said why) */
                         k = load_error(&message, LOG_ERR, ENOENT, "%s/%s: no such unit file", dir, names->v[i]);
                 if (k < 0) {
                         r = set_add(s, TAKE_PTR(names->v[i]), k, NULL, message);

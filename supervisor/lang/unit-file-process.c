@@ -37,11 +37,12 @@ void unit_exec_keys_clear(struct unit_exec_keys *e) {
         free(e->standard_input_path);
         free(e->standard_input_text);
         free(e->tty_path);
+        strv_free(e->unset_environment); /* corpus */
         *e = unit_exec_defaults;
 }
 
 /* The process keys being parsed (allocated at the first), marked as assigned. */
-static struct unit_exec_keys *exec_keys(struct parse_ctx *c) {
+struct unit_exec_keys *uf_exec_keys(struct parse_ctx *c) {
         struct unit_sandbox_keys *sb = uf_sandbox_keys(c);
         if (!sb->exec) {
                 sb->exec = malloc(sizeof *sb->exec);
@@ -83,7 +84,7 @@ static bool directory_is_safe(const char *s) {
 
 /* RuntimeDirectory= …: names separated by blanks, added; empty resets. */
 int uf_parse_exec_directory(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         if (!e)
                 return -ENOMEM;
         char ***l = &e->directories[(uintptr_t) k->data];
@@ -113,7 +114,7 @@ int uf_parse_exec_directory(struct parse_ctx *c, const struct key_def *k, const 
 }
 
 int uf_parse_exec_directory_mode(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         if (!e)
                 return -ENOMEM;
         mode_t *m = &e->directory_modes[(uintptr_t) k->data];
@@ -201,7 +202,7 @@ static int parse_scheduling(struct unit_exec_keys *e, int which, const char *val
 /* The scalar process keys, by k->data (PK_*); empty resets to the default. */
 int uf_parse_process(struct parse_ctx *c, const struct key_def *k, const char *value) {
         static const char *const preserve[] = { "no", "yes", "restart" };
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         int which = (int) (uintptr_t) k->data, r = 0, v;
         if (!e)
                 return -ENOMEM;
@@ -251,7 +252,7 @@ int uf_parse_process(struct parse_ctx *c, const struct key_def *k, const char *v
 
 /* CPUAffinity=: CPU numbers and ranges ("0-3 5", commas too), added; empty resets. */
 int uf_parse_cpu_affinity(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         if (!e)
                 return -ENOMEM;
         if (!*value) {
@@ -290,7 +291,7 @@ int uf_parse_cpu_affinity(struct parse_ctx *c, const struct key_def *k, const ch
 /* StandardInput=: null, tty, tty-force, tty-fail, file:PATH, data (StandardInputText=). */
 int uf_parse_standard_input(struct parse_ctx *c, const struct key_def *k, const char *value) {
         static const char *const names[] = { "null", "tty", "tty-force", "tty-fail" };
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         char q[QUOTE_BUF];
         if (!e)
                 return -ENOMEM;
@@ -322,7 +323,7 @@ int uf_parse_standard_input(struct parse_ctx *c, const struct key_def *k, const 
 
 /* StandardInputText=: C escapes and specifiers resolved, a newline after each line; empty resets. */
 int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         if (!e)
                 return -ENOMEM;
         if (!*value) {
@@ -349,7 +350,7 @@ int uf_parse_standard_input_text(struct parse_ctx *c, const struct key_def *k, c
 
 /* TTYPath=: an absolute path (a bare name is under /dev/, as systemd). */
 int uf_parse_tty_path(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct unit_exec_keys *e = exec_keys(c);
+        struct unit_exec_keys *e = uf_exec_keys(c);
         char *s = NULL, q[QUOTE_BUF];
         if (!e)
                 return -ENOMEM;

@@ -37,7 +37,7 @@ int unit_syslog_level_from_string(const char *s) {
 
 int uf_parse_syslog(struct parse_ctx *c, const struct key_def *k, const char *value) {
         struct unit_file *u = c->u;
-        int v;
+        int v = 0;
 
         switch ((uintptr_t) k->data) {
         case UF_SYSLOG_LEVEL_PREFIX:

@@ -78,11 +78,10 @@ int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char
                 if (r < 0)
                         break;
                 if (other_unit_type(n)) {
-                        /* After=network.target and the like: tend has only
-                         * services, so nothing could ever satisfy it. */
-                        bool needed = (uintptr_t) k->data == LIST_REQUIRES || (uintptr_t) k->data == LIST_BINDS_TO;
-                        report(c, needed ? LOG_WARNING : LOG_INFO, 0, "%s=%s ignored: tend runs services only",
-                               k->key, uf_quote(q, n));
+                        /* After=network.target, Requires=dbus.socket and the
+                         * like: tend has only services (issue 16: other unit
+                         * types are ignored with an info line, whatever the key). */
+                        report(c, LOG_INFO, 0, "%s=%s ignored: tend runs services only", k->key, uf_quote(q, n));
                         free(n);
                         continue;
                 }
@@ -172,9 +171,35 @@ int uf_parse_working_directory(struct parse_ctx *c, const struct key_def *k, con
         return 0;
 }
 
+/* corpus: systemd's outputs that tend maps to its closest own: syslog is the
+ * journal (as systemd 252 maps it); kmsg and the +console ones are tend's
+ * default output, the journal when tend runs under systemd, else tend's
+ * stdout (the container's console), with one notice. */
+static bool mapped_output(struct parse_ctx *c, const struct key_def *k, const char *value, struct unit_output *n) {
+        static const char *const to_default[] = { "kmsg", "journal+console", "kmsg+console", "syslog+console" };
+        if (streq(value, "syslog")) {
+                n->kind = UNIT_OUTPUT_JOURNAL;
+                return true;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(to_default); i++)
+                if (streq(value, to_default[i])) {
+                        n->kind = UNIT_OUTPUT_DEFAULT;
+                        report(c, LOG_NOTICE, 0,
+                               "%s=%s: the lines go to tend's default output instead (the journal when tend runs "
+                               "under systemd, else tend's stdout)", k->key, value);
+                        return true;
+                }
+        return false;
+}
+
 int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        static const char *const unsupported[] = { "kmsg", "journal+console", "kmsg+console", "syslog",
-                                                   "syslog+console", "socket", "fd:", "truncate:" };
+        static const struct {
+                const char *value, *why;
+        } unsupported[] = {
+                { "socket", "tend has no socket activation" },
+                { "fd:", "tend has no socket activation (no socket units to name)" },
+                { "truncate:", "use file: or append:" },
+        };
         struct unit_output *o = FIELD(c, k, struct unit_output);
         bool is_stderr = streq(k->key, "StandardError");
         struct unit_output n = { UNIT_OUTPUT_DEFAULT, NULL };
@@ -194,13 +219,14 @@ int uf_parse_output(struct parse_ctx *c, const struct key_def *k, const char *va
                 n.kind = UNIT_OUTPUT_FILE, path = value + 5;
         else if (strncmp(value, "append:", 7) == 0)
                 n.kind = UNIT_OUTPUT_APPEND, path = value + 7;
-        else {
+        else if (!mapped_output(c, k, value, &n)) {
                 for (size_t i = 0; i < ELEMENTSOF(unsupported); i++) {
-                        size_t l = strlen(unsupported[i]);
-                        bool prefix = unsupported[i][l - 1] == ':';
-                        if (prefix ? strncmp(value, unsupported[i], l) == 0 : streq(value, unsupported[i]))
-                                return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s%s is not supported", k->key, unsupported[i],
-                                              prefix ? "…" : "");
+                        const char *u = unsupported[i].value;
+                        size_t l = strlen(u);
+                        bool prefix = u[l - 1] == ':';
+                        if (prefix ? strncmp(value, u, l) == 0 : streq(value, u))
+                                return report(c, LOG_ERR, EOPNOTSUPP, "%s=%s%s is not supported: %s", k->key, u,
+                                              prefix ? "…" : "", unsupported[i].why);
                 }
                 return invalid_value(c, k, value);
         }

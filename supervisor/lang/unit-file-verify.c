@@ -46,6 +46,20 @@ static void verify_one(const char *dir, const char *name, struct verify_counts *
         count(n, r);
 }
 
+/* Whether name in dir is a link to another template of dir (autovt@.service
+ * → getty@.service): an alias, the same template, verified once. */
+static bool template_alias(const char *dir, const char *name) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        struct stat st;
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+                return false;
+        _cleanup_free_ char *real = realpath(path, NULL), *real_dir = realpath(dir, NULL);
+        const char *slash = real ? strrchr(real, '/') : NULL;
+        return slash && real_dir && (size_t) (slash - real) == strlen(real_dir) && !strncmp(real, real_dir, slash - real) &&
+               !streq(slash + 1, name) && unit_name_is_valid(slash + 1, UNIT_NAME_TEMPLATE);
+}
+
 /* The templates of dir (unit_load_dir() loads their instances only). */
 static void verify_templates(const char *dir, struct verify_counts *n) {
         DIR *d = opendir(dir);
@@ -53,7 +67,7 @@ static void verify_templates(const char *dir, struct verify_counts *n) {
                 return;
         struct strv_builder t = {};
         for (struct dirent *de; (de = readdir(d));)
-                if (unit_name_is_valid(de->d_name, UNIT_NAME_TEMPLATE))
+                if (unit_name_is_valid(de->d_name, UNIT_NAME_TEMPLATE) && !template_alias(dir, de->d_name))
                         (void) strv_builder_push(&t, strdup(de->d_name));
         closedir(d);
         if (t.n)

@@ -13,6 +13,8 @@
  *   unit-file-commands.c  Exec*= command lines
  *   unit-file-sandbox.c   the sandboxing keys (sandbox-values.h)
  *   unit-file-load.c      files and directories
+ *   unit-file-extra.c     the Debian corpus's keys (UnsetEnvironment=, TasksMax=…)
+ *   unit-specifiers.c     the manager's and the machine's specifiers (%H %m %t …)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -139,8 +141,8 @@ static int unescape_name(struct unit_buf *b, const char *s) {
         return r;
 }
 
-/* Specifiers systemd has and tend does not resolve yet. */
-#define SYSTEMD_SPECIFIERS "aAbBCdEgGhHlLmMoqsStTuUvVwWyY"
+/* Specifiers of later systemd versions than 252 (%q: the pretty host name, 254). */
+#define LATER_SPECIFIERS "q"
 
 static int put_specifier(struct parse_ctx *c, struct unit_buf *b, char spec) {
         const char *inst = c->instance ? c->instance : "";
@@ -172,12 +174,12 @@ static int put_specifier(struct parse_ctx *c, struct unit_buf *b, char spec) {
                 dash = strrchr(c->prefix, '-');
                 dash = dash ? dash + 1 : c->prefix;
                 return spec == 'j' ? unit_buf_put(b, dash, strlen(dash)) : unescape_name(b, dash);
-        default:
-                return -EBADSLT;
+        default: /* the manager's and the machine's (unit-specifiers.c) */
+                return uf_put_system_specifier(c, b, spec);
         }
 }
 
-/* Resolves %n %N %p %P %i %I %f %j %J %% in a value of key k into *ret. */
+/* Resolves every specifier of systemd 252 in a value of key k into *ret. */
 int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const char *in, char **ret) {
         struct unit_buf b = {};
         int r = 0;
@@ -188,14 +190,18 @@ int uf_resolve_specifiers(struct parse_ctx *c, const struct key_def *k, const ch
                 }
                 p++;
                 r = put_specifier(c, &b, *p);
-                if (r == -EBADSLT) {
-                        char q[QUOTE_BUF];
-                        if (strchr(SYSTEMD_SPECIFIERS, *p))
-                                r = report(c, LOG_ERR, EOPNOTSUPP, "%s=: specifier %%%c is not supported yet in %s",
-                                           k->key, *p, uf_quote(q, in));
-                        else
-                                r = syntax_error(c, "%s=: unknown specifier %%%c in %s", k->key, *p, uf_quote(q, in));
-                }
+                char q[QUOTE_BUF];
+                if (r == -EBADSLT && strchr(LATER_SPECIFIERS, *p))
+                        r = report(c, LOG_ERR, EOPNOTSUPP, "%s=: specifier %%%c is newer than systemd 252: not supported in %s",
+                                   k->key, *p, uf_quote(q, in));
+                else if (r == -EBADSLT)
+                        r = syntax_error(c, "%s=: unknown specifier %%%c in %s", k->key, *p, uf_quote(q, in));
+                else if (r == -ENXIO && strchr("tSCLEd", *p))
+                        r = report(c, LOG_ERR, ENXIO, "%s=: specifier %%%c: %s is not set in tend's environment in %s",
+                                   k->key, *p, *p == 't' || *p == 'd' ? "$XDG_RUNTIME_DIR" : "$HOME", uf_quote(q, in));
+                else if (r < 0 && r != -ENOMEM)
+                        r = report(c, LOG_ERR, -r, "%s=: specifier %%%c cannot be resolved (%s) in %s", k->key, *p,
+                                   strerror(-r), uf_quote(q, in));
         }
         char *s = r >= 0 ? unit_buf_take(&b) : NULL;
         if (!s) {
@@ -316,6 +322,7 @@ static void verify(struct parse_ctx *c) {
         }
         verify_sandbox(c);
         uf_verify_process(c); /* exec */
+        uf_finish_extra(c);   /* corpus */
 }
 
 static void sandbox_keys_clear(struct unit_sandbox_keys *s) {

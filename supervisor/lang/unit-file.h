@@ -8,9 +8,10 @@
  * Diagnostics (SPEC §3, §7), all through log.h, each naming "FILE:LINE:" and
  * quoting what the user wrote:
  *  - warning, the rest of the file still loads: an unknown section or key, a
- *    drop-in directory (not read), an unknown escape sequence (kept verbatim);
- *  - error, the unit is not loaded: a syntax error, an invalid value, a key
- *    tend recognises but does not enforce yet ("… is not supported yet").
+ *    key not applied (once per unit, saying what differs), an unknown escape
+ *    sequence (kept verbatim);
+ *  - error, the unit is not loaded: a syntax error, an invalid value, a value
+ *    tend recognises but cannot honour ("… is not supported: WHY").
  * A bad file never affects another unit, and no input makes the parser crash
  * or grow without bound (tests/fuzz/fuzz-unit-file.c).
  *
@@ -305,7 +306,21 @@ struct unit_exec_keys {
         char *standard_input_text;       /* StandardInputText=, lines joined with '\n' */
         char *tty_path;                  /* TTYPath=, NULL: /dev/console */
         bool tty_reset, tty_vhangup, tty_vt_disallocate;
+        /* corpus: the keys the Debian corpus uses (unit-file-extra.c; docs/tend.service.5.md "MORE KEYS") */
+        char **unset_environment;        /* UnsetEnvironment=: NAME or NAME=VALUE entries; NULL: none */
+        int restart_kill_signal;         /* RestartKillSignal=: 0, KillSignal= */
+        bool send_sighup;                /* SendSIGHUP=, no */
+        bool permissions_start_only;     /* PermissionsStartOnly=, no: applied to the commands' flags at load */
+        uint64_t tasks_max;              /* TasksMax=: 0 not set, UINT64_MAX infinity, else the pids.max */
 };
+
+/*
+ * corpus: removes from envp (a NULL-terminated strv, changed in place) every
+ * NAME=… whose NAME is an entry of unset without '=', and every assignment
+ * equal to an entry with '=' (systemd.exec(5) UnsetEnvironment=). The removed
+ * strings are freed. Neither may be NULL except unset (nothing to do).
+ */
+void unit_env_unset(char **envp, char *const *unset);
 
 /* Every process key at its default (what a NULL unit_sandbox_keys.exec means). */
 extern const struct unit_exec_keys unit_exec_defaults;

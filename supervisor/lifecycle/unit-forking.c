@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "unit-internal.h"
@@ -32,8 +33,10 @@ static void main_already_exited(struct unit *u, const struct exit_reason *r) {
 static void wait_for_pid_file(struct unit *u) {
         if (u->main || u->ops->populated(u->userdata, u) != 0)
                 return;
-        char why[160];
-        snprintf(why, sizeof why, "PIDFile=%s was not written and no process of the unit is left", u->file->pid_file);
+        char why[200];
+        /* A file that is there named no live process of the unit (said by the op). */
+        snprintf(why, sizeof why, "PIDFile=%s %s and no process of the unit is left", u->file->pid_file,
+                 access(u->file->pid_file, F_OK) == 0 ? "names no live process of the unit" : "was not written");
         log_error("%s: %s", u->name, why);
         u->result = UNIT_RESULT_RESOURCES;
         unit_sm_answer_flight(u, false, why);
@@ -48,6 +51,8 @@ static void find_main(struct unit *u) {
                 wait_for_pid_file(u);
                 return;
         }
+        if (k == -EINPROGRESS) /* not there yet, and a daemon outside the unit's group lives */
+                return;
         if (k < 0) { /* refused: said by the op, naming the file and why */
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;

@@ -83,6 +83,10 @@ void unit_sm_run_steps(struct unit *u);
 void unit_sm_start_failed(struct unit *u, enum unit_result result);
 /* Whether the processes the current KillMode= waits for are gone. */
 bool unit_sm_stop_complete(struct unit *u);
+/* In the stop sequence, after a process of u went (or the stop signal was
+ * sent): STOP_FINISHED when nothing is left to wait for, STOP_SIGKILL when
+ * KillMode=mixed's main and control processes are gone but others are left. */
+void unit_sm_stop_check(struct unit *u);
 /* The commands u's position runs, NULL where it runs none. */
 const struct unit_command_list *unit_sm_commands_of(const struct unit *u);
 /* A daemon-reload's new file becomes u's (no process of u runs). */

@@ -73,6 +73,22 @@ bool unit_sm_stop_complete(struct unit *u) {
         return k <= 0;
 }
 
+/* KillMode=mixed's stop signal reaches the main and control processes
+ * only: once both are gone nothing signalled is left to wait for, and the
+ * rest get the final kill signal at once (systemd 252: unit_kill_context()
+ * does not wait for the cgroup under mixed before SIGKILL; a main process
+ * that exits during the stop leads to the final kill of the rest). */
+static bool mixed_rest_only(const struct unit *u) {
+        return u->file->kill_mode == UNIT_KILL_MIXED && u->pos == UNIT_POS_STOP_SIGTERM && !u->main && !u->control;
+}
+
+void unit_sm_stop_check(struct unit *u) {
+        if (unit_sm_stop_complete(u))
+                unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+        else if (mixed_rest_only(u))
+                unit_sm_queue_step(u, UNIT_STEP_STOP_SIGKILL);
+}
+
 static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
         char b[24];
         bool all = u->file->kill_mode == UNIT_KILL_CONTROL_GROUP ||
@@ -81,12 +97,16 @@ static void signal_for_kill_mode(struct unit *u, int sig, bool final) {
                 int k = u->ops->signal_all(u->userdata, u, sig);
                 if (k < 0)
                         log_warning_errno(k, "%s: sending %s: %m", u->name, signal_to_string(sig, b));
+                if (!final && unit_file_exec(u->file)->send_sighup) /* corpus: SendSIGHUP= */
+                        (void) u->ops->signal_all(u->userdata, u, SIGHUP);
                 if (!final)
                         (void) u->ops->signal_all(u->userdata, u, SIGCONT);
                 return;
         }
         if (u->main) {
                 (void) exit_process_signal(u->main, sig);
+                if (!final && unit_file_exec(u->file)->send_sighup) /* corpus: SendSIGHUP= */
+                        (void) exit_process_signal(u->main, SIGHUP);
                 if (!final)
                         (void) exit_process_signal(u->main, SIGCONT);
         }
@@ -104,15 +124,16 @@ static void stop_signal(struct unit *u, int sig, bool final) {
         }
         signal_for_kill_mode(u, sig, final);
         unit_sm_set_pos(u, final ? UNIT_POS_STOP_SIGKILL : UNIT_POS_STOP_SIGTERM);
-        if (unit_sm_stop_complete(u)) {
-                unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+        if (unit_sm_stop_complete(u) || mixed_rest_only(u)) {
+                unit_sm_stop_check(u);
                 return;
         }
         unit_sm_arm(u, u->file->timeout_stop);
 }
 
 static void step_stop_sigterm(struct unit *u) {
-        stop_signal(u, u->file->kill_signal, false);
+        int restart_sig = unit_file_exec(u->file)->restart_kill_signal; /* corpus: RestartKillSignal= */
+        stop_signal(u, restart_sig && (u->queued & UNIT_QUEUED_RESTART) ? restart_sig : u->file->kill_signal, false);
 }
 
 /* The watchdog's stop: as systemd, no ExecStop=, WatchdogSignal= first. */
@@ -314,12 +335,13 @@ static void step_start(struct unit *u) {
         unit_sm_set_pos(u, UNIT_POS_START_PRE);
         unit_sm_arm(u, u->file->timeout_start);
         int k = u->ops->prepare(u->userdata, u);
-        if (k < 0) {
-                log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
+        if (k < 0) { /* said by the op, once, with the reason */
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;
         }
-        unit_sm_queue_step(u, UNIT_STEP_RUN);
+        u->preparing = k > 0; /* unit_prepared() goes on */
+        if (!u->preparing)
+                unit_sm_queue_step(u, UNIT_STEP_RUN);
 }
 
 /* The WAIT position for a start from p, showing what p shows. */
@@ -382,8 +404,8 @@ static const struct {
         [UNIT_STEP_STOP] = { step_stop, F(RUN) | F(STOP_SIGTERM) },
         /* → STOP_SIGTERM with KillSignal= or WatchdogSignal=, STOP_SIGKILL
          * with FinalKillSignal=: TimeoutStopSec=, or done at once */
-        [UNIT_STEP_STOP_SIGTERM] = { step_stop_sigterm, F(STOP_FINISHED) },
-        [UNIT_STEP_STOP_WATCHDOG] = { step_stop_watchdog, F(STOP_FINISHED) },
+        [UNIT_STEP_STOP_SIGTERM] = { step_stop_sigterm, F(STOP_FINISHED) | F(STOP_SIGKILL) },
+        [UNIT_STEP_STOP_WATCHDOG] = { step_stop_watchdog, F(STOP_FINISHED) | F(STOP_SIGKILL) },
         [UNIT_STEP_STOP_SIGKILL] = { step_stop_sigkill, F(STOP_FINISHED) },
         /* nothing runs: the restart policy decides */
         [UNIT_STEP_STOP_FINISHED] = { step_stop_finished, F(BACKOFF_OR_DEAD) | F(DEAD) },

@@ -509,8 +509,7 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default: /* STOP_CMD: ExecStop= is still running, it decides */
                 return;
@@ -535,12 +534,12 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 log_exec_failure(u, cmd, exec, stage);
 
         if (u->pos == UNIT_POS_START) { /* Type=forking's start process (unit-forking.c) */
-                u->has_last_exit = true;
-                u->last_exit = *r;
-                if (ok) {
+                if (ok) { /* as systemd's ExecMainStatus: the last exit is the main process's */
                         unit_sm_forking_started(u);
                         return;
                 }
+                u->has_last_exit = true; /* a failed start's is its start process's */
+                u->last_exit = *r;
         }
         switch (u->pos) {
         case UNIT_POS_START: /* failed as the other start commands */
@@ -567,8 +566,7 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
                 return;
         case UNIT_POS_STOP_SIGTERM:
         case UNIT_POS_STOP_SIGKILL:
-                if (unit_sm_stop_complete(u))
-                        unit_sm_queue_step(u, UNIT_STEP_STOP_FINISHED);
+                unit_sm_stop_check(u);
                 return;
         default:
                 return;
@@ -667,6 +665,20 @@ static void timer_fired(struct unit *u) {
 void unit_timer_fired(struct unit *u) {
         unit_sm_event_begin(u);
         timer_fired(u);
+        unit_sm_event_end(u);
+}
+
+void unit_prepared(struct unit *u, int error) {
+        bool waiting = u->preparing && u->pos == UNIT_POS_START_PRE && !u->control;
+        u->preparing = false;
+        if (!waiting)
+                return;
+        unit_sm_event_begin(u);
+        if (error < 0) {
+                log_error_errno(error, "%s: cannot prepare its start: %m", u->name);
+                unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
+        } else
+                unit_sm_queue_step(u, UNIT_STEP_RUN);
         unit_sm_event_end(u);
 }
 

@@ -253,7 +253,10 @@ struct unit_ops {
                      struct exit_process **ret);
         /* Before each start's first spawn: empties u's cgroup of leftovers of
          * a previous tend (SPEC §4 "cgroups"). An error fails the start
-         * (result resources). */
+         * (result resources); the op says why (the caller does not). 1: not ready
+         * yet (leftovers dying): the start waits in START_PRE, under
+         * TimeoutStartSec=, until the manager calls unit_prepared(); nothing
+         * blocks meanwhile. */
         int (*prepare)(void *userdata, struct unit *u);
         /* Sends sig to every process of u (cgroup or process group). */
         int (*signal_all)(void *userdata, struct unit *u, int sig);
@@ -311,7 +314,11 @@ struct unit_ops {
          * already exited and was reaped as an orphan: *ret_reason is its
          * status; -EAGAIN when the file is not there (missing, empty, its
          * process not yet re-parented to tend): the manager calls
-         * unit_forking_retry() later; any other error when the file is
+         * unit_forking_retry() later; -EINPROGRESS likewise, when no
+         * process is left in u's group but one that left it (without
+         * cgroups: re-parented to tend during the start) lives, so the unit
+         * waits on; -ESRCH when the guess cannot tell the daemon apart
+         * (without cgroups); any other error when the file is
          * refused or unreadable, said with the file and why (the start fails,
          * result resources). */
         int (*forking_main)(void *userdata, struct unit *u, struct exit_process **ret,
@@ -349,6 +356,7 @@ struct unit {
         bool want_up : 1;               /* up unless explicitly stopped */
         bool has_last_exit : 1;
         bool watchdog_held : 1;         /* the lease watchdog/NAME exists (ops->watchdog) */
+        bool preparing : 1;             /* START_PRE waits for ops->prepare's unit_prepared() */
 
         struct exit_process *main;      /* while unreaped */
         struct exit_process *control;
@@ -489,6 +497,11 @@ void unit_exec_result(struct unit *u, struct exit_process *p, int error);
 
 /* u's deadline passed. */
 void unit_timer_fired(struct unit *u);
+
+/* ops->prepare answered 1 earlier: the start that waits for it goes on
+ * (error 0) or fails with result resources (a negative errno, logged here).
+ * Ignored when no start waits (a stop came meanwhile). */
+void unit_prepared(struct unit *u, int error);
 
 /* u's processes may be gone (cgroup.events, an orphan reaped). */
 void unit_check_processes(struct unit *u);

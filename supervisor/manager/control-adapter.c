@@ -23,6 +23,7 @@
 
 #include "cgroup.h"
 #include "control.h"
+#include "control-describe.h"
 #include "libexit.h"
 #include "log.h"
 #include "logs.h"
@@ -208,6 +209,10 @@ static int ctl_waiters(void *userdata, const char *name) {
         return k < 0 ? 0 : k;
 }
 
+static int ctl_describe(void *userdata, const char *name, struct json_object *props) {
+        return manager_describe_unit(userdata, name, props);
+}
+
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
@@ -220,6 +225,7 @@ static const struct control_ops control_ops = {
         .daemon_reload = ctl_daemon_reload,
         .shutdown = ctl_shutdown,
         .waiters = ctl_waiters,
+        .describe = ctl_describe,
 };
 
 int manager_setup_control(struct manager *m) {

@@ -6,7 +6,12 @@
  * GuessMainPID=; the daemon tracked through the reaper (tend is its
  * subreaper, so it is tend's child once its parent exited), and the exit of
  * a daemon that was gone before its file was read taken from the orphans the
- * reaper recorded (exit_hub_orphan_find).
+ * reaper recorded (exit_hub_orphan_find). Without cgroups a daemon that made
+ * its own session (fork, setsid, fork) is outside the unit's process group:
+ * tend's children that it does not follow and that started after the start
+ * process — re-parented to tend during the start — are counted as the
+ * unit's while it starts (reparented()); the main process found brings its
+ * process group, which the unit's signals reach from then on.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +34,22 @@
 #define PID_FILE_RETRY_MAX_USEC (200 * USEC_PER_MSEC)
 /* Children of tend looked at for the guess. */
 #define GUESS_MAX_CHILDREN 1024
+/* A PID file's pid that is not tend's child yet (its parent has not exited)
+ * is said to be someone else's after this many reads (~150 ms). */
+#define NOT_CHILD_READS 4
+
+/* Why the wait for the PID file was said (once per reason and start). */
+enum {
+        SAID_NONE,
+        SAID_MISSING,
+        SAID_PARSE,
+        SAID_GONE,
+        SAID_NOT_CHILD,
+};
+
+static bool fallback(const struct manager *m) {
+        return cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK;
+}
 
 void manager_forking_spawned(struct unit *u, struct exit_process *start) {
         struct unit_rare *r = unit_rare(u);
@@ -36,7 +57,61 @@ void manager_forking_spawned(struct unit *u, struct exit_process *start) {
                 return; /* no orphan is taken for its daemon: it is guessed (out of memory) */
         r->forking_since = exit_process_id(start);
         r->pid_file_reads = 0;
+        r->pid_file_said = SAID_NONE;
         r->pid_file_retry = sd_event_source_disable_unref(r->pid_file_retry);
+        r->forking_start_ticks = 0; /* 0: unknown, no process counted as re-parented */
+        if (fallback(data(u)->m))
+                (void) proc_start_time(exit_process_pid(start), &r->forking_start_ticks);
+}
+
+/* Whether the wait for u's PID file is said now: once per reason. */
+static bool say(struct unit *u, unsigned char reason) {
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return true; /* out of memory: said each time */
+        if (r->pid_file_said == reason)
+                return false;
+        r->pid_file_said = reason;
+        return true;
+}
+
+/* Without cgroups: pid is a child of tend that tend does not follow, started
+ * after u's start process — re-parented to tend (its subreaper) during the
+ * start, a daemon that left the start process's session. */
+static bool reparented(struct manager *m, struct unit *u, pid_t pid) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        unsigned long long since = r ? r->forking_start_ticks : 0, t;
+        pid_t ppid;
+        exit_id_t id;
+        return fallback(m) && since > 0 && proc_stat_field(pid, PROC_FIELD_PPID, &ppid) == 0 && ppid == getpid() &&
+               exit_hub_pid_to_id(m->hub, pid, &id) < 0 && proc_start_time(pid, &t) == 0 && t >= since;
+}
+
+/* Whether pid is a process of u while it starts: 1, 0, or a negative errno. */
+static int of_unit(struct manager *m, struct unit *u, pid_t pid) {
+        int k = unit_group_contains(data(u)->group, pid);
+        return k == 0 && reparented(m, u, pid) ? 1 : k;
+}
+
+/* tend's children that tend does not follow and that are u's (of_unit):
+ * their number, the last in *ret (0 when none). */
+static int candidates(struct manager *m, struct unit *u, pid_t *ret) {
+        *ret = 0;
+        _cleanup_free_ pid_t *pids = malloc(GUESS_MAX_CHILDREN * sizeof *pids);
+        if (!pids)
+                return -ENOMEM;
+        const struct proc_match mt = { PROC_FIELD_PPID, getpid() };
+        int n = proc_scan_find(&mt, pids, GUESS_MAX_CHILDREN), found = 0;
+        for (int i = 0; i < n && i < GUESS_MAX_CHILDREN; i++) {
+                exit_id_t id;
+                if (exit_hub_pid_to_id(m->hub, pids[i], &id) == 0)
+                        continue; /* followed already: another unit's, or CMD */
+                if (of_unit(m, u, pids[i]) <= 0)
+                        continue;
+                *ret = pids[i];
+                found++;
+        }
+        return n > GUESS_MAX_CHILDREN ? GUESS_MAX_CHILDREN + 1 : found;
 }
 
 static int on_pid_file_retry(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -76,9 +151,12 @@ static int track(struct manager *m, struct unit *u, pid_t pid, struct exit_proce
         if (k < 0)
                 return k;
         /* Without a cgroup, a daemon that made its own process group
-         * (setsid) is what the unit's signals go to from now on. */
-        if (getpgid(pid) == pid)
-                unit_group_set_leader(data(u)->group, pid);
+         * (setsid), or that is in one outside the unit's (a fork after
+         * setsid), brings it: what the unit's signals go to from now on.
+         * (With a cgroup the leader is not used.) */
+        pid_t pgid = getpgid(pid);
+        if (pgid == pid || (pgid > 1 && pgid != getpgrp() && unit_group_contains(data(u)->group, pid) == 0))
+                unit_group_set_leader(data(u)->group, pgid);
         return 0;
 }
 
@@ -117,8 +195,9 @@ static int open_pid(struct manager *m, struct unit *u, pid_t pid, int *ret_fd, s
          * orphan, its status kept; else a stale file, not rewritten yet. */
         if (exit_hub_orphan_find(m->hub, pid, unit_rare_peek(u) ? unit_rare_peek(u)->forking_since : 0, ret_reason) == 0)
                 return 1;
-        log_debug("%s: PIDFile=%s: PID %d is gone and was not reaped by tend (a stale file?)", u->name,
-                  u->file->pid_file, (int) pid);
+        if (say(u, SAID_GONE))
+                log_warning("%s: PIDFile=%s names PID %d, which does not exist (a stale file?): waiting for it to be "
+                            "rewritten", u->name, u->file->pid_file, (int) pid);
         return -EAGAIN;
 }
 
@@ -132,14 +211,23 @@ static int read_pid_file(struct unit *u, pid_t *ret_pid, uid_t *ret_owner, bool 
                 unsafe = true;
                 k = pid_file_open(path, false, &fd, &owner);
         }
-        if (k == -ENOENT)
+        if (k == -ENOENT) {
+                if (say(u, SAID_MISSING))
+                        log_info("%s: PIDFile=%s is not there yet: waiting for it", u->name, path);
                 return -EAGAIN;
+        }
         if (k < 0)
                 return log_error_errno(k, "%s: PIDFile=%s: cannot open it: %m", u->name, path);
         k = pid_file_read(fd, ret_pid);
         safe_close(fd);
-        if (k == -ENODATA || k == -EINVAL) /* being written */
+        if (k == -ENODATA) /* empty: being written */
                 return -EAGAIN;
+        if (k == -EINVAL) {
+                if (say(u, SAID_PARSE))
+                        log_warning("%s: PIDFile=%s holds no PID (a decimal number > 0 on its first line): waiting for "
+                                    "it to be rewritten", u->name, path);
+                return -EAGAIN;
+        }
         if (k < 0)
                 return log_error_errno(k, "%s: PIDFile=%s: cannot read it: %m", u->name, path);
         *ret_owner = owner;
@@ -163,12 +251,18 @@ static int from_pid_file(struct manager *m, struct unit *u, struct exit_process 
         if (k != 0)
                 return k == -EAGAIN ? retry_later(u) : k;
         /* The pidfd first: the checks below are about the process it names. */
-        k = unit_group_contains(data(u)->group, pid);
+        k = of_unit(m, u, pid);
         if (k <= 0 && (k = check_trust(u, pid, owner, unsafe)) < 0)
                 return k;
         k = track(m, u, pid, ret);
-        if (k == -ECHILD) /* not tend's child yet: its parent has not exited */
+        if (k == -ECHILD) { /* not tend's child (yet: its parent has not exited?) */
+                const struct unit_rare *r = unit_rare_peek(u);
+                if (r && r->pid_file_reads >= NOT_CHILD_READS && say(u, SAID_NOT_CHILD))
+                        log_warning("%s: PIDFile=%s names PID %d, which is not tend's child (tend follows only its "
+                                    "children): waiting for it to be rewritten", u->name, u->file->pid_file,
+                                    (int) pid);
                 return retry_later(u);
+        }
         if (k == -EEXIST) {
                 log_error("%s: PIDFile=%s refused: PID %d is another unit's process", u->name, u->file->pid_file,
                           (int) pid);
@@ -182,30 +276,27 @@ static int from_pid_file(struct manager *m, struct unit *u, struct exit_process 
 }
 
 /* GuessMainPID=: the one child of tend among the unit's processes that
- * tend does not follow already (systemd's unit_search_main_pid()). */
+ * tend does not follow already (systemd's unit_search_main_pid()); without
+ * cgroups, the one re-parented to tend during the start. Without cgroups
+ * and with several, nothing tells the daemon apart (another unit's may be
+ * among them): the start fails rather than claim a running unit has no
+ * process, or end while its daemon runs. */
 static int guess(struct manager *m, struct unit *u, struct exit_process **ret) {
         *ret = NULL;
         if (!u->file->guess_main_pid || u->main)
                 return 0;
-        _cleanup_free_ pid_t *pids = malloc(GUESS_MAX_CHILDREN * sizeof *pids);
-        if (!pids)
-                return -ENOMEM;
-        const struct proc_match mt = { PROC_FIELD_PPID, getpid() };
-        int n = proc_scan_find(&mt, pids, GUESS_MAX_CHILDREN);
-        pid_t found = 0;
-        int candidates = 0;
-        for (int i = 0; i < n && i < GUESS_MAX_CHILDREN; i++) {
-                exit_id_t id;
-                if (exit_hub_pid_to_id(m->hub, pids[i], &id) == 0)
-                        continue; /* followed already: another unit's, or CMD */
-                if (unit_group_contains(data(u)->group, pids[i]) <= 0)
-                        continue;
-                found = pids[i];
-                candidates++;
+        pid_t found;
+        int n = candidates(m, u, &found);
+        if (n < 0)
+                return n;
+        if (n != 1 && fallback(m) && n > 0) {
+                log_error("%s: without cgroups its daemon cannot be told apart: %d processes were re-parented to tend "
+                          "during its start; set PIDFile=", u->name, n);
+                return -ESRCH;
         }
-        if (candidates != 1 || n > GUESS_MAX_CHILDREN) {
+        if (n != 1) {
                 log_info("%s: main process not guessed: %s", u->name,
-                         candidates == 0 ? "no process of the unit is tend's child" : "more than one process");
+                         n == 0 ? "no process of the unit is tend's child" : "more than one process");
                 return 0;
         }
         int k = track(m, u, found, ret);
@@ -223,7 +314,13 @@ int manager_forking_main(void *userdata, struct unit *u, struct exit_process **r
         *ret = NULL;
         if (!u->file->pid_file)
                 return guess(m, u, ret);
-        return from_pid_file(m, u, ret, ret_reason);
+        int k = from_pid_file(m, u, ret, ret_reason);
+        pid_t any;
+        /* Without cgroups its daemon may be out of the unit's group: while
+         * one re-parented to tend lives, the unit may still write the file. */
+        if (k == -EAGAIN && fallback(m) && candidates(m, u, &any) > 0)
+                return -EINPROGRESS;
+        return k;
 }
 
 void manager_forking_changed(struct unit *u) {

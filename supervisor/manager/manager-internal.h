@@ -50,6 +50,10 @@ struct unit_rare {
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
         exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
         unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
+        unsigned char pid_file_said;   /* the last reason the wait for its PID file was logged (forking.c) */
+        unsigned long long forking_start_ticks; /* without cgroups: its start process's start time (forking.c) */
+        /* prepare: a previous tend's leftovers dying: the start waits (op_prepare) */
+        sd_event_source *leftovers_deadline;
 };
 
 /* (The fields are ordered to leave no hole, and rarely used ones are in
@@ -192,6 +196,9 @@ int manager_logs_renew(struct manager *m, struct unit *u);
 struct unit *manager_unit_free(struct unit *u);
 /* Loads DIR at start-up: every unit file that loads becomes a unit. */
 int manager_load_units(struct manager *m);
+/* A notice for each Wants= of a unit that is neither loaded nor in DIR (an
+ * instance: nor its template): once per load (manager_load_units, reload). */
+void manager_notice_missing_wants(struct manager *m);
 
 /* reload.c: DIR read again and the difference applied (report: NULL for
  * SIGHUP, else the daemon-reload answer's arrays). 0 or the error of reading

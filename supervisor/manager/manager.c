@@ -99,10 +99,10 @@ static void enter_leaf(struct manager *m) {
         if (k == 0)
                 log_debug("tend runs in %s/%s", dir, CGROUP_TEND_LEAF);
         else if (k > 0)
-                log_notice("%s/%s is populated (left by a previous tend?): tend joins it as it is; "
-                           "if it was ever cgroup.kill'ed, units are killed at birth", dir, CGROUP_TEND_LEAF);
+                log_warning("%s/%s is populated (left by a previous tend?): tend joins it as it is; "
+                            "if it was ever cgroup.kill'ed, units are killed at birth", dir, CGROUP_TEND_LEAF);
         else
-                (void) log_full_errno(LOG_NOTICE, k, "cannot move into %s/%s (%m): tend stays in %s; "
+                (void) log_full_errno(LOG_WARNING, k, "cannot move into %s/%s (%m): tend stays in %s; "
                                       "if that cgroup was ever cgroup.kill'ed, units are killed at birth",
                                       dir, CGROUP_TEND_LEAF, dir);
 }
@@ -112,7 +112,7 @@ static int setup_cgroups(struct manager *m) {
         if (k < 0)
                 return log_error_errno(k, "cgroups: %m");
         if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK) {
-                log_notice("%s", cgroup_tree_describe(m->cgroups));
+                log_warning("%s", cgroup_tree_describe(m->cgroups)); /* an operator needs it: not hidden */
                 return 0;
         }
         log_info("units run in cgroups under %s", cgroup_tree_dir(m->cgroups));

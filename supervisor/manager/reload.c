@@ -196,6 +196,7 @@ int manager_reload(struct manager *m, struct json_object *report) {
                 if (e->error != -ERFKILL && !manager_find_unit(m, e->name))
                         report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
         }
+        manager_notice_missing_wants(m);
         jobs_batch(m->jobs, false);
         manager_sweep_schedule(m);
         return 0;

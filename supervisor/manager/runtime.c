@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -185,6 +187,8 @@ static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u,
         }
         k = notify_prepare_spawn(m, u, main, &s->envp);
         s->said = k < 0;
+        if (k >= 0) /* corpus: UnsetEnvironment=, from everything tend set (systemd.exec(5)) */
+                unit_env_unset(s->envp, unit_file_exec(f)->unset_environment);
         return k;
 }
 
@@ -203,6 +207,20 @@ static int spawn_executable(struct spawn *s, struct unit *u, const struct unit_c
                 log_error_errno(k, "%s: %s: not executable (%m)", u->name, cmd->path);
         s->said = true;
         return -ENOEXEC;
+}
+
+/* corpus: TasksMax= as pids.max of the unit's cgroup; without cgroups (or a
+ * pids controller) it cannot be enforced: one warning per start. Before
+ * every spawn: ExecStartPre= runs in the cgroup too. */
+static void set_tasks_max(struct unit *u, struct unit_group *g, bool main) {
+        uint64_t max = unit_file_exec(u->file)->tasks_max;
+        int k = max ? unit_group_set_pids_max(g, max) : 0;
+        if (!main) /* said once per start, at its main process */
+                return;
+        if (k == -EOPNOTSUPP)
+                log_warning("%s: TasksMax= is not enforced: tend runs without cgroups (process-group mode)", u->name);
+        else if (k < 0)
+                log_warning_errno(k, "%s: TasksMax= is not enforced: cannot set pids.max of its cgroup: %m", u->name);
 }
 
 /* The process itself: stdio from its log stream, the sandbox, its cgroup. */
@@ -236,6 +254,7 @@ static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, boo
         sandbox_plan_apply(s->sb, &a);
         if (main && unit_watchdog_usec(f) > 0)
                 a.flags |= EXIT_SPAWN_WATCHDOG_PID; /* SPEC §4: main process only */
+        set_tasks_max(u, d->group, main); /* corpus: TasksMax= */
         k = unit_group_spawn_attr(d->group, &a);
         if (k >= 0)
                 k = exit_reaper_spawn(m->reaper, &a, ret);
@@ -282,8 +301,11 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         return 0;
 }
 
-/* Leftovers of a previous tend wait at most this long for cgroup.kill. */
+/* Leftovers of a previous tend get this long to die after cgroup.kill (a
+ * SIGKILL: only a process in uninterruptible sleep takes long), the start
+ * waiting meanwhile without blocking the loop; then the start fails. */
 #define LEFTOVER_KILL_TIMEOUT_MS 2000
+#define OWN_LEFTOVERS_NAMED 16 /* survivors named one by one in the warning */
 
 /* cgroup.events and tend's own waiters are edge-triggered: with a thousand
  * units starting at once, a thousand level-triggered fds that stay ready
@@ -292,6 +314,36 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 #define GROUP_EVENTS (EPOLLPRI | EPOLLET)
 
 
+/* A previous tend's leftovers are gone (error 0), or will not go: the
+ * waiting start goes on in a fresh cgroup, or fails. */
+static void leftovers_gone(struct unit *u, int error) {
+        struct unit_data *d = data(u);
+        if (d->rare) /* it is: the deadline is in it */
+                d->rare->leftovers_deadline = sd_event_source_disable_unref(d->rare->leftovers_deadline);
+        if (error >= 0 && unit_group_needs_renewal(d->group)) {
+                /* After cgroup.kill the kernel would kill every child spawned
+                 * into that cgroup (cgroup.h): a fresh one, watched anew. */
+                d->group_source = sd_event_source_disable_unref(d->group_source);
+                error = unit_group_renew(d->group);
+        }
+        unit_prepared(u, error < 0 ? error : 0);
+}
+
+/* Whether u's start waits for a previous tend's leftovers to die. */
+static bool leftovers_waiting(const struct unit *u) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        return r && r->leftovers_deadline;
+}
+
+static int on_leftovers_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct unit *u = userdata;
+        log_error("%s: leftover processes of a previous tend are still in its cgroup %d ms after cgroup.kill "
+                  "(in uninterruptible sleep?): the start fails",
+                  u->name, LEFTOVER_KILL_TIMEOUT_MS);
+        leftovers_gone(u, -ETIMEDOUT);
+        return 0;
+}
+
 static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct unit *u = userdata;
         /* Reading cgroup.events re-arms its EPOLLPRI; unread, a level-
@@ -299,8 +351,13 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
          * (a unit's cgroup becoming populated while it runs). Edge-triggered,
          * the read still takes the state the next notification compares with. */
         struct unit_data *d = data(u);
-        if (unit_group_populated(d->group) == 0) /* sd-event allows this inside the callback */
+        int populated = unit_group_populated(d->group);
+        if (populated == 0) /* sd-event allows this inside the callback */
                 d->group_source = sd_event_source_disable_unref(d->group_source);
+        if (leftovers_waiting(u) && populated <= 0) {
+                leftovers_gone(u, populated);
+                return 0;
+        }
         unit_check_processes(u);
         return 0;
 }
@@ -339,30 +396,87 @@ static int prepare_exec(struct unit *u) {
         return k < 0 ? k : exec_dirs_setup(u->name, u->file, uid, gid);
 }
 
+/* What this tend's own stop left in the cgroup (KillMode=process, SendSIGKILL=no
+ * survivors): left alone, as systemd does, with its warning. */
+static void own_leftovers_warn(struct unit *u) {
+        pid_t pids[OWN_LEFTOVERS_NAMED];
+        int n = unit_group_members(data(u)->group, pids, OWN_LEFTOVERS_NAMED);
+        for (int i = 0; i < n && i < OWN_LEFTOVERS_NAMED; i++) {
+                char path[64], comm[32] = "n/a";
+                snprintf(path, sizeof path, "/proc/%d/comm", (int) pids[i]);
+                FILE *f = fopen(path, "re");
+                if (f) {
+                        if (fgets(comm, sizeof comm, f))
+                                comm[strcspn(comm, "\n")] = '\0';
+                        fclose(f);
+                }
+                log_warning("%s: Found left-over process %d (%s) in control group while starting unit. Ignoring.",
+                            u->name, (int) pids[i], comm);
+        }
+        if (n > OWN_LEFTOVERS_NAMED)
+                log_warning("%s: %d more left-over processes in control group: ignored", u->name,
+                            n - OWN_LEFTOVERS_NAMED);
+        if (n > 0)
+                log_warning("%s: This usually indicates unclean termination of a previous run, or service "
+                            "implementation deficiencies.", u->name);
+}
+
+/*
+ * What a start finds in the unit's cgroup: this tend's own survivors stay
+ * (own_leftovers_warn); a previous tend's leftovers get cgroup.kill and the
+ * start waits for "populated 0" in the loop (on_group_event), at most
+ * LEFTOVER_KILL_TIMEOUT_MS (SPEC §4 "cgroups"). 0: go on; 1: wait; < 0.
+ */
+static int leftovers_handle(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        if (unit_group_spawned(d->group)) {
+                if (unit_group_populated(d->group) > 0)
+                        own_leftovers_warn(u);
+                return 0;
+        }
+        int k = unit_group_kill_leftovers_begin(d->group);
+        if (k <= 0)
+                return k;
+        log_warning("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
+                    k == 1 ? "" : "es");
+        struct unit_rare *r = unit_rare(u); /* the deadline's place: only a unit that waits has one */
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot wait for the leftovers to die: %m", u->name);
+        k = sd_event_add_time_relative(m->event, &r->leftovers_deadline, CLOCK_MONOTONIC,
+                                       LEFTOVER_KILL_TIMEOUT_MS * USEC_PER_MSEC, 0, on_leftovers_deadline, u);
+        if (k < 0)
+                return k;
+        group_watch(u); /* reports "populated 0" even if it came before the watch (kernfs counts) */
+        return 1;
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
         d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
         d->started_text_hash = u->file->text_hash;
-        int k = prepare_exec(u);
-        if (k >= 0)
-                k = manager_logs_renew(m, u);
+        int k = prepare_exec(u); /* says why (exec-dirs.h, sandbox.h), but for ENOMEM */
         if (k < 0)
-                return k;
+                return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
+        k = manager_logs_renew(m, u);
+        if (k == -EMFILE || k == -ENFILE)
+                return log_error_errno(k, "%s: out of file descriptors: the start fails (result resources), "
+                                          "retried per Restart=", u->name);
+        if (k < 0)
+                return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
+        if (leftovers_waiting(u))
+                return 1; /* a previous tend's leftovers still dying (a stop and a start came meanwhile) */
         /* A restart in the dispatch of the exit that found its open cgroup
          * empty need not ask again (op_populated). */
         bool empty = unit_group_opened(d->group) && group_known_empty(m, d);
-        k = empty ? 0 : unit_group_kill_leftovers(d->group, LEFTOVER_KILL_TIMEOUT_MS);
-        if (k > 0)
-                log_notice("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
-                           k == 1 ? "" : "es");
-        if (k < 0 || !unit_group_needs_renewal(d->group))
-                return k < 0 ? k : 0;
+        k = empty ? 0 : leftovers_handle(m, u);
+        if (k != 0 || !unit_group_needs_renewal(d->group))
+                return k;
         /* After cgroup.kill the kernel would kill every child spawned into
          * that cgroup (cgroup.h): a fresh one, watched anew. */
         d->group_source = sd_event_source_disable_unref(d->group_source);
         k = unit_group_renew(d->group);
-        return k < 0 ? k : 0;
+        return k < 0 ? log_error_errno(k, "%s: cannot prepare its start: cannot renew its cgroup: %m", u->name) : 0;
 }
 
 
@@ -383,11 +497,14 @@ static int op_populated(void *userdata, struct unit *u) {
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
         /* A forking daemon outside the unit's group (without cgroups: one
          * that made its own session, not as its leader) gets it itself. */
-        if (u->main && u->file->type == UNIT_TYPE_FORKING && unit_group_contains(data(u)->group, u->main_pid) == 0)
+        bool forking = u->file->type == UNIT_TYPE_FORKING;
+        if (u->main && forking && unit_group_contains(data(u)->group, u->main_pid) == 0)
                 (void) exit_process_signal(u->main, sig);
         if (op_populated(userdata, u) == 0)
                 return 0; /* nobody to signal */
-        return unit_group_signal(data(u)->group, sig, u->main != NULL);
+        /* A forking unit's group may be its daemon's, led by a process that
+         * exited (fork, setsid, fork): found by a scan (cgroup.h). */
+        return unit_group_signal(data(u)->group, sig, u->main != NULL && !forking);
 }
 
 static int on_unit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -434,7 +551,15 @@ void own_waiter_settle(struct unit_data *d) {
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
-        if (unit_is_dead(u) && exec_dirs_any(u->file)) /* exec: RuntimeDirectory= at stop */
+        /* exec: RuntimeDirectory= at stop — once, as the change delivered
+         * takes the unit from a live state (or back-off) to a dead one; not
+         * at each change while dead (a removal that fails is said once). */
+        struct unit_shown now;
+        unit_get_shown(u, &now);
+        enum unit_state was = data(u)->record.shown.state;
+        bool entered = (now.state == UNIT_INACTIVE || now.state == UNIT_FAILED || now.state == UNIT_BACKOFF) &&
+                       now.state != was && was != UNIT_INACTIVE && was != UNIT_FAILED;
+        if (entered && unit_is_dead(u) && exec_dirs_any(u->file))
                 exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);

@@ -75,6 +75,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
         key_drop(d->m, d->logs_key);
         if (d->rare) {
                 sd_event_source_disable_unref(d->rare->pid_file_retry);
+                sd_event_source_disable_unref(d->rare->leftovers_deadline);
                 notify_socket_free(d->rare->notify);
                 kept_env_done(&d->rare->main_env);
                 free(d->rare->file_error);
@@ -154,7 +155,13 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         d->jobs.unit = u;
         u->manager_data = d;
         int k = logs_open(m, u, &d->logs, &d->logs_key);
-        if (k < 0)
+        if (k == -EMFILE || k == -ENFILE)
+                /* Out of fds while DIR is read: the unit is loaded all the
+                 * same; its start makes the stream (manager_logs_renew) or
+                 * fails, "out of file descriptors", retried per Restart=. */
+                log_warning("%s: out of file descriptors for its log pipes at load: loaded, its start will "
+                            "make them", u->name);
+        else if (k < 0)
                 return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)
@@ -297,6 +304,18 @@ void manager_stop_unit(struct manager *m, struct unit *u) {
         unit_stop(u, k == -EBUSY);
 }
 
+void manager_notice_missing_wants(struct manager *m) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                const struct unit *u = m->units[i];
+                if (data(u)->removed)
+                        continue; /* gone from DIR, stopping */
+                for (char **p = u->file->wants; p && *p; p++)
+                        if (!manager_find_unit(m, *p) && !unit_exists(m->opts->config_dir, *p))
+                                log_notice("%s: Wants=%s: no such unit in %s (no impact, as under systemd)", u->name, *p,
+                                           m->opts->config_dir);
+        }
+}
+
 int manager_load_units(struct manager *m) {
         _cleanup_(unit_set_freep) struct unit_set *set = NULL;
         int k = unit_load_dir(m->opts->config_dir, &set);
@@ -312,6 +331,7 @@ int manager_load_units(struct manager *m) {
         for (size_t i = 0; i < set->n_units; i++)
                 unit_file_free(set->units[i]);
         set->n_units = 0;
+        manager_notice_missing_wants(m);
         return 0;
 }
 
@@ -329,10 +349,11 @@ static struct unit *jobs_find(void *userdata, const char *name) {
 static int jobs_load(void *userdata, const char *name) {
         struct manager *m = userdata;
         struct unit_file *f = NULL;
-        if (!unit_exists(m->opts->config_dir, name)) { /* Wants= of a missing unit: no impact (systemd) */
-                log_notice("%s: not in %s, which a dependency names", name, m->opts->config_dir);
+        /* Missing: a Wants= of it was said once per load
+         * (manager_notice_missing_wants), a Requires= fails its start. Not
+         * said here: the graph is rebuilt at every change of the units. */
+        if (!unit_exists(m->opts->config_dir, name))
                 return -ENOENT;
-        }
         int k = unit_load(m->opts->config_dir, name, &f, NULL);
         if (k < 0)
                 return k;

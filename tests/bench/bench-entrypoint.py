@@ -5,8 +5,14 @@ spawn to reap of `tend -- true`, against `true` alone (the floor every ratio
 names), `tini -- true`, `tini -s -- true` and `dumb-init true`, plus the
 kernel's floor for a static trivial program when BENCH_TRIVIAL is set.
 
+With BENCH_TRIVIAL and TEND_STATIC (tend-static, the self-contained
+entrypoint), the same static trivial program also runs under tend-static,
+tend, tini and dumb-init side by side (issue 18), and in full mode the
+benchmark fails when tend-static's median is above tini's.
+
 Runs are interleaved round-robin (one of each, repeated) so drift and noise
-from other load hit every row alike; each run is posix_spawn + waitpid from
+from other load hit every row alike, in a new random order each round (seeded:
+reproducible) so that no row always runs right after the same other one; each run is posix_spawn + waitpid from
 this process, stdout/stderr to /dev/null. Full mode: 300 runs per row (after
 20 warm-up rounds); --quick (CI): 5 runs, nothing judged. A missing peer fails
 the benchmark (SPEC §8); it is never skipped.
@@ -15,6 +21,7 @@ the benchmark (SPEC §8); it is never skipped.
 """
 import os
 import platform
+import random
 import shutil
 import statistics
 import sys
@@ -44,6 +51,15 @@ def rows():
     trivial = os.environ.get('BENCH_TRIVIAL')
     if trivial and os.access(trivial, os.X_OK):
         out.insert(0, ('static trivial (kernel floor)', [trivial]))
+        static = os.environ.get('TEND_STATIC')
+        if static and os.access(static, os.X_OK):
+            out += [
+                ('tend-static -- trivial', [static, '--', trivial]),
+                ('tend -- trivial', [tend, '--', trivial]),
+                ('tini -- trivial', [tini, '--', trivial]),
+                ('tini -s -- trivial', [tini, '-s', '--', trivial]),
+                ('dumb-init trivial', [dumb, trivial]),
+            ]
     return out
 
 
@@ -72,8 +88,11 @@ def main():
     actions = [(os.POSIX_SPAWN_OPEN, 1, '/dev/null', os.O_WRONLY, 0),
                (os.POSIX_SPAWN_OPEN, 2, '/dev/null', os.O_WRONLY, 0)]
     samples = {name: [] for name, _ in table}
+    order = list(table)
+    rng = random.Random(6)
     for i in range(warm + runs):
-        for name, argv in table:
+        rng.shuffle(order)
+        for name, argv in order:
             us = one(argv, actions)
             if i >= warm:
                 samples[name].append(us)
@@ -95,7 +114,17 @@ def main():
         v = sorted(samples[name])
         med, p99 = statistics.median(v), pct(v, 99)
         print('| `%s` | %.0f | %.0f | %.2f× | %.2f× |' % (name, med, p99, med / bmed, p99 / bp99))
-    return 0
+    return judge(samples, quick)
+
+
+def judge(samples, quick):
+    """Issue 18: tend-static starts the trivial program no slower than tini."""
+    if 'tend-static -- trivial' not in samples:
+        return 0
+    ours = statistics.median(samples['tend-static -- trivial'])
+    tini = statistics.median(samples['tini -- trivial'])
+    print('tend-static median %.0f µs, tini median %.0f µs: %s' % (ours, tini, 'ok' if ours <= tini else 'SLOWER'))
+    return 0 if quick or ours <= tini else 1
 
 
 if __name__ == '__main__':

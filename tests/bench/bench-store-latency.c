@@ -132,6 +132,36 @@ static void bench_leases(struct store *s, const char *name, usec_t *t, uint64_t 
         report(name, "delete (ephemeral)", t, n_ops);
 }
 
+/* Lease objects (docs/store.md §1.9): attach keys, one renewal, revoke them all. */
+static void bench_lease_object(struct store *s, const char *name, usec_t *t) {
+        struct store_lease *l = NULL;
+        char k[64];
+        int r = 0;
+
+        TIME(t[0], r = store_lease_grant(s, 60 * USEC_PER_SEC, &l));
+        if (r < 0)
+                die("lease grant", r);
+        for (unsigned i = 0; i < n_ops; i++) {
+                snprintf(k, sizeof(k), "host/u%05u", i);
+                TIME(t[i], r = store_create_leased(s, k, "1", 1, l, NULL));
+                if (r != 1)
+                        die("create leased", r);
+        }
+        report(name, "create (leased)", t, n_ops);
+        for (unsigned i = 0; i < n_ops; i++) {
+                TIME(t[i], r = store_lease_keep_alive(l, true));
+                if (r < 0)
+                        die("keep-alive", r);
+        }
+        report(name, "keep-alive (1 renewal)", t, n_ops);
+        TIME(t[0], r = store_lease_revoke(l));
+        if (r < 0)
+                die("revoke", r);
+        printf("%-8s %-24s %9.2f µs for %u keys\n", name, "revoke (lease + keys)", (double) t[0] / 1000,
+               n_ops);
+        store_lease_free(l);
+}
+
 /* A write until its PUT comes out of a watch (store_watch_wait: the consumer blocks). */
 static void bench_watch(struct store *s, const char *name, usec_t *t) {
         struct store_watch *w = NULL;
@@ -172,6 +202,7 @@ static void run(struct store *s, const char *name) {
                 die("calloc", -ENOMEM);
         bench_writes(s, name, t, revs);
         bench_leases(s, name, t, revs);
+        bench_lease_object(s, name, t);
         bench_watch(s, name, t);
         free(t);
         free(revs);

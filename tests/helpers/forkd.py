@@ -61,7 +61,7 @@ def daemon(a, ready):
     """Runs in the daemon: never returns."""
     mypid = os.getpid()
     if a.pidfile and not a.late_pidfile:
-        write_atomic(a.pidfile, '%d\n' % (a.write_pid or mypid), a.owner)
+        write_atomic(a.pidfile, a.pid_text + '\n' if a.pid_text is not None else '%d\n' % (a.write_pid or mypid), a.owner)
     if a.daemon_exit is not None:
         if a.exit_before_read:
             os.write(ready, b'x')  # the parent waits for this process to be reaped
@@ -88,7 +88,8 @@ def daemon(a, ready):
         srv.listen(16)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     signal.signal(signal.SIGHUP, lambda *_: open(a.hup_log, 'a').write('hup %d\n' % mypid) if a.hup_log else None)
-    os.write(ready, b'r')
+    if not a.no_wait:  # else nobody reads it: the start process is gone
+        os.write(ready, b'r')
     os.close(ready)
     if a.late_pidfile:
         time.sleep(a.late_pidfile)
@@ -110,6 +111,7 @@ def main():
     p.add_argument('--pidfile')
     p.add_argument('--owner', type=int, help='chown the PID file to this uid')
     p.add_argument('--write-pid', type=int, help='write this pid instead of the daemon\'s')
+    p.add_argument('--pid-text', help='write this text (and a newline) into the PID file')
     p.add_argument('--late-pidfile', type=float, default=0, help='write the file this many s after the start exits')
     p.add_argument('--parent-exit', type=int, default=0)
     p.add_argument('--parent-hang', action='store_true')
@@ -119,6 +121,9 @@ def main():
     p.add_argument('--workers', type=int, default=0)
     p.add_argument('--port', type=int)
     p.add_argument('--hup-log')
+    p.add_argument('--no-wait', action='store_true',
+                   help='a classic daemon: the start process exits right after its first fork, the daemon '
+                        '(forked after setsid) writes its PID file later')
     p.add_argument('--notify-mainpid', help='hand over to a child that sends MAINPID= for itself and writes its pid here')
     a = p.parse_args()
 
@@ -132,9 +137,13 @@ def main():
         os.setsid()
         d = os.fork()
         if d == 0:
+            if a.no_wait:
+                time.sleep(0.2)  # its file comes well after the start process exited
             daemon(a, w)
         os._exit(0)  # the daemon is re-parented to tend
     os.close(w)
+    if a.no_wait:
+        os._exit(a.parent_exit)  # the middle process and the daemon are re-parented to tend
     os.waitpid(mid, 0)
     got = os.read(r, 1)
     if a.exit_before_read:

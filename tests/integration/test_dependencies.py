@@ -299,6 +299,24 @@ class Requirements(DepsTestCase):
         self.assertEqual(r['result'], 'dependency')
         self.assertIn('app.service: not started: required unit nothere.service is not loaded', self.stderr())
 
+    def test_missing_wants_is_one_notice_per_load(self):
+        """A Wants= of a unit that is not in DIR has no impact (systemd) and
+        is one notice per unit and load — a plain name as an instance's —
+        not repeated when the dependency graph is rebuilt (starts, stops)."""
+        self.simple_unit('ok', 'Wants=missing-xyz.service tpl@x.service')
+        self.start_tend(log_level='notice')
+        self.wait_running('ok')
+        plain = 'ok.service: Wants=missing-xyz.service: no such unit in %s (no impact, as under systemd)' % self.dir
+        inst = 'ok.service: Wants=tpl@x.service: no such unit in %s' % self.dir
+        self.ctl('restart', 'ok')
+        self.ctl('stop', 'ok')
+        self.ctl('start', 'ok')
+        self.wait_running('ok')
+        self.assertEqual((self.stderr().count(plain), self.stderr().count(inst)), (1, 1), self.stderr())
+        self.ctl('daemon-reload')
+        wait_until(lambda: self.stderr().count(plain) == 2, 5, lambda: 'not said again at the reload (a load): %r'
+                   % self.stderr())
+
     def test_start_pulls_requirements(self):
         """tendctl start of a unit starts the units it requires (and wants)
         that are not running, first when ordered so."""

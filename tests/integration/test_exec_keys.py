@@ -117,7 +117,8 @@ class ExecKeys(ServiceTestCase):
     # ---- directories ----
 
     def test_directories_created_owned_and_named(self):
-        """Each type under its root with its mode and User='s ownership, the
+        """Each type under its root with its mode and User='s ownership (but
+        ConfigurationDirectory=, root's), the
         parents of a/b made 0755, the variables set for every command; the
         runtime ones removed at stop, the others kept."""
         t = self.tag
@@ -154,7 +155,9 @@ class ExecKeys(ServiceTestCase):
         for p, mode in modes.items():
             st = os.lstat(p)
             self.assertTrue(stat.S_ISDIR(st.st_mode), p)
-            self.assertEqual((oct(st.st_mode & 0o7777), st.st_uid, st.st_gid), (oct(mode), n.pw_uid, n.pw_gid), p)
+            # systemd.exec(5): every leaf is User='s except ConfigurationDirectory='s (root's).
+            owner = (0, 0) if p.startswith('/etc/') else (n.pw_uid, n.pw_gid)
+            self.assertEqual((oct(st.st_mode & 0o7777), st.st_uid, st.st_gid), (oct(mode),) + owner, p)
         st = os.stat('/run/' + t)  # the parent of a/b: root's, 0755
         self.assertEqual((oct(st.st_mode & 0o7777), st.st_uid), (oct(0o755), 0))
         self.ctl('stop', 'dirs')
@@ -243,6 +246,9 @@ class ExecKeys(ServiceTestCase):
             ExecStart=/bin/sh -c 'env | grep _DIRECTORY= | sort; cat /proc/self/oom_score_adj; grep "Max open files" /proc/self/limits; stat -c %%%%U:%%%%a "$RUNTIME_DIRECTORY"'
             StandardOutput=file:%s
             ''' % self.out('xdg'))
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
         self.start_tend(wrap=UNPRIVILEGED + ['prlimit', '--nofile=1024:4096', '--'], cgroup=False, env=env)
         out = self.succeeded('xdg').splitlines()
         self.assertEqual(out[:5], ['CACHE_DIRECTORY=%s/cache/c' % xdg, 'CONFIGURATION_DIRECTORY=%s/config/f' % xdg,
@@ -318,6 +324,66 @@ class ExecKeys(ServiceTestCase):
         r = self.finished('nocpu')
         self.assertEqual((r['state'], r['result']), ('failed', 'exec-failed'), r)
         self.assertIn('nocpu.service: CPUAffinity= sched_setaffinity failed: Invalid argument (EINVAL)', self.stderr())
+
+    def test_failed_runtime_directory_removal_said_once(self):
+        """An unprivileged tend cannot remove a RuntimeDirectory= holding a
+        root-owned directory with a file: said once at the stop, not at each
+        change of the dead unit's record."""
+        if not shutil.which('setpriv'):
+            self.skipTest('no setpriv(1)')
+        os.chmod(self.tmp.name, 0o777)
+        xdg = self.path('xdg')
+        os.mkdir(xdg)
+        os.chown(xdg, self.nobody.pw_uid, self.nobody.pw_gid)
+        env = dict(os.environ, XDG_RUNTIME_DIR=xdg + '/run', HOME=xdg)
+        # The unit makes a directory it may not write in, then fails.
+        self.unit('rt', '''[Service]
+            RuntimeDirectory=r
+            ExecStart=/bin/sh -c 'mkdir "$RUNTIME_DIRECTORY/ro" && touch "$RUNTIME_DIRECTORY/ro/f" && chmod 555 "$RUNTIME_DIRECTORY/ro"; exit 3'
+            ''')
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
+        self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
+        self.addCleanup(lambda: os.path.isdir(xdg + '/run/r/ro') and os.chmod(xdg + '/run/r/ro', 0o755))
+        self.wait_state('rt', lambda r: r['state'] == 'failed', 5, 'never failed')
+        self.ctl('reset-failed', 'rt')
+        self.ctl('status', 'rt', check=False)  # inactive: 3, as systemctl
+        said = 'rt.service: RuntimeDirectory=: cannot remove %s/run/r' % xdg
+        wait_until(lambda: said in self.stderr(), 5, 'the failed removal was not said')
+        self.assertEqual(self.stderr().count(said), 1, 'not once: %r' % self.stderr())
+
+    def test_no_runtime_root_said_once(self):
+        """An unprivileged tend with $HOME but no $XDG_RUNTIME_DIR: the
+        start of a RuntimeDirectory= unit fails, said once with the one true
+        reason ($HOME is no root for runtime directories)."""
+        if not shutil.which('setpriv'):
+            self.skipTest('no setpriv(1)')
+        os.chmod(self.tmp.name, 0o777)
+        env = {k: v for k, v in os.environ.items() if not k.startswith('XDG_')}
+        env['HOME'] = self.tmp.name
+        self.unit('nr', '[Service]\nRuntimeDirectory=r\nExecStart=/bin/sleep 1000\n')
+        # root's tendctl trusts this nobody's tend explicitly (docs/threat-model.md)
+        os.environ['TEND_SERVER_UID'] = '65534'
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
+        self.start_tend(wrap=UNPRIVILEGED, cgroup=False, env=env)
+        r = self.wait_state('nr', lambda r: r['state'] == 'failed', 5, 'never failed')
+        self.assertEqual(r['result'], 'resources')
+        err = self.stderr()
+        self.assertEqual(err.count('nr.service: RuntimeDirectory=: no root for it: $XDG_RUNTIME_DIR is not set'), 1, err)
+        self.assertNotIn('cannot prepare its start', err)
+
+    def test_limit_infinity_clamped_is_said_infinity(self):
+        """LimitNPROC=infinity above a hard limit tend may not raise (no
+        CAP_SYS_RESOURCE): the notice says "infinity", as written, not
+        RLIM_INFINITY's number."""
+        self.unit('np', '[Service]\nType=oneshot\nLimitNPROC=infinity\nExecStart=/bin/sh -c \'grep "Max processes" '
+                  '/proc/self/limits\'\nStandardOutput=file:%s\n' % self.out('np'))
+        self.start_tend(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nproc=1024:4096', '--'])
+        self.assertEqual(self.succeeded('np').split()[2:4], ['4096', '4096'])
+        self.assertIn('np.service: LimitNPROC=infinity is above the hard limit tend may set: the closest value, 4096, '
+                      'is used', self.stderr())
+        self.assertNotIn('18446744073709551615', self.stderr())
 
     def test_standard_output_tty(self):
         """StandardOutput=tty with TTYPath= a pty the test opened: the unit's

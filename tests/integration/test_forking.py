@@ -9,6 +9,8 @@ before its file is read keeps its exact status, the start process failing
 or hanging, SIGKILL of the main process with and without Restart=, $MAINPID
 for ExecReload=, MAINPID= from the notify socket, and Type=dbus refused."""
 import os
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,7 +33,9 @@ def ask(port):
         return None
 
 
-class Forking(ServiceTestCase):
+class ForkdCase(ServiceTestCase):
+    """Units that run tests/helpers/forkd.py."""
+
     def forkd(self, name, args, extra=''):
         self.unit(name, '''
             [Service]
@@ -50,6 +54,9 @@ class Forking(ServiceTestCase):
         out = subprocess.run(['pgrep', '-s', str(main)], capture_output=True, text=True).stdout.split()
         return [int(p) for p in out]
 
+
+
+class Forking(ForkdCase):
     def test_pid_file(self):
         """The main process is the pid in PIDFile=, the daemon serves, and
         a stop ends it (exit 0 on SIGTERM: inactive, success)."""
@@ -60,6 +67,8 @@ class Forking(ServiceTestCase):
         with open(pidfile) as f:
             self.assertEqual(r['main_pid'], int(f.read()))
         self.assertEqual(ask(port), r['main_pid'], 'the daemon on the port is not the main process')
+        # systemd's ExecMainStatus: the main process's; the start process's exit 0 is not one.
+        self.assertIsNone(r['last_exit'], 'a running forking unit shows its start process\'s exit')
         pids = self.family('d', r['main_pid'])
         self.assertEqual(len(pids), 3, 'the daemon and its 2 workers: %r' % pids)
         for p in pids:
@@ -145,6 +154,39 @@ class Forking(ServiceTestCase):
         self.assertEqual(r['result'], 'resources')
         self.assertIn('PIDFile=%s refused: reached through an unsafe symlink' % link, self.stderr())
         self.assertTrue(pid_alive(outsider.pid))
+
+    @unittest.skipUnless(os.geteuid() == 0, 'a root-owned file naming another process')
+    def test_pid_file_problems_said_once(self):
+        """Each PID file that names no main process says why, once, then the
+        start fails: at TimeoutStartSec= while the file may still be
+        rewritten (systemd waits likewise), at once for init's pid."""
+        dead = subprocess.Popen(['true'])
+        dead.wait()
+        outsider = self.start(['sleep', '60'])
+        no_pid = 'holds no PID (a decimal number > 0 on its first line): waiting for it to be rewritten'
+        cases = {
+            'abc': ('abc', no_pid), 'neg': ('-5', no_pid), 'big': ('99999999999', no_pid),
+            'zero': ('0', no_pid),
+            'dead': ('  %d  ' % dead.pid, 'names PID %d, which does not exist' % dead.pid),
+            'outsider': ('%d' % outsider.pid, 'names PID %d, which is not tend\'s child' % outsider.pid),
+            'missing': (None, 'is not there yet: waiting for it'),
+        }
+        for name, (text, _) in cases.items():
+            pidfile = self.path(name + '.pid')
+            args = '--pidfile %s --pid-text=%s' % (pidfile, shlex.quote(text)) if text else ''
+            self.forkd(name, args, 'PIDFile=%s\nTimeoutStartSec=1' % pidfile)
+        self.forkd('one', '--pidfile %s --pid-text 1' % self.path('one.pid'), 'PIDFile=%s' % self.path('one.pid'))
+        self.start_tend()
+        for name, (_, why) in cases.items():
+            r = self.failed_with(name, 'timeout')
+            self.assertEqual(r['result'], 'timeout', name)
+            said = '%s.service: PIDFile=%s %s' % (name, self.path(name + '.pid'), why)
+            self.assertEqual(self.stderr().count(said), 1, '%s: %r not said once in %r' % (name, said, self.stderr()))
+        r = self.failed_with('one', 'resources')
+        self.assertEqual(r['result'], 'resources')
+        self.assertIn("one.service: PIDFile=%s refused: PID 1 is tend's or init's" % self.path('one.pid'),
+                      self.stderr())
+        self.assertTrue(pid_alive(outsider.pid), 'the outsider was signalled')
 
     def test_daemon_exits_at_once(self):
         """The daemon exits with 7 right after its start process exited 0:
@@ -237,6 +279,88 @@ class Forking(ServiceTestCase):
         self.unit('b', '[Service]\nType=dbus\nBusName=org.example.B\nExecStart=/bin/true')
         self.start_tend()
         self.assertIn('Type=dbus is not supported: tend does not watch D-Bus names', self.stderr())
+
+
+class ForkingFallback(ForkdCase):
+    """Without cgroups (SPEC §4's process-group fallback, forced as
+    test_service_cgroup.py does: cgroup2 read-only in a mount namespace), a
+    classic daemon (fork, setsid, fork) is outside the start process's
+    group: found through PIDFile= or the guess among the processes
+    re-parented to tend during the start, its process group signalled."""
+
+    def start_tend(self, *extra, **kw):
+        if not shutil.which('unshare'):
+            self.skipTest('no unshare(1)')
+        with open('/proc/self/mountinfo') as f:
+            mount_point = next((ln.split()[4] for ln in f if ' - cgroup2 ' in ln), None)
+        if not mount_point:
+            self.skipTest('no cgroup2 mount')
+        probe = subprocess.run(['unshare', '-m', 'mount', '-o', 'remount,bind,ro', mount_point],
+                               capture_output=True, text=True, timeout=10)
+        if probe.returncode != 0:
+            self.skipTest('cannot remount %s read-only in a mount namespace: %s' % (mount_point, probe.stderr))
+        wrap = ['unshare', '-m', 'sh', '-c', 'mount -o remount,bind,ro "$0" && exec "$@"', mount_point]
+        p = super().start_tend(*extra, cgroup=False, wrap=wrap, **kw)
+        self.assertIn('using process groups', self.stderr(), 'the fallback was not forced')
+        return p
+
+    def group(self, main):
+        """The processes of main's process group (the daemon's and its workers')."""
+        out = subprocess.run(['pgrep', '-g', str(os.getpgid(main))], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+
+    def daemon_with_worker(self, name, args, extra=''):
+        self.forkd(name, args + ' --workers 1', extra)
+        self.start_tend()
+        r = self.wait_running(name, timeout=10)
+        pids = self.group(r['main_pid'])
+        for p in pids:
+            self.addCleanup(kill_pid, p)
+        self.assertEqual(len(pids), 2, 'the daemon and its worker: %r' % pids)
+        return r, pids
+
+    def test_fallback_pid_file_written_late(self):
+        """The start process exits before its daemon (forked after setsid)
+        writes the file: the unit waits for it, the file's pid is the main
+        process, and a stop ends the daemon and its worker; started again,
+        tend's shutdown ends them too (SPEC §7)."""
+        port, pidfile = free_port(), self.path('d.pid')
+        r, pids = self.daemon_with_worker('d', '--no-wait --pidfile %s --port %d' % (pidfile, port),
+                                          'PIDFile=%s' % pidfile)
+        with open(pidfile) as f:
+            self.assertEqual(r['main_pid'], int(f.read()))
+        self.assertEqual(ask(port), r['main_pid'], 'the daemon on the port is not the main process')
+        self.ctl('stop', 'd')
+        self.assertEqual((self.st('d')['state'], self.st('d')['result']), ('inactive', 'success'))
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 5, 'the daemon or its worker outlived the stop')
+        self.ctl('start', 'd')
+        r = self.wait_running('d', timeout=10)
+        pids = self.group(r['main_pid'])
+        for p in pids:
+            self.addCleanup(kill_pid, p)
+        self.ctl('shutdown')
+        wait_until(lambda: self.tend_proc.running() is False, 15, 'tend did not exit at shutdown')
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 5, 'processes of the unit outlived tend')
+
+    def test_fallback_guess(self):
+        """Without PIDFile=: the daemon re-parented to tend during the start
+        is guessed; the unit runs while it does and a stop ends it and its
+        worker (before: inactive/success, the daemon left running)."""
+        port = free_port()
+        r, pids = self.daemon_with_worker('d', '--port %d' % port)
+        self.assertEqual(ask(port), r['main_pid'], 'the guessed main process is not the daemon')
+        self.ctl('stop', 'd')
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 5, 'the daemon or its worker outlived the stop')
+
+    def test_fallback_sigkill_main_takes_the_worker(self):
+        """The daemon SIGKILLed: failed/signal, and its worker (in the
+        daemon's process group, outside the start process's) is gone."""
+        pidfile = self.path('d.pid')
+        r, pids = self.daemon_with_worker('d', '--pidfile %s' % pidfile, 'PIDFile=%s' % pidfile)
+        kill_pid(r['main_pid'])
+        r = self.failed_with('d', 'signal')
+        self.assertEqual(r['result'], 'signal')
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 5, 'the worker outlived its daemon')
 
 
 if __name__ == '__main__':

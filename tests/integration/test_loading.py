@@ -111,6 +111,26 @@ class Aliases(LoadingTestCase):
         st, out, err = self.ctl('status', 'ssh service', check=False)
         self.assertNotEqual(st, 0, 'an invalid name was answered: %r' % out)
 
+    def test_install_alias_drop_ins_are_read(self):
+        """[Install] Alias= names are names of the unit: their drop-in
+        directories are read as the link aliases' are (systemd reads every
+        name's of an enabled unit; tend treats Alias= as enabled)."""
+        self.unit('ssh', """
+            [Service]
+            ExecStart=%s 1031
+            [Install]
+            Alias=secure.service
+        """ % SLEEP)
+        self.write('secure.service.d/override.conf', """
+            [Service]
+            ExecStart=
+            ExecStart=%s 1032
+        """ % SLEEP)
+        self.start_tend()
+        self.wait_argv('ssh', [SLEEP.encode(), b'1032'], 'the drop-in of the Alias= name was not read')
+        st, out, err = self.verify(self.dir)
+        self.assertEqual(st, 0, err)
+
     @staticmethod
     def _runs(pid, arg):
         try:
@@ -143,6 +163,19 @@ class LinkedUnits(LoadingTestCase):
         self.start_tend()
         self.wait_argv('web', [SLEEP.encode(), b'1012'], 'the drop-in in DIR did not replace ExecStart=')
         self.assertEqual(sorted(self.statuses()), ['web.service'])
+
+    def test_dangling_link_is_one_error(self):
+        """A linked unit whose target does not exist is one error, with
+        --verify and when tend loads DIR."""
+        os.symlink(self.path('nonexistent.service'), os.path.join(self.dir, 'gone.service'))
+        self.sleeper('fine', 1041)
+        st, out, err = self.verify(self.dir)
+        self.assertNotEqual(st, 0)
+        self.assertEqual(err.count('error:'), 1, err)
+        self.assertIn('gone.service: a link to a file that does not exist', err)
+        self.start_tend()
+        self.wait_running('fine')
+        self.assertEqual(self.stderr().count('error:'), 1, self.stderr())
 
     def test_link_to_a_secret_file_is_refused_unquoted(self):
         """issue 19: a link in DIR to a file that is not a unit file (its
@@ -218,8 +251,8 @@ class Messages(LoadingTestCase):
             Wants=nowhere.service nowhere@x.service
             [Service]
             ExecStart=%s 1051
-            TasksMax=10
-            TasksMax=20
+            CPUQuota=10%%
+            CPUQuota=20%%
             [Install]
             WantedBy=multi-user.target
         """ % SLEEP)
@@ -232,13 +265,22 @@ class Messages(LoadingTestCase):
         self.assertNotIn('Documentation', log)
         self.assertNotIn('DefaultDependencies', log)
         self.assertNotIn('WantedBy', log)
-        self.assertEqual(log.count('TasksMax= is not supported: the unit runs without the tasks limit'), 1, log)
+        self.assertEqual(log.count('CPUQuota= is not supported: the unit runs without the CPU quota'), 1, log)
         self.assertEqual(log.count('tend runs services only: ignored 2 sockets (a.socket, b.socket) '
                                    'and 1 timer (c.timer)'), 1, log)
         self.assertNotIn('error', log, 'a Wants= of a missing unit is not an error')
 
 
 class Verify(LoadingTestCase):
+    def test_template_alias_verified_once(self):
+        """autovt@.service → getty@.service (as Debian installs it): one
+        template, its messages said once."""
+        self.unit('getty@', '[Service]\nExecStart=/bin/true %i\nCPUQuota=50%%\n')
+        os.symlink('getty@.service', os.path.join(self.dir, 'autovt@.service'))
+        st, out, err = self.verify(self.dir)
+        self.assertEqual(err.count('CPUQuota= is not supported'), 1, err)
+        self.assertIn('1 unit: 1 loaded', out + err, 'the alias was verified as a second template')
+
     def test_verify_exit_codes_and_messages(self):
         good = self.sleeper('good', 1)
         self.write('good.service.d/x.conf', '[Service]\nRestart=sometimes\n')

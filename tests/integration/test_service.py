@@ -286,6 +286,35 @@ exec "$2" pause
 
 
 class Stop(ServiceTestCase):
+    def test_mixed_leftovers_killed_at_once_after_main_death(self):
+        """KillMode=mixed (nginx.service): the main process SIGKILLed leaves a
+        worker that ignores SIGTERM; no stop signal reaches a living process,
+        so nothing is waited for: the worker gets SIGKILL at once (systemd
+        252), not after TimeoutStopSec=, and the result is the main's."""
+        wpid = self.path('worker.pid')
+        master = self.script('master', '''
+            sh -c 'trap "" TERM; echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 1000' &
+            wait
+        ''' % (wpid, wpid, wpid))
+        self.unit('mx', '''
+            [Service]
+            KillMode=mixed
+            TimeoutStopSec=30
+            ExecStart=%s
+        ''' % master)
+        self.start_tend()
+        main = self.wait_running('mx')['main_pid']
+        worker = int(wait_until(lambda: self.lines(wpid) and self.lines(wpid)[0], 5, 'the worker never started'))
+        self.addCleanup(kill_pid, worker)
+        fd = os.pidfd_open(worker)
+        self.addCleanup(os.close, fd)
+        kill_pid(main)
+        wait_until(lambda: exited(fd), 3, lambda: 'the worker outlived its main process (waits TimeoutStopSec=?); '
+                   'tend stderr %r' % self.stderr()[-2000:])
+        r = self.wait_state('mx', lambda r: r['state'] == 'failed', 5, 'never failed')
+        self.assertEqual((r['result'], r['last_exit']), ('signal', {'signal': 9, 'core_dumped': False}))
+        self.assertNotIn('still running TimeoutStopSec=', self.stderr())
+
     def test_sigterm_trap_gets_sigkill_after_timeout_stop(self):
         rec = self.path('rec')
         self.unit('stubborn', '''
@@ -840,8 +869,8 @@ class Tendctl(ServiceTestCase):
         self.ctl('reset-failed', 'bad')
         b = self.st('bad')
         self.assertEqual((b['state'], b['result']), ('inactive', 'success'))
-        self.assertEqual(self.ctl('status', 'nosuch', check=False)[0], 3)
-        self.assertEqual(self.ctl('start', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('status', 'nosuch', check=False)[0], 4)
+        self.assertEqual(self.ctl('start', 'nosuch', check=False)[0], 5)
         self.assertEqual(self.ctl('frobnicate', check=False)[0], 2)
         self.assertEqual(self.ctl('start', check=False)[0], 2)
         p = subprocess.run([TENDCTL, '--control-socket', self.path('nobody-here'), 'status'],

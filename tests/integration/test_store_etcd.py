@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -91,12 +92,134 @@ class Etcd:
         self.log.close()
 
 
+# Each store call answers within its bound (5 s per member and request, + 2 s):
+# a run this long means a call that never answers, not a slow etcd.
+CONTRACT_BOUND = 200
+
+
 def run_contract(env_extra, what):
     env = dict(os.environ, TEST_STORE_BACKEND="etcd", **env_extra)
-    r = subprocess.run([CONTRACT], env=env, timeout=600)
+    try:
+        r = subprocess.run([CONTRACT], env=env, timeout=CONTRACT_BOUND)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"store contract on etcd ({what}) still running after {CONTRACT_BOUND} s: a store "
+                 "call that never answers (a hang in store-etcd*.c?); the last [ RUN ] line "
+                 "above names the case")
     if r.returncode != 0:
         sys.exit(f"store contract on etcd ({what}) failed: exit {r.returncode}")
     print(f"ok: store contract on etcd ({what})")
+
+
+class BlackHole:
+    """A member that accepts TCP connections and never answers (owned by this test)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.conns = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def run_unanswered():
+    """Every call to a silent member ends with a bounded error that names it."""
+    hole = BlackHole()
+    try:
+        env = dict(os.environ, TEST_STORE_BACKEND="etcd", TEST_ETCD_BLACKHOLE=hole.url)
+        try:
+            r = subprocess.run([CONTRACT], env=env, timeout=60, stderr=subprocess.PIPE, text=True)
+        except subprocess.TimeoutExpired:
+            sys.exit(f"store calls to a member that never answers ({hole.url}) still waiting "
+                     "after 60 s: an unbounded wait in store-etcd*.c")
+        sys.stderr.write(r.stderr)
+        if r.returncode != 0:
+            sys.exit(f"store calls to a silent member: exit {r.returncode}")
+        if f"{hole.url}/v3/" not in r.stderr or "Timeout" not in r.stderr:
+            sys.exit(f"no log line naming the silent member {hole.url} and the timeout")
+        if not hole.conns:
+            sys.exit("the silent member was never connected to: the case tested nothing")
+    finally:
+        hole.close()
+    print("ok: a silent member gives bounded -ETIMEDOUT errors naming it")
+
+
+def grpc_counts(url):
+    """etcd's gRPC calls handled so far: (all methods, LeaseKeepAlive)."""
+    total = keepalive = 0
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("grpc_server_handled_total{"):
+                n = int(float(line.rsplit(" ", 1)[1]))
+                total += n
+                if 'grpc_method="LeaseKeepAlive"' in line:
+                    keepalive += n
+    return total, keepalive
+
+
+def read_until(proc, word, what):
+    """The contract binary's stdout up to the line `word` (bounded by the run's timeout)."""
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            proc.wait(10)
+            sys.exit(f"idle-lease cost: the case ended (exit {proc.returncode}) before {what}")
+        sys.stdout.write(line)
+        if line.strip() == word:
+            return
+
+
+def run_idle_cost(e):
+    """An idle store holding one kept-alive lease (TTL 2 s) costs etcd only its
+    keep-alives: at most one per TTL/3, counted by etcd's own gRPC metrics."""
+    env = dict(os.environ, TEST_STORE_BACKEND="etcd", TEST_ETCD_ENDPOINTS=e.url,
+               TEST_STORE_ONLY="test_lease_idle_cost", TEST_STORE_HANDSHAKE="1")
+    proc = subprocess.Popen([CONTRACT], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    timer = threading.Timer(60, proc.kill)  # bounds every read below
+    timer.start()
+    try:
+        read_until(proc, "idle-start", "its idle window")
+        before, t0 = grpc_counts(e.url), time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        read_until(proc, "idle-end", "the end of its idle window")
+        after, t1 = grpc_counts(e.url), time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            sys.stdout.write(line)
+        rc = proc.wait(30)
+    finally:
+        timer.cancel()
+    if rc != 0:
+        sys.exit(f"idle-lease cost case failed: exit {rc} (killed after 60 s if negative)")
+    total, keepalive = after[0] - before[0], after[1] - before[1]
+    window, period = t1 - t0, 2.0 / 3
+    most = int(window / period) + 1
+    print(f"idle lease: {total} etcd requests ({keepalive} keep-alives) in {window:.2f} s; "
+          f"TTL/3 = {period:.2f} s allows {most}")
+    if total != keepalive:
+        sys.exit(f"an idle store made {total - keepalive} requests besides its keep-alives")
+    if keepalive > most:
+        sys.exit(f"{keepalive} keep-alives in {window:.2f} s: more than one per TTL/3 ({most})")
+    if keepalive < int(window / 2.0):
+        sys.exit(f"only {keepalive} keep-alives in {window:.2f} s: the lease is not renewed "
+                 f"often enough (expected about {most - 1}, at least one per TTL)")
+    print("ok: an idle lease costs one keep-alive per TTL/3 and nothing else")
 
 
 def make_certs(tmp):
@@ -127,11 +250,21 @@ def main():
     tmp = tempfile.mkdtemp(prefix="tend-etcd-")
     members = []
     try:
+        # 0. A member that accepts and never answers: bounded errors, no hang.
+        run_unanswered()
+
         # 1. The whole contract; the first listed member is dead: failover.
         e = Etcd(tmp, "plain")
         members.append(e)
-        dead = f"http://127.0.0.1:{free_port()}"
+        # Held bound, never listening: connections are refused, and no other
+        # process can take the port meanwhile (a "dead" port that came alive
+        # would turn failover into timeouts).
+        dead_sock = socket.socket()
+        dead_sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{dead_sock.getsockname()[1]}"
         run_contract({"TEST_ETCD_ENDPOINTS": f"{dead},{e.url}"}, "plain, with failover")
+        dead_sock.close()
+        run_idle_cost(e)
 
         # 2. TLS with a client certificate.
         tls = make_certs(tmp)

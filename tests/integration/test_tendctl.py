@@ -11,6 +11,7 @@ unit that is not ready yet (dependencies are not built)."""
 import errno
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -178,24 +179,25 @@ class Commands(CtlTestCase):
         st, out, _ = self.ctl('status', 'web')
         pid = one[0]['main_pid']
         self.assertIn('● web.service', out)
-        self.assertRegex(out, r'State: running since \w{3} \d{4}-\d\d-\d\d')
-        self.assertIn('Main PID: %d' % pid, out)
-        for label in ('Restarts: 0', 'Last exit: -', 'Result: success', 'Waiters: 0'):
-            self.assertIn(label, out)
+        self.assertRegex(out, r'Active: active \(running\) since \w{3} \d{4}-\d\d-\d\d')
+        self.assertIn('Main PID: %d (child-probe)' % pid, out)
+        self.assertIn('tend: running, restarts 0, result success', out)
+        self.assertNotIn('Last exit:', out)
         self.assertNotIn('\033[', out, 'colour only on a terminal')
-        st, out, _ = self.ctl('status', 'bad')
-        self.assertIn('Last exit: exited, status=4', out)
+        st, out, _ = self.ctl('status', 'bad', check=False)
+        self.assertIn('Last exit: code=exited, status=4', out)
+        self.assertEqual(st, 3, 'status of a failed unit: systemctl\'s 3')
 
-        # Not found: 3; the found ones are still shown.
+        # Not found: systemctl's 4; the found ones are still shown.
         st, out, err = self.ctl('status', 'web', 'nosuch', check=False)
-        self.assertEqual(st, 3, err)
+        self.assertEqual(st, 4, err)
         self.assertIn('● web.service', out)
         self.assertIn('nosuch', err)
         # A failed request with no record prints nothing on stdout (issue 19),
         # neither an empty JSON array nor an empty listing.
         for args in (('status', 'nosuch', '--json'), ('status', 'nosuch'), ('status', 'nosuch', 'other')):
             st, out, err = self.ctl(*args, check=False)
-            self.assertEqual((st, out), (3, ''), 'tendctl %s: %r' % (' '.join(args), err))
+            self.assertEqual((st, out), (4, ''), 'tendctl %s: %r' % (' '.join(args), err))
             self.assertIn('nosuch', err)
 
         lst = self.ctl_json('list')
@@ -243,9 +245,9 @@ class Commands(CtlTestCase):
         self.assertEqual([(u['name'], u['ok']) for u in res['units']], [('web.service', True), ('bad.service', False)])
         self.assertEqual((res['error'], res['units'][1]['result']), ('failed', 'exit-code'))
         self.assertIn('exit-code', err)
-        # Not found 3, usage 2.
+        # Not found: systemctl's 5; usage 2.
         for cmd in ('start', 'stop', 'restart'):
-            self.assertEqual(self.ctl(cmd, 'nosuch', check=False)[0], 3, cmd)
+            self.assertEqual(self.ctl(cmd, 'nosuch', check=False)[0], 5, cmd)
             self.assertEqual(self.ctl(cmd, check=False)[0], 2, cmd)
         self.assertEqual(self.ctl('start', 'web', '--main', check=False)[0], 2, '--main does not apply to start')
 
@@ -253,9 +255,9 @@ class Commands(CtlTestCase):
         self.ctl('reload', 'talk')
         wait_until(lambda: self.lines(self.rl_out) == ['reloaded'], 5, 'ExecReload= did not run')
         st, _, err = self.ctl('reload', 'web', check=False)
-        self.assertEqual(st, 1)
+        self.assertEqual(st, 3, 'systemctl\'s 3: reload does not apply')
         self.assertIn('no ExecReload=', err)
-        self.assertEqual(self.ctl('reload', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('reload', 'nosuch', check=False)[0], 5)
 
         pid = self.st('web')['main_pid']
         self.ctl('kill', 'web', '--signal', 'KILL', '--main')
@@ -263,9 +265,8 @@ class Commands(CtlTestCase):
         self.assertEqual(r['last_exit'], {'signal': 9, 'core_dumped': False})
         self.assertFalse(pid_alive(pid))
         st, _, err = self.ctl('kill', 'web', check=False)
-        self.assertEqual(st, 1, 'nothing to signal')
-        self.assertIn('no process to signal', err)
-        self.assertEqual(self.ctl('kill', 'nosuch', check=False)[0], 3)
+        self.assertEqual((st, err), (0, ''), 'nothing to signal: systemctl kill succeeds, silently')
+        self.assertEqual(self.ctl('kill', 'nosuch', check=False)[0], 1)
         self.assertEqual(self.ctl('kill', 'web', '--signal', 'NOPE', check=False)[0], 2)
         self.assertEqual(self.ctl('kill', 'web', 'talk', check=False)[0], 2, 'kill takes one unit')
 
@@ -273,7 +274,7 @@ class Commands(CtlTestCase):
         self.assertEqual(self.st('web')['state'], 'inactive')
         self.ctl('reset-failed')
         self.assertEqual((self.st('bad')['state'], self.st('bad')['result']), ('inactive', 'success'))
-        self.assertEqual(self.ctl('reset-failed', 'nosuch', check=False)[0], 3)
+        self.assertEqual(self.ctl('reset-failed', 'nosuch', check=False)[0], 1)
 
     def test_logs(self):
         wait_until(lambda: len(self.ctl('logs', 'talk')[1].splitlines()) >= 3, 5, 'talk\'s lines never reached its ring')
@@ -802,7 +803,7 @@ class DaemonReload(CtlTestCase):
         self.assertIs(r['file_changed'], True, 'its record says its file changed since it started')
         wait_until(lambda: not pid_alive(pids['gone']), 5, 'the removed unit was not stopped')
         wait_until(lambda: 'gone.service' not in self.statuses(), 5, 'the removed unit is still listed once dead')
-        self.assertEqual(self.ctl('status', 'gone', check=False)[0], 3, 'its record is deleted')
+        self.assertEqual(self.ctl('status', 'gone', check=False)[0], 4, 'its record is deleted (systemctl: 4, no such unit)')
         if self.cgroup:
             wait_until(lambda: not os.path.exists(os.path.join(self.cgroup, 'gone.service')), 5,
                        'the removed unit\'s cgroup was not removed')
@@ -988,6 +989,114 @@ class DaemonReload(CtlTestCase):
         self.assertEqual(self.cmdline(r['main_pid']), ['/bin/sleep', '1072'], 'the back-off restarts with the new file')
 
 # ---------------------------------------------------------------------------
+# ctl (issue 18): systemctl's verbs, status as an operator reads it, logs filters
+# ---------------------------------------------------------------------------
+
+class SystemctlVerbs(CtlTestCase):
+    def setUp(self):
+        super().setUp()
+        self.unit('web', '[Unit]\nDescription=the web server\n[Service]\n'
+                  'ExecStart=/bin/sh -c \'echo "<3>an error"; echo "<6>info one"; echo plain; %s pause & exec %s pause\'\n'
+                  'ExecReload=/bin/true\n' % (PROBE, PROBE))
+        os.mkdir(os.path.join(self.dir, 'web.service.d'))
+        with open(os.path.join(self.dir, 'web.service.d', 'env.conf'), 'w') as f:
+            f.write('[Service]\nEnvironment=A=1\n')
+        self.unit('db', '[Unit]\nRequires=web.service\nWants=cache.service\n[Service]\nExecStart=%s pause\n' % PROBE)
+        self.unit('bad', '[Service]\nType=oneshot\nExecStart=/bin/sh -c "exit 7"\n')
+        self.unit('once', '[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n')
+        self.start_tend()
+        self.wait_running('web')
+        self.wait_running('db')
+        self.wait_state('bad', lambda r: r['state'] == 'failed', 5, 'bad never failed')
+        # three lines, then child-probe's "ready PID" of each of its two processes
+        wait_until(lambda: len(self.ctl('logs', 'web')[1].splitlines()) >= 5, 5, 'web\'s lines never reached its ring')
+
+    def test_status_display(self):
+        st, out, err = self.ctl('status', 'web', check=False)
+        self.assertEqual(st, 0, err)
+        pid = self.st('web')['main_pid']
+        self.assertIn('● web.service - the web server', out)
+        self.assertIn('Loaded: loaded (%s/web.service; enabled)' % self.dir, out)
+        self.assertIn('Drop-In: %s/web.service.d/env.conf' % self.dir, out)
+        self.assertRegex(out, r'Active: active \(running\) since \w{3} \d{4}-\d\d-\d\d')
+        self.assertIn('tend: running, restarts 0, result success', out)
+        self.assertIn('Main PID: %d (child-probe)' % pid, out)
+        if self.cgroup:
+            self.assertIn('CGroup: ', out)
+            self.assertRegex(out, r'[├└]─%d .*child-probe pause' % pid)
+            self.assertEqual(len(re.findall(r'[├└]─\d+ .*child-probe pause', out)), 2, 'both processes listed')
+            self.assertRegex(out, r'CPU: \d+\.\d{3}s')
+        self.assertRegex(out, r'\n\n.* web\.service\[\d+\]: an error\n(.* web\.service\[\d+\]: .*\n){4}$',
+                         'the last log lines close the display')
+        st, out, _ = self.ctl('status', 'web', '-n', '1', check=False)
+        self.assertEqual(len([ln for ln in out.splitlines() if 'web.service[' in ln]), 1, out)
+        st, out, _ = self.ctl('status', 'web', '-n', '0', check=False)
+        self.assertNotIn('web.service[', out)
+        st, out, _ = self.ctl('status', 'bad', check=False)
+        self.assertEqual(st, 3)
+        self.assertIn('Active: failed (failed)', out)
+        self.assertIn('Last exit: code=exited, status=7', out)
+        self.assertRegex(out, r'Failed: result exit-code at \w{3} \d{4}')
+        st, out, _ = self.ctl('status', 'once', check=False)
+        self.assertEqual(st, 0, 'a RemainAfterExit= oneshot is active')
+        self.assertIn('Active: active (exited)', out)
+
+    def test_show_is_cat(self):
+        self.assertEqual(self.ctl('show', 'web', '-p', 'ActiveState', '--value')[1], 'active\n')
+        self.assertEqual(self.ctl('show', 'web', '-p', 'SubState,Description', '-p', 'CanReload')[1],
+                         'SubState=running\nDescription=the web server\nCanReload=yes\n')
+        self.assertEqual(self.ctl('show', 'once', '-p', 'SubState', '--value')[1], 'exited\n')
+        self.assertEqual(self.ctl('show', 'bad', '-p', 'Result,ExecMainCode,ExecMainStatus', '--value')[1],
+                         'exit-code\n1\n7\n')
+        props = json.loads(self.ctl('show', 'web', 'nosuch', '-o', 'json')[1])
+        self.assertEqual((props[0]['MainPID'], props[1]['LoadState']), (self.st('web')['main_pid'], 'not-found'))
+        self.assertEqual(props[0]['DropInPaths'], [os.path.join(self.dir, 'web.service.d', 'env.conf')])
+        self.assertEqual(self.ctl('is-active', 'web', 'bad', check=False)[:2], (0, 'active\nfailed\n'))
+        self.assertEqual(self.ctl('is-active', 'bad', 'nosuch', check=False)[:2], (3, 'failed\ninactive\n'))
+        self.assertEqual(self.ctl('is-active', '-q', 'bad', check=False)[:2], (3, ''))
+        self.assertEqual(self.ctl('is-failed', 'bad', check=False)[0], 0)
+        self.assertEqual(self.ctl('is-failed', 'web', check=False)[0], 1)
+        self.assertEqual(self.ctl('is-enabled', 'web', check=False)[:2], (0, 'enabled\n'))
+        self.assertEqual(self.ctl('is-enabled', 'nosuch', check=False)[0], 1)
+        out = self.ctl('cat', 'web', '--no-pager')[1]
+        self.assertTrue(out.startswith('# %s/web.service\n[Unit]\nDescription=the web server\n' % self.dir), out)
+        self.assertIn('\n\n# %s/web.service.d/env.conf\n[Service]\nEnvironment=A=1\n' % self.dir, out)
+        st, out, err = self.ctl('cat', 'nosuch', check=False)
+        self.assertEqual((st, out), (1, ''))
+        self.assertIn('No files found for nosuch.service.', err)
+        self.assertEqual(self.ctl('list-dependencies', 'db')[1], 'db.service\n● ├─web.service\n● └─cache.service\n')
+        units = self.ctl('list-units', '--no-pager')[1].splitlines()
+        self.assertEqual((units[0], units[-1]), (self.ctl('list')[1].splitlines()[0], '4 units listed.'))
+
+    def test_try_restart_reload_or_restart(self):
+        web, db = self.st('web')['main_pid'], self.st('db')['main_pid']
+        self.ctl('stop', 'db')
+        self.assertEqual(self.ctl('try-restart', 'web', 'db', check=False)[0], 0)
+        self.wait_running('web', other_than=web)
+        self.assertEqual(self.st('db')['state'], 'inactive', 'try-restart leaves a unit that is not active alone')
+        self.assertEqual(self.ctl('try-restart', 'nosuch', check=False)[0], 5)
+        web = self.st('web')['main_pid']
+        self.assertEqual(self.ctl('reload-or-restart', 'web', 'db', check=False)[0], 0)
+        self.assertEqual(self.st('web')['main_pid'], web, 'web has ExecReload=: reloaded, not restarted')
+        self.assertNotEqual(self.wait_running('db')['main_pid'], db, 'db was not running: started')
+        self.assertEqual(self.ctl('reload-or-restart', 'nosuch', check=False)[0], 5)
+
+    def test_logs_since_priority(self):
+        self.assertEqual([ln.split(': ', 1)[1] for ln in self.ctl('logs', 'web', '-p', 'err')[1].splitlines()],
+                         ['an error'])
+        self.assertEqual([ln.split(': ', 1)[1] for ln in self.ctl('logs', 'web', '-p', '3', '-n', '5')[1].splitlines()],
+                         ['an error'], '-n counts the lines selected')
+        arr = [json.loads(ln) for ln in self.ctl('logs', 'web', '--json')[1].splitlines()]
+        self.assertEqual([(o['text'], o['priority']) for o in arr][:3], [('an error', 3), ('info one', 6), ('plain', 6)])
+        self.assertEqual(self.ctl('logs', 'web', '--since', '-1h')[1].count('\n'), 5)
+        self.assertEqual(self.ctl('logs', 'web', '--since', '+1h', check=False)[0], 2)
+        time.sleep(1.1)  # --since takes whole seconds: the lines are at least a second old now
+        self.assertEqual(self.ctl('logs', 'web', '--since', 'now')[1], '')
+        self.assertEqual(self.ctl('logs', 'web', '-p', 'nope', check=False)[0], 2)
+        self.assertEqual(self.ctl('show', 'web', '--since', 'now', check=False)[0], 2)
+
+
+# ---------------------------------------------------------------------------
 # Bash completion
 # ---------------------------------------------------------------------------
 
@@ -1018,7 +1127,18 @@ class Completion(CtlTestCase):
         self.assertEqual(self.complete(*s, 'kill', 'web', '--'), ['--control-socket', '--main', '--signal'])
         self.assertEqual(self.complete(*s, 'kill', 'web', '--signal', 'KI'), ['KILL'])
         self.assertEqual(self.complete(*s, 'list', ''), [])
-        self.assertEqual(self.complete(*s, 'logs', 'web', '-'), ['--control-socket', '--follow', '--json', '--lines'])
+        self.assertEqual(self.complete(*s, 'logs', 'web', '-'),
+                         ['--control-socket', '--follow', '--json', '--lines', '--priority', '--since'])
+        # ctl (issue 18): systemctl's verbs
+        self.assertEqual(self.complete('is-'), ['is-active', 'is-enabled', 'is-failed'])
+        self.assertEqual(self.complete('list'), ['list', 'list-dependencies', 'list-units'])
+        self.assertEqual(self.complete('re'), ['reload', 'reload-or-restart', 'reset-failed', 'restart'])
+        self.assertEqual(self.complete('try'), ['try-restart'])
+        self.assertEqual(self.complete('ca'), ['cat'])
+        self.assertEqual(self.complete(*s, 'is-active', 'w'), ['web', 'worker'])
+        self.assertEqual(self.complete(*s, 'show', 'web', '--v'), ['--value'])
+        self.assertEqual(self.complete(*s, 'show', 'web', '--property', 'ActiveS'), ['ActiveState'])
+        self.assertEqual(self.complete(*s, 'logs', 'web', '-p', 'er'), ['err'])
 
 
 if __name__ == '__main__':

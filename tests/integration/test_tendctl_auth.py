@@ -58,7 +58,8 @@ class Auth(ServiceTestCase):
         os.chmod(self.sock, 0o666)
         os.chmod(os.path.dirname(self.sock), 0o711)
         status, out, err = self.as_nobody('status', 'web')
-        self.assertEqual(status, 4, 'a peer with another uid must be refused: %r %r' % (out, err))
+        # status: 4 is systemctl's "no such unit", so a refusal is 1 (tendctl(1) EXIT STATUS)
+        self.assertEqual(status, 1, 'a peer with another uid must be refused: %r %r' % (out, err))
         self.assertIn('permission denied', err)
         self.assertRegex(self.stderr(), r'control: refused client pid \d+ uid %d gid %d' % (NOBODY, NOBODY),
                          'tend logs the refused peer')
@@ -82,13 +83,53 @@ class Auth(ServiceTestCase):
         self.assertEqual(self.as_nobody('restart', 'web', groups=[gid])[0], 0)
         # Without the group: the directory keeps nobody out (EACCES), and with
         # the doors opened, tend itself refuses.
-        self.assertEqual(self.as_nobody('status')[0], 4)
+        self.assertEqual(self.as_nobody('list')[0], 4)
+        self.assertEqual(self.as_nobody('status')[0], 1, 'status: 4 means no such unit (tendctl(1))')
         os.chmod(self.sock, 0o666)
         os.chmod(os.path.dirname(self.sock), 0o711)
-        status, _, err = self.as_nobody('status')
+        status, _, err = self.as_nobody('list')
         self.assertEqual(status, 4, err)
         self.assertIn('permission denied', err)
         self.assertIn('not in the control group', self.stderr())
+
+    def test_tendctl_refuses_a_server_of_another_uid(self):
+        """Another user who can put a socket where tendctl looks (a directory
+        of theirs) must not get root's requests, nor fake tend's answers:
+        tendctl checks the server's SO_PEERCRED (root or its own uid)."""
+        d = self.path('fake')
+        os.mkdir(d)
+        os.chown(d, NOBODY, NOBODY)
+        sock = os.path.join(d, 'control')
+        fake = self.start(['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups',
+                           sys.executable, '-c', FAKE_TEND, sock], stdin=subprocess.DEVNULL)
+        self.assertEqual(fake.readline(10, 'the fake tend did not listen'), 'listening')
+        p = subprocess.run([TENDCTL, '--control-socket', sock, 'stop', 'web'], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=15)
+        self.assertEqual(p.returncode, 4, 'root\'s tendctl must refuse a server of uid %d: %r' % (NOBODY, p))
+        self.assertIn('is served by uid %d' % NOBODY, p.stderr)
+        self.assertEqual(p.stdout, '')
+        self.assertEqual(fake.readline(10, 'the fake tend did not report'), 'got nothing',
+                         'tendctl must not send its request to a server it does not trust')
+
+
+# A server as another user: answers "ok" to whatever it gets, and says
+# whether it got a request.
+FAKE_TEND = r'''
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen()
+print('listening', flush=True)
+c, _ = s.accept()
+c.settimeout(5)
+try:
+    data = c.recv(65536)
+except OSError:
+    data = b''
+if data:
+    c.send(b'{"version": 1, "type": "result", "ok": true, "units": [{"name": "web.service", "ok": true}]}')
+print('got a request' if data else 'got nothing', flush=True)
+'''
 
 
 if __name__ == '__main__':

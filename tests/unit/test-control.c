@@ -235,6 +235,15 @@ static int fake_waiters(void *userdata, const char *unit) {
         return sf_table_get_waiters(((struct fake *) userdata)->table, unit);
 }
 
+/* ctl: show's properties of a known unit (resolve said it exists). */
+static int fake_describe(void *userdata, const char *unit, json *props) {
+        if (control_add_string(props, "Id", unit) < 0 || control_add_string(props, "ActiveState", "active") < 0 ||
+            control_add_string(props, "SubState", "running") < 0 || control_add_string(props, "TendState", "running") < 0 ||
+            control_add_int64(props, "MainPID", 1234) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static const struct control_ops fake_ops = {
         .resolve = fake_resolve,
         .start = fake_start,
@@ -247,6 +256,7 @@ static const struct control_ops fake_ops = {
         .daemon_reload = fake_daemon_reload,
         .shutdown = fake_shutdown,
         .waiters = fake_waiters,
+        .describe = fake_describe,
 };
 
 static sf_resolution **fake_flight(struct fake *f, const char *unit) {
@@ -1563,7 +1573,7 @@ static void test_tendctl(void **state) {
         const char *status_human[] = { "tendctl", "--control-socket", f->path, "status", "web.service", NULL };
         assert_int_equal(tendctl(f, &r, status_human), 0);
         assert_non_null(strstr(r.text, "web.service"));
-        assert_non_null(strstr(r.text, "State: running since"));
+        assert_non_null(strstr(r.text, "Active: active (running) since"));
         assert_non_null(strstr(r.text, "Main PID: 1234"));
         assert_null(strstr(r.text, "\033[")); /* no colour: stdout is a pipe */
 
@@ -1581,9 +1591,9 @@ static void test_tendctl(void **state) {
         assert_int_equal(tendctl_wait(f, &r), 0);
 
         const char *missing[] = { "tendctl", "--control-socket", f->path, "status", "nosuch", NULL };
-        assert_int_equal(tendctl(f, &r, missing), 3);
+        assert_int_equal(tendctl(f, &r, missing), 4); /* systemctl status: no such unit */
         const char *start_missing[] = { "tendctl", "--control-socket", f->path, "start", "nosuch", "--no-block", NULL };
-        assert_int_equal(tendctl(f, &r, start_missing), 3);
+        assert_int_equal(tendctl(f, &r, start_missing), 5); /* systemctl start: not installed */
 
         char sock2[160];
         snprintf(sock2, sizeof sock2, "%s/none/control", f->dir);
@@ -1598,7 +1608,7 @@ static void test_tendctl(void **state) {
         assert_true(f->fake.last_main);
         f->fake.reload_error = -EOPNOTSUPP;
         const char *reload[] = { "tendctl", "--control-socket", f->path, "reload", "web", NULL };
-        assert_int_equal(tendctl(f, &r, reload), 1);
+        assert_int_equal(tendctl(f, &r, reload), 3); /* systemctl: reload does not apply */
 
         if (geteuid() == 0) { /* permission denied: exit 4 */
                 char dir[128];

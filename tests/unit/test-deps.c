@@ -280,6 +280,12 @@ static void test_unit_file_keys(void **state) {
         assert_false(f->on_failure_mode_fail);
         unit_file_free(f);
 
+        /* corpus: replace-irreversibly is replace (tend has no job to make irreversible) */
+        static const char irr[] = "[Unit]\nOnFailureJobMode=replace-irreversibly\n[Service]\nExecStart=/bin/true\n";
+        assert_int_equal(unit_file_parse("r.service", "r.service", irr, sizeof irr - 1, &f, NULL), 0);
+        assert_false(f->on_failure_mode_fail);
+        unit_file_free(f);
+
         static const char isolate[] = "[Unit]\nOnFailureJobMode=isolate\n[Service]\nExecStart=/bin/true\n";
         assert_int_equal(unit_file_parse("i.service", "i.service", isolate, sizeof isolate - 1, &f, NULL),
                          -EOPNOTSUPP);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -132,11 +133,62 @@ static void test_options(void **state) {
         assert_int_equal(parse(&o, "--version", NULL), 1);
 }
 
+/* tini's and dumb-init's options and variables (issue 18; tend(8), COMING FROM TINI). */
+static void test_peer_options(void **state) {
+        struct tend_options o;
+        assert_int_equal(parse(&o, "-e", "3", "-e", "143", "-w", "-s", "-p", "SIGKILL", "--", "x", NULL), 0);
+        assert_int_equal(options_exit_status(&o, 3), 0);
+        assert_int_equal(options_exit_status(&o, 143), 0);
+        assert_int_equal(options_exit_status(&o, 4), 4);
+        assert_true(o.warn_on_reap);
+        assert_int_equal(o.log_level, LOG_WARNING); /* -w's warnings show */
+        assert_int_equal(o.parent_death_signal, SIGKILL);
+
+        assert_int_equal(parse(&o, "-r", "15:3", "--rewrite", "USR1:0", "--remap", "HUP:0", "-c", "x", NULL), 0);
+        assert_int_equal(options_remap(&o, SIGTERM), SIGQUIT);
+        assert_int_equal(options_remap(&o, SIGUSR1), 0);
+        assert_int_equal(options_remap(&o, SIGHUP), 0);
+        assert_int_equal(options_remap(&o, SIGINT), SIGINT);
+        assert_true(o.single_child);
+        assert_false(o.process_group);
+        assert_string_equal(o.cmd[0], "x");
+
+        assert_int_equal(setenv("TINI_KILL_PROCESS_GROUP", "", 1), 0);
+        assert_int_equal(setenv("TINI_VERBOSITY", "2", 1), 0);
+        assert_int_equal(parse(&o, "--", "x", NULL), 0);
+        assert_true(o.process_group);
+        assert_int_equal(o.log_level, LOG_INFO);
+        assert_int_equal(parse(&o, "-c", "--", "x", NULL), 0); /* the command line wins */
+        assert_false(o.process_group);
+        assert_int_equal(setenv("TINI_VERBOSITY", "many", 1), 0);
+        assert_int_equal(parse(&o, "--", "x", NULL), -EINVAL);
+        unsetenv("TINI_VERBOSITY");
+        unsetenv("TINI_KILL_PROCESS_GROUP");
+
+        assert_int_equal(setenv("DUMB_INIT_SETSID", "0", 1), 0);
+        assert_int_equal(parse(&o, "--", "x", NULL), 0);
+        assert_true(o.same_group);
+        assert_int_equal(parse(&o, "-g", "--", "x", NULL), -EINVAL);
+        assert_int_equal(setenv("DUMB_INIT_SETSID", "1", 1), 0);
+        assert_int_equal(parse(&o, "--", "x", NULL), 0);
+        assert_false(o.same_group);
+        unsetenv("DUMB_INIT_SETSID");
+
+        assert_int_equal(parse(&o, "-c", "-g", "--", "x", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "-e", "256", "--", "x", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "-p", "NOPE", "--", "x", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "-r", "15", "--", "x", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "-e", "3", "--config-dir", "/tmp", NULL), -EINVAL);
+        assert_int_equal(parse(&o, "-V", NULL), 1);
+        assert_int_equal(parse(&o, "-l", NULL), 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_timespan),
                 cmocka_unit_test(test_signal_names),
                 cmocka_unit_test(test_options),
+                cmocka_unit_test(test_peer_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,9 @@ static void test_read(void **state) {
         assert_int_equal(read_text("\n", &pid), -ENODATA);
         assert_int_equal(read_text("12ab\n", &pid), -EINVAL);
         assert_int_equal(read_text("-5\n", &pid), -EINVAL);
-        assert_int_equal(read_text("1\n", &pid), -EINVAL); /* init is nobody's daemon */
+        assert_int_equal(read_text("0\n", &pid), -EINVAL);
+        assert_int_equal(read_text("1\n", &pid), 0); /* read: the manager refuses init, saying why */
+        assert_int_equal(pid, 1);
         assert_int_equal(read_text("99999999999\n", &pid), -EINVAL);
 }
 

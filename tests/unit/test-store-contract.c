@@ -8,11 +8,15 @@
  * order (etcd's are cluster-wide and do not start at 1). The lease TTL is
  * real time: 300 ms in memory, 2 s on etcd (its minimum); the clock seam and
  * sub-second TTLs are tested in test-store.c, in-memory only.
- * TEST_STORE_ONLY=smoke runs one short case (the TLS and user/password runs).
+ * TEST_STORE_ONLY=smoke runs one short case (the TLS and user/password runs);
+ * any other value selects the cases whose name matches it (a glob).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,6 +62,9 @@ static int new_store(uint32_t queue_capacity, const char *password, struct store
                 .user = env("TEST_ETCD_USER"),
                 .password = password ?: env("TEST_ETCD_PASSWORD"),
                 .watch_queue_capacity = queue_capacity,
+                .request_timeout_usec = env("TEST_ETCD_TIMEOUT_MS")
+                                                ? strtoull(env("TEST_ETCD_TIMEOUT_MS"), NULL, 10) * MS
+                                                : 0,
         };
         return store_etcd_new(&o, ret);
 #else
@@ -498,10 +505,13 @@ static void run_loop_until(struct store *s, unsigned *count, unsigned want) {
 
 static void test_submit(void **state) {
         struct store *s = *state;
-        unsigned done = 0;
-        struct store_op c = { .type = STORE_OP_CREATE, .keyspace = STORE_DURABLE, .key = "async",
+        /* Static: if a wait below fails, the ops still in flight complete at teardown. */
+        static unsigned done;
+        static struct store_op c, c2, g, l, u, d;
+        done = 0;
+        c = (struct store_op) { .type = STORE_OP_CREATE, .keyspace = STORE_DURABLE, .key = "async",
                               .value = "v", .size = 1, .done = op_done, .userdata = &done };
-        struct store_op c2 = c;
+        c2 = c;
 
         assert_int_equal(store_submit(s, &c), 0);
         assert_int_equal(store_submit(s, &c2), 0);
@@ -509,14 +519,14 @@ static void test_submit(void **state) {
         assert_true((c.result == 1 && c2.result == 0) || (c.result == 0 && c2.result == 1));
         uint64_t rev = c.result == 1 ? c.revision : c2.revision;
         assert_true(rev > 0);
-        struct store_op g = { .type = STORE_OP_GET, .keyspace = STORE_DURABLE, .key = "async",
+        g = (struct store_op) { .type = STORE_OP_GET, .keyspace = STORE_DURABLE, .key = "async",
                               .done = op_done, .userdata = &done };
-        struct store_op l = { .type = STORE_OP_LIST, .keyspace = STORE_DURABLE, .key = NULL,
+        l = (struct store_op) { .type = STORE_OP_LIST, .keyspace = STORE_DURABLE, .key = NULL,
                               .done = op_done, .userdata = &done };
-        struct store_op u = { .type = STORE_OP_UPDATE, .keyspace = STORE_DURABLE, .key = "async",
+        u = (struct store_op) { .type = STORE_OP_UPDATE, .keyspace = STORE_DURABLE, .key = "async",
                               .value = "w", .size = 1, .expected = rev, .done = op_done,
                               .userdata = &done };
-        struct store_op d = { .type = STORE_OP_DELETE, .keyspace = STORE_DURABLE, .key = "async",
+        d = (struct store_op) { .type = STORE_OP_DELETE, .keyspace = STORE_DURABLE, .key = "async",
                               .expected = STORE_REV_ANY, .done = op_done, .userdata = &done };
         assert_int_equal(store_submit(s, &g), 0);
         assert_int_equal(store_submit(s, &l), 0);
@@ -536,6 +546,232 @@ static void test_submit(void **state) {
         run_loop_until(s, &done, 6);
         assert_int_equal(d.result, 1);
         assert_int_equal(d.revision, u.revision);
+}
+
+/*
+ * A member that accepts the connection and never answers (TEST_ETCD_BLACKHOLE,
+ * a listener tests/integration/test_store_etcd.py owns, the only member):
+ * every kind of call answers -ETIMEDOUT within its bound (the request
+ * timeout per member + the waiter's grace), never hangs.
+ */
+static void test_unanswered_member(void **state) {
+#ifdef HAVE_STORE_ETCD
+        const char *hole = env("TEST_ETCD_BLACKHOLE");
+        struct store *s = NULL;
+        struct store_watch *w = NULL;
+        struct store_event *ev = NULL;
+        usec_t timeout = 300 * MS, bound = timeout + 2 * USEC_PER_SEC + 500 * MS;
+        static unsigned done;
+        static struct store_op op;
+
+        if (!hole)
+                skip();
+        struct store_etcd_options o = { .endpoints = hole, .prefix = "hole/",
+                                        .request_timeout_usec = timeout };
+        assert_int_equal(store_etcd_new(&o, &s), 0);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(store_get(s, STORE_DURABLE, "k", &ev), -ETIMEDOUT);
+        assert_int_equal(put(s, STORE_EPHEMERAL, "k", "v", 0, NULL), -ETIMEDOUT);
+        assert_int_equal(store_watch(s, STORE_DURABLE, "", &w), -ETIMEDOUT);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - t0;
+        if (took > 3 * bound)
+                fail_msg("three calls to a silent member took %" PRIu64 " ms, over 3 × %" PRIu64
+                         " ms", took / MS, bound / MS);
+        done = 0;
+        op = (struct store_op) { .type = STORE_OP_LIST, .keyspace = STORE_DURABLE,
+                                 .done = op_done, .userdata = &done };
+        assert_int_equal(store_submit(s, &op), 0);
+        run_loop_until(s, &done, 1);
+        assert_int_equal(op.result, -ETIMEDOUT);
+        store_unref(s);
+        (void) state;
+#else
+        skip();
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lease objects (docs/store.md §1.9)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The next two events of w: DELETEs of a and b (any order), both with cause. */
+static void expect_two_deletes(struct store *s, struct store_watch *w, const char *a,
+                               uint64_t ra, const char *b, uint64_t rb, enum store_cause cause) {
+        bool seen_a = false, seen_b = false;
+
+        for (int i = 0; i < 2; i++) {
+                _cleanup_store_event_unref_ struct store_event *ev = next_of(s, w, __LINE__);
+                bool is_a = streq(ev->key, a);
+                if (ev->type != STORE_EVENT_DELETE || ev->cause != cause ||
+                    ev->prev_revision != (is_a ? ra : rb) || (!is_a && !streq(ev->key, b)))
+                        fail_msg("expected DELETE of %s or %s (%s), got %s %s (%s)", a, b,
+                                 store_cause_to_string(cause), store_event_type_to_string(ev->type),
+                                 ev->key, store_cause_to_string(ev->cause));
+                if (is_a)
+                        seen_a = true;
+                else
+                        seen_b = true;
+        }
+        assert_true(seen_a && seen_b);
+}
+
+/* Keep-alive keeps the keys past the TTL with no write and no event; stopping it lets them expire. */
+static void test_lease_keep_alive(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        uint64_t ra = 0, rb = 0;
+
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "pres/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(store_create_leased(s, "pres/a", "a", 1, l, &ra), 1);
+        assert_int_equal(store_create_leased(s, "pres/b", "b", 1, l, &rb), 1);
+        assert_int_equal(store_create_leased(s, "pres/a", "x", 1, l, NULL), 0); /* LOST */
+        EXPECT_PUT(w, "pres/a", "a", ra);
+        EXPECT_PUT(w, "pres/b", "b", rb);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        assert_int_equal(store_lease_keep_alive(l, true), 0); /* idempotent */
+        /* Two and a half TTLs: no write, no event, and both keys still there. */
+        expect_quiet(s, w, ttl * 5 / 2);
+        expect_stored(s, STORE_EPHEMERAL, "pres/a", "a", ra);
+        expect_stored(s, STORE_EPHEMERAL, "pres/b", "b", rb);
+        assert_int_equal(store_lease_keep_alive(l, false), 0);
+        usec_t stopped = now_usec(CLOCK_MONOTONIC);
+        expect_two_deletes(s, w, "pres/a", ra, "pres/b", rb, STORE_CAUSE_EXPIRED);
+        usec_t took = now_usec(CLOCK_MONOTONIC) - stopped;
+        /* The last renewal was at most TTL/3 before the stop. */
+        if (took < ttl * 2 / 3 - ttl / 20)
+                fail_msg("the keys went %" PRIu64 " ms after the keep-alive stopped, before 2/3 "
+                         "of the TTL (%" PRIu64 " ms)", took / MS, ttl / MS);
+        expect_absent(s, STORE_EPHEMERAL, "pres/a");
+        assert_int_equal(store_lease_keep_alive(l, true), -ENOENT); /* ended: grant another */
+        assert_int_equal(store_create_leased(s, "pres/c", "c", 1, l, NULL), -ENOENT);
+}
+
+/* Revoke ends the lease now: its keys go with cause expired; a key's own delete stays
+ * `deleted`, and an updated key has left the lease. */
+static void test_lease_revoke(void **state) {
+        struct store *s = *state;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        uint64_t ra = 0, rb = 0, rd = 0, ru = 0, ru2 = 0;
+
+        assert_int_equal(store_lease_grant(s, 0, &l), 0); /* the default TTL: 30 s */
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "rv/", &w), 0);
+        EXPECT_MARKER(w, 0);
+        assert_int_equal(store_create_leased(s, "rv/a", "a", 1, l, &ra), 1);
+        assert_int_equal(store_create_leased(s, "rv/b", "b", 1, l, &rb), 1);
+        assert_int_equal(store_create_leased(s, "rv/d", "d", 1, l, &rd), 1);
+        assert_int_equal(store_create_leased(s, "rv/u", "u", 1, l, &ru), 1);
+        EXPECT_PUT(w, "rv/a", "a", ra);
+        EXPECT_PUT(w, "rv/b", "b", rb);
+        EXPECT_PUT(w, "rv/d", "d", rd);
+        EXPECT_PUT(w, "rv/u", "u", ru);
+        assert_int_equal(store_delete(s, STORE_EPHEMERAL, "rv/d", rd, NULL), 1);
+        EXPECT_DELETE(w, "rv/d", rd, STORE_CAUSE_DELETED);
+        assert_int_equal(upd(s, STORE_EPHEMERAL, "rv/u", "u2", ru, 60 * USEC_PER_SEC, &ru2), 1);
+        EXPECT_PUT(w, "rv/u", "u2", ru2);
+        assert_int_equal(store_lease_revoke(l), 0);
+        expect_two_deletes(s, w, "rv/a", ra, "rv/b", rb, STORE_CAUSE_EXPIRED);
+        expect_absent(s, STORE_EPHEMERAL, "rv/a");
+        expect_stored(s, STORE_EPHEMERAL, "rv/u", "u2", ru2); /* it left the lease */
+        assert_int_equal(store_lease_revoke(l), 0);           /* ended already */
+        assert_int_equal(store_lease_keep_alive(l, true), -ENOENT);
+        expect_quiet(s, w, 200 * MS);
+        struct store_op op = { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = "k",
+                               .ttl_usec = USEC_PER_SEC, .lease = l, .done = op_done };
+        assert_int_equal(store_submit(s, &op), -EINVAL); /* a lease and a TTL */
+}
+
+/*
+ * The cost of an idle lease (TEST_STORE_ONLY=test_lease_idle_cost, driven by
+ * tests/integration/test_store_etcd.py on etcd): "idle-start" on stdout, an
+ * idle window of 3 TTLs while the keep-alive runs (the script reads etcd's
+ * request counters at each end, after a line on stdin), "idle-end".
+ */
+static void test_lease_idle_cost(void **state) {
+        struct store *s = *state;
+        _cleanup_store_lease_free_ struct store_lease *l = NULL;
+        char line[64];
+        uint64_t r = 0;
+
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(store_create_leased(s, "host", "me", 2, l, &r), 1);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        printf("idle-start\n");
+        fflush(stdout);
+        if (env("TEST_STORE_HANDSHAKE") && !fgets(line, sizeof(line), stdin))
+                fail_msg("no go-ahead on stdin from the test script");
+        usleep((useconds_t) (3 * ttl));
+        printf("idle-end\n");
+        fflush(stdout);
+        if (env("TEST_STORE_HANDSHAKE") && !fgets(line, sizeof(line), stdin))
+                fail_msg("no go-ahead on stdin from the test script");
+        expect_stored(s, STORE_EPHEMERAL, "host", "me", r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocking calls from a starved thread (the store-etcd hang under load)     */
+/* ------------------------------------------------------------------------ */
+
+static atomic_bool hog_stop;
+
+/* Nice 19: it still keeps a SCHED_IDLE thread off its CPU, yet leaves the
+ * machine's other work (tests running alongside) almost all of the CPU. */
+static void *hog(void *userdata) {
+        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), 19);
+        while (!atomic_load(&hog_stop))
+                ;
+        return NULL;
+}
+
+/*
+ * The caller is preempted right after its request is queued (SCHED_IDLE, on
+ * one CPU with a busy thread: the I/O thread's wake-up preempts it at once)
+ * and stays off the CPU while the answer is handled: the operation may be
+ * completed before the call that started it has returned. That once left
+ * blocking calls waiting forever (and touched the freed operation: the ASan
+ * build reports a heap-use-after-free here without the fix).
+ * Each call must answer, and within its bound.
+ */
+static void test_blocking_preempted_caller(void **state) {
+        struct store *s = *state;
+        struct sched_param idle = { 0 }, other = { 0 };
+        cpu_set_t one, saved;
+        pthread_t t;
+        int policy;
+
+        assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
+        assert_int_equal(pthread_getschedparam(pthread_self(), &policy, &other), 0);
+        CPU_ZERO(&one);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &saved)) {
+                        CPU_SET(c, &one);
+                        break;
+                }
+        atomic_store(&hog_stop, false);
+        assert_int_equal(pthread_create(&t, NULL, hog, NULL), 0);
+        assert_int_equal(pthread_setaffinity_np(t, sizeof(one), &one), 0);
+        assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+        assert_int_equal(pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle), 0);
+        uint64_t r = 0;
+        int answer = put(s, STORE_DURABLE, "pre", "v", 0, &r), fails = 0;
+        for (int i = 0; i < 20 && answer == 1; i++) {
+                usec_t t0 = now_usec(CLOCK_MONOTONIC);
+                struct store_event *ev = NULL;
+                int q = store_get(s, STORE_DURABLE, "pre", &ev);
+                store_event_unref(ev);
+                if (q != 0 || now_usec(CLOCK_MONOTONIC) - t0 > 20 * USEC_PER_SEC)
+                        fails++;
+        }
+        (void) pthread_setschedparam(pthread_self(), policy, &other);
+        (void) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+        atomic_store(&hog_stop, true);
+        pthread_join(t, NULL);
+        assert_int_equal(answer, 1);
+        assert_int_equal(fails, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -573,6 +809,10 @@ int main(void) {
                 return 77;
         }
 #endif
+        if (env("TEST_ETCD_BLACKHOLE")) {
+                const struct CMUnitTest hole[] = { cmocka_unit_test(test_unanswered_member) };
+                return cmocka_run_group_tests_name("store-etcd-unanswered", hole, NULL, NULL);
+        }
         const struct CMUnitTest smoke[] = {
                 cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
         };
@@ -589,12 +829,18 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_lag_ends_watch, setup_small, teardown),
                 cmocka_unit_test_setup_teardown(test_close_drains_then_epipe, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_submit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_blocking_preempted_caller, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_keep_alive, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_revoke, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_idle_cost, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
         };
         const char *only = env("TEST_STORE_ONLY");
         if (only && streq(only, "smoke"))
                 return cmocka_run_group_tests_name(use_etcd ? "store-etcd-smoke" : "store-smoke",
                                                    smoke, NULL, NULL);
+        if (only)
+                cmocka_set_test_filter(only); /* one case by name (a glob) */
         return cmocka_run_group_tests_name(use_etcd ? "store-contract-etcd" : "store-contract-mem",
                                            tests, NULL, NULL);
 }

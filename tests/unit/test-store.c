@@ -359,6 +359,58 @@ static void test_lease_kept_alive_then_expires(void **state) {
         assert_int_equal(upd(s, STORE_EPHEMERAL, "watchdog/a", "0", 7, ttl, &rev), 0);
 }
 
+/* A lease object on the test clock (docs/store.md §1.9): kept alive, its
+ * deadline moves without a write, an event or a timer; stopped, its keys
+ * expire exactly one TTL later; freed unrevoked, as if its holder died. */
+static void test_lease_object(void **state) {
+        struct fixture *f = *state;
+        struct store *s = f->s;
+        _cleanup_store_watch_free_ struct store_watch *w = NULL;
+        struct store_lease *l = NULL, *l2 = NULL;
+        const usec_t ttl = 100 * MS;
+        uint64_t ra, rb, rc;
+
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(atomic_load(&f->tc.armed), atomic_load(&f->tc.now) + ttl);
+        assert_int_equal(store_create_leased(s, "host/a", "a", 1, l, &ra), 1);
+        assert_int_equal(store_create_leased(s, "host/b", "b", 1, l, &rb), 1);
+        assert_int_equal(store_watch(s, STORE_EPHEMERAL, "host/", &w), 0);
+        EXPECT_PUT(w, "host/a", "a", ra);
+        EXPECT_PUT(w, "host/b", "b", rb);
+        EXPECT_MARKER(w, rb);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        assert_int_equal(atomic_load(&f->tc.armed), USEC_INFINITY); /* no timer: SPEC §1 */
+        unsigned arms = atomic_load(&f->tc.n_arm);
+        for (int i = 0; i < 100; i++)
+                assert_int_equal(tc_advance(&f->tc, 10 * ttl), 0);
+        assert_int_equal(store_run_expiry(s), 0);
+        assert_int_equal(atomic_load(&f->tc.n_arm), arms); /* nothing armed, nothing woke */
+        EXPECT_NONE(w);
+        expect_stored(s, STORE_EPHEMERAL, "host/a", "a", ra); /* no write either */
+        assert_int_equal(store_lease_keep_alive(l, false), 0);
+        assert_int_equal(atomic_load(&f->tc.armed), atomic_load(&f->tc.now) + ttl);
+        assert_int_equal(tc_advance(&f->tc, ttl - 1), 0);
+        assert_int_equal(tc_advance(&f->tc, 1), 2);
+        EXPECT_DELETE(w, "host/a", rb + 1, ra, STORE_CAUSE_EXPIRED);
+        EXPECT_DELETE(w, "host/b", rb + 2, rb, STORE_CAUSE_EXPIRED);
+        assert_int_equal(atomic_load(&f->tc.armed), USEC_INFINITY);
+        assert_int_equal(store_lease_keep_alive(l, true), -ENOENT);
+        assert_int_equal(store_create_leased(s, "host/c", "c", 1, l, NULL), -ENOENT);
+        store_lease_free(l);
+
+        /* Freed without a revoke: the lease (and its key) ends one TTL later. */
+        assert_int_equal(store_lease_grant(s, ttl, &l2), 0);
+        assert_int_equal(store_create_leased(s, "host/c", "c", 1, l2, &rc), 1);
+        EXPECT_PUT(w, "host/c", "c", rc);
+        assert_int_equal(store_lease_keep_alive(l2, true), 0);
+        assert_int_equal(tc_advance(&f->tc, 5 * ttl), 0);
+        store_lease_free(l2);
+        assert_int_equal(tc_advance(&f->tc, ttl - 1), 0);
+        assert_int_equal(tc_advance(&f->tc, 1), 1);
+        EXPECT_DELETE(w, "host/c", rc + 1, rc, STORE_CAUSE_EXPIRED);
+        EXPECT_NONE(w);
+}
+
 static void test_two_ttls_expire_in_order(void **state) {
         struct fixture *f = *state;
         struct store *s = f->s;
@@ -1168,6 +1220,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lease_kept_alive_then_expires, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_two_ttls_expire_in_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_object, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_list_never_shows_dead_key, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_snapshot_marker_live, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lag_then_rewatch, setup_small_queue, teardown),

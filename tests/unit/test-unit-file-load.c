@@ -355,7 +355,7 @@ static void test_known_keys(void **state) {
         static const char text[] = "[Unit]\nDocumentation=man:x(8)\nDefaultDependencies=no\nIgnoreOnIsolate=yes\n"
                                    "RefuseManualStop=yes\nJobTimeoutSec=5\nCollectMode=inactive\nSourcePath=/x\n"
                                    "[Service]\nExecStart=/bin/true\nSyslogLevel=debug\nCPUAccounting=yes\n"
-                                   "TasksMax=10\nTasksMax=20\nMemoryMax=1G\n"
+                                   "CPUQuota=10%\nCPUQuota=20%\nMemoryMax=1G\n"
                                    "[Install]\nWantedBy=multi-user.target\nAlso=x.service\nAlias=bad.target\n";
         const struct unit_text t = { "test/a.service", text, sizeof text - 1 };
         struct unit_file *u = NULL;
@@ -365,7 +365,7 @@ static void test_known_keys(void **state) {
                 dump_msgs();
                 fail_msg("%zu messages, want 3", n_msgs);
         }
-        assert_string_equal(msgs[0].text, "test/a.service:13: TasksMax= is not supported: the unit runs without the tasks limit");
+        assert_string_equal(msgs[0].text, "test/a.service:13: CPUQuota= is not supported: the unit runs without the CPU quota");
         assert_string_equal(msgs[1].text, "test/a.service:15: MemoryMax= is not supported: the unit runs without the memory limit");
         assert_string_equal(msgs[2].text, "test/a.service:19: Alias=\"bad.target\" ignored: not a service (NAME.service) name");
 }

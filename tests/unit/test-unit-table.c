@@ -945,6 +945,46 @@ static void test_seq_forking_exit_before_read(void **state) {
         fake_free(f, u);
 }
 
+/* KillMode=mixed (nginx.service): the stop signal reaches the main process
+ * only, so once it is gone nothing signalled is left to wait for: the rest
+ * get the final kill signal at once, not after TimeoutStopSec= (systemd 252,
+ * unit_kill_context()), and the result is the main process's, not timeout. */
+static void test_seq_mixed_main_died(void **state) {
+        struct fake *f = fake_new();
+        f->populated = 1; /* its workers */
+        struct unit *u = REPLAY(f, "[Service]\nExecStart=/bin/true\nKillMode=mixed\nTimeoutStopSec=90\n", EV_START);
+        assert_int_equal(u->pos, P(RUNNING));
+        f->effects[0] = 0;
+        deliver(f, u, EV_MAIN_FAIL); /* the master SIGKILLed: its workers are left */
+        assert_int_equal(u->pos, P(STOP_SIGKILL));
+        assert_string_equal(f->effects, "sig-KILL");
+        f->populated = 0;
+        deliver(f, u, EV_GONE);
+        assert_int_equal(u->pos, P(FAILED));
+        assert_int_equal(u->result, UNIT_RESULT_EXIT_CODE);
+        fake_free(f, u);
+}
+
+/* KillMode=mixed, a stop: SIGTERM to the main process only; when it exits,
+ * the rest get the final kill signal at once. */
+static void test_seq_mixed_stop(void **state) {
+        struct fake *f = fake_new();
+        f->populated = 1;
+        struct unit *u = REPLAY(f, "[Service]\nExecStart=/bin/true\nKillMode=mixed\nTimeoutStopSec=90\n", EV_START);
+        f->effects[0] = 0;
+        deliver(f, u, EV_STOP);
+        assert_int_equal(u->pos, P(STOP_SIGTERM));
+        assert_string_equal(f->effects, ""); /* the main process is signalled itself, the rest not */
+        deliver(f, u, EV_MAIN_OK);
+        assert_int_equal(u->pos, P(STOP_SIGKILL));
+        assert_string_equal(f->effects, "sig-KILL");
+        f->populated = 0;
+        deliver(f, u, EV_GONE);
+        assert_int_equal(u->pos, P(INACTIVE));
+        assert_int_equal(u->result, UNIT_RESULT_SUCCESS);
+        fake_free(f, u);
+}
+
 int main(void) {
         log_set_max_level(LOG_EMERG); /* the machine's warnings are expected here */
         const struct CMUnitTest tests[] = {
@@ -966,6 +1006,8 @@ int main(void) {
                 cmocka_unit_test(test_seq_conditions_met),
                 cmocka_unit_test(test_forking_pairs),
                 cmocka_unit_test(test_seq_forking_exit_before_read),
+                cmocka_unit_test(test_seq_mixed_main_died),
+                cmocka_unit_test(test_seq_mixed_stop),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

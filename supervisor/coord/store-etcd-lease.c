@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lease objects of the etcd backend (docs/store.md §1.9, §4.3): a real etcd
+ * lease (/v3/lease/grant), kept alive by the store's I/O thread with one
+ * /v3/lease/keepalive request every TTL/3 (a delayed request: the thread's
+ * only timer), revoked with /v3/lease/revoke. Keys are attached by putting
+ * them with the lease's ID (store-etcd.c), so etcd's lessor deletes them when
+ * the lease ends: watchers see `expired` (no tombstone).
+ *
+ * The keep-alive is a chain: each answer (in the I/O thread) queues the next
+ * request TTL/3 later while `keep` holds. The chain holds a reference on the
+ * lease; stopping cancels the pending request, whose completion ends the
+ * chain and drops it. Locking: s->lock guards keep, pending, chain and the
+ * store's lease list.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "store-etcd-internal.h"
+
+struct etcd_lease {
+        struct store_lease base;
+        struct store_etcd *s;
+        int64_t id;
+        usec_t ttl; /* as granted by etcd, whole seconds */
+        atomic_uint n_ref; /* the owner and the keep-alive chain */
+        bool keep;         /* the owner wants it kept alive */
+        bool chain;        /* a keep-alive request is queued or in flight */
+        struct etcd_req *pending;
+        struct etcd_lease *next; /* s->leases */
+};
+
+static struct etcd_lease *to_lease(struct store_lease *l) {
+        return container_of(l, struct etcd_lease, base);
+}
+
+static struct store_etcd *to_etcd(struct store *s) {
+        return container_of(s, struct store_etcd, base);
+}
+
+int64_t etcd_lease_id(struct store_lease *l) {
+        return to_lease(l)->id;
+}
+
+bool etcd_lease_is_object(struct store_etcd *s, int64_t id) {
+        bool found = false;
+
+        pthread_mutex_lock(&s->lock);
+        for (struct etcd_lease *l = s->leases; l && !found; l = l->next)
+                found = l->id == id;
+        pthread_mutex_unlock(&s->lock);
+        return found;
+}
+
+static void lease_unref(struct etcd_lease *l) {
+        if (atomic_fetch_sub_explicit(&l->n_ref, 1, memory_order_acq_rel) != 1)
+                return;
+        struct store_etcd *s = l->s;
+        pthread_mutex_lock(&s->lock);
+        for (struct etcd_lease **p = &s->leases; *p; p = &(*p)->next)
+                if (*p == l) {
+                        *p = l->next;
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        free(l);
+}
+
+static struct json_object *id_body(int64_t id) {
+        struct json_object *b = json_object_new_object();
+        etcd_add_int(b, "ID", id);
+        return b;
+}
+
+/* The TTL a keep-alive answer reports (0: the lease is gone). */
+static int64_t keepalive_ttl(struct json_object *reply) {
+        struct json_object *res;
+        return json_object_object_get_ex(reply, "result", &res) ? etcd_json_int(res, "TTL") : 0;
+}
+
+static void keepalive_done(struct etcd_req *r, int error, struct json_object *reply, void *userdata);
+
+/* Queues the next keep-alive `delay` from now (s->lock held). */
+static int keepalive_queue(struct etcd_lease *l, usec_t delay) {
+        struct etcd_client *c = l->s->client;
+        usec_t at = now_usec(CLOCK_MONOTONIC) + delay;
+
+        return etcd_submit_at(c, "/v3/lease/keepalive", id_body(l->id), false, NULL,
+                              keepalive_done, l, at, at + MIN(l->ttl / 3, etcd_op_timeout(c)),
+                              &l->pending);
+}
+
+/* I/O thread: one renewal answered; the next one TTL/3 later while kept. */
+static void keepalive_done(struct etcd_req *r, int error, struct json_object *reply, void *userdata) {
+        struct etcd_lease *l = userdata;
+        struct store_etcd *s = l->s;
+        bool gone = error >= 0 && keepalive_ttl(reply) <= 0;
+        usec_t delay = l->ttl / 3;
+
+        if (error < 0 && error != -ECANCELED && error != -EPIPE) {
+                log_warning_errno(error, "store-etcd: lease %lld: keep-alive failed (%m), "
+                                  "retrying in %llu ms", (long long) l->id,
+                                  (unsigned long long) (delay / 2 / USEC_PER_MSEC));
+                delay /= 2; /* still ≥ 1/3 TTL before the server-side deadline */
+        }
+        if (gone)
+                log_warning("store-etcd: lease %lld has ended on etcd; its keys are gone",
+                            (long long) l->id);
+        pthread_mutex_lock(&s->lock);
+        l->pending = NULL;
+        bool again = l->keep && !gone && error != -ECANCELED && error != -EPIPE &&
+                     keepalive_queue(l, delay) >= 0;
+        if (!again) {
+                l->chain = false;
+                l->keep = l->keep && !gone;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!again)
+                lease_unref(l);
+}
+
+int etcd_lease_grant(struct store *base, usec_t ttl_usec, struct store_lease **ret) {
+        struct store_etcd *s = to_etcd(base);
+        struct json_object *b = json_object_new_object(), *reply = NULL;
+        usec_t ttl = ttl_usec ?: s->default_ttl;
+        int q;
+
+        json_object_object_add(b, "TTL",
+                               json_object_new_int64((int64_t) ((ttl + USEC_PER_SEC - 1) / USEC_PER_SEC)));
+        q = etcd_call(s->client, "/v3/lease/grant", b, &reply);
+        if (q < 0)
+                return q;
+        struct etcd_lease *l = calloc(1, sizeof(*l));
+        if (!l) {
+                json_object_put(reply);
+                return -ENOMEM;
+        }
+        l->base.store = base;
+        l->s = s;
+        l->id = etcd_json_int(reply, "ID");
+        l->ttl = (usec_t) etcd_json_int(reply, "TTL") * USEC_PER_SEC;
+        json_object_put(reply);
+        atomic_init(&l->n_ref, 1);
+        pthread_mutex_lock(&s->lock);
+        l->next = s->leases;
+        s->leases = l;
+        pthread_mutex_unlock(&s->lock);
+        *ret = &l->base;
+        return 0;
+}
+
+/* Stops the chain (s->lock held): the pending request's completion ends it. */
+static void keepalive_stop(struct etcd_lease *l) {
+        l->keep = false;
+        if (l->pending)
+                etcd_req_cancel(l->s->client, l->pending);
+}
+
+int etcd_lease_keep_alive(struct store_lease *base, bool on) {
+        struct etcd_lease *l = to_lease(base);
+        struct store_etcd *s = l->s;
+        struct json_object *reply = NULL;
+        int q = 0;
+
+        if (!on) {
+                pthread_mutex_lock(&s->lock);
+                keepalive_stop(l);
+                pthread_mutex_unlock(&s->lock);
+                return 0;
+        }
+        /* The first renewal, waited for: an ended lease is said at once. */
+        q = etcd_call(s->client, "/v3/lease/keepalive", id_body(l->id), &reply);
+        if (q >= 0 && keepalive_ttl(reply) <= 0)
+                q = -ENOENT;
+        json_object_put(reply);
+        if (q < 0)
+                return q;
+        pthread_mutex_lock(&s->lock);
+        l->keep = true;
+        if (!l->chain) {
+                atomic_fetch_add_explicit(&l->n_ref, 1, memory_order_relaxed);
+                q = keepalive_queue(l, l->ttl / 3);
+                l->chain = q >= 0;
+                l->keep = q >= 0;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (q < 0)
+                lease_unref(l);
+        return q;
+}
+
+int etcd_lease_revoke(struct store_lease *base) {
+        struct etcd_lease *l = to_lease(base);
+        struct store_etcd *s = l->s;
+
+        pthread_mutex_lock(&s->lock);
+        keepalive_stop(l);
+        pthread_mutex_unlock(&s->lock);
+        int q = etcd_call(s->client, "/v3/lease/revoke", id_body(l->id), NULL);
+        return q == -ENOENT ? 0 : q; /* ended already */
+}
+
+void etcd_lease_free(struct store_lease *base) {
+        struct etcd_lease *l = to_lease(base);
+        struct store_etcd *s = l->s;
+
+        pthread_mutex_lock(&s->lock);
+        keepalive_stop(l);
+        pthread_mutex_unlock(&s->lock);
+        lease_unref(l);
+}

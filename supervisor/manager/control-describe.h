@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl: a unit's properties for the control socket's `show`
+ * (docs/control-protocol.md "show"). Single-threaded: tend's loop.
+ */
+#pragma once
+
+#include <json-c/json.h>
+
+struct manager;
+
+/* Adds the properties of the unit called name (its own name, as
+ * control_ops.resolve gives it) to props (borrowed). 0, -ENOENT (no such
+ * unit), -ENOMEM. */
+int manager_describe_unit(struct manager *m, const char *name, struct json_object *props);

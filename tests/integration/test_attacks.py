@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Attacks on tend that got through once (issue 19, docs/threat-model.md),
+each replayed: the control socket's symlink race, a socket directory another
+user can write. Root only (another uid through util-linux's setpriv): skips
+with 77 otherwise. The attacker runs as nobody (65534)."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tendtest import TEND, TendTestCase, wait_until  # noqa: E402
+from svctest import ServiceTestCase, cgroup_procs, kill_pid  # noqa: E402
+from tendtest import PROBE, exited, wait_pidfd  # noqa: E402
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'examples')
+
+NOBODY = 65534
+TRIALS = 100
+PAUSE_MS = 60  # the window tend's seam opens between bind() and the socket's ownership
+
+# The attacker: for each "SOCK TARGET" line, waits (bounded) for SOCK to
+# appear (or SOCK.gone: tend exited without binding), then swaps it for a symlink to TARGET (rename over it, the race a
+# chown()/chmod() by path would lose), and says what happened.
+ATTACKER = r'''
+import os, sys, time
+for line in sys.stdin:
+    sock, target = line.split()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not os.path.lexists(sock + '.gone'):
+        try:
+            os.lstat(sock)
+            break
+        except FileNotFoundError:
+            time.sleep(0.0005)
+    else:
+        print('timeout', flush=True)
+        continue
+    tmp = sock + '.evil'
+    try:
+        os.symlink(target, tmp)
+        os.rename(tmp, sock)
+        print('swapped', flush=True)
+    except OSError as e:
+        print('refused %s' % e.strerror, flush=True)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+'''
+
+
+def why_not():
+    if os.geteuid() != 0:
+        return 'not root'
+    if not shutil.which('setpriv'):
+        return 'setpriv is not installed'
+    return None
+
+
+def as_nobody(argv):
+    return ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups'] + argv
+
+
+def changed(path, before):
+    """Has the owner, group or mode of path changed since before (a stat)?"""
+    after = os.stat(path)
+    return (after.st_uid, after.st_gid, after.st_mode) != (before.st_uid, before.st_gid, before.st_mode)
+
+
+class ControlSocket(TendTestCase):
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp.name, 0o711)  # nobody may traverse to its directories
+        self.units = self.path('units')
+        os.mkdir(self.units)
+
+    def stop_tend(self, p):
+        if p.running():
+            signal.pidfd_send_signal(p.pidfd, signal.SIGTERM)
+        return p.wait(10, 'tend did not exit on SIGTERM')
+
+    def test_symlink_race_100_trials_no_win(self):
+        """Half the trials in a directory the attacker owns (tend must refuse
+        it), half in a sticky directory all may write (as /tmp: the attacker
+        cannot rename over tend's socket). The seam holds tend 60 ms between
+        bind() and the socket's ownership; the attacker swaps the socket for a
+        symlink to a root-only file as soon as it appears. A win: the file's
+        owner, group or mode changed."""
+        attacker = self.start(as_nobody([sys.executable, '-c', ATTACKER]))
+        sticky = self.path('shared')
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        env = dict(os.environ, TEND_TEST_BIND_PAUSE_MS=str(PAUSE_MS))
+        wins, refused, swaps_refused = [], 0, 0
+        for i in range(TRIALS):
+            target = self.path('secret%d' % i)
+            with open(target, 'w') as f:
+                f.write('root only\n')
+            os.chmod(target, 0o604)
+            before = os.stat(target)
+            if i % 2 == 0:  # the attacker made the directory first
+                d = self.path('att%d' % i)
+                os.mkdir(d)
+                os.chown(d, NOBODY, NOBODY)
+                sock = os.path.join(d, 'control')
+            else:
+                sock = os.path.join(sticky, 'control%d' % i)
+            attacker.write(('%s %s\n' % (sock, target)).encode())
+            p = self.start([TEND, '--config-dir', self.units, '--control-socket', sock],
+                           stdin=subprocess.DEVNULL, env=env)
+            wait_until(lambda: not p.running() or self.listening(sock) or changed(target, before), 10,
+                       lambda: 'tend neither listened on %s nor exited: %r' % (sock, p.stderr_text()))
+            status = self.stop_tend(p)
+            if not os.path.lexists(sock):
+                open(sock + '.gone', 'w').close()  # the attacker stops waiting
+            said = attacker.readline(10, 'the attacker said nothing')
+            if i % 2 == 0:
+                refused += status == 1 and ('belongs to uid %d' % NOBODY) in p.stderr_text()
+            else:
+                swaps_refused += said.startswith('refused') and status == 0
+            if changed(target, before):
+                after = os.stat(target)
+                wins.append((i, oct(after.st_mode), after.st_uid, after.st_gid))
+        self.assertEqual(wins, [], 'the attacker changed a root-only file through tend (trial, mode, uid, gid)')
+        self.assertEqual((refused, swaps_refused), (TRIALS // 2, TRIALS // 2),
+                         'every attacker-owned directory refused, every swap in the sticky one refused')
+
+    def listening(self, sock):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            try:
+                s.connect(sock)
+                return True
+            except OSError:
+                return False
+
+    def test_directory_others_can_write_refused(self):
+        d = self.path('open')
+        os.mkdir(d)
+        os.chmod(d, 0o777)  # root's, but anyone may replace what is in it
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(d, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a world-writable socket directory'), 1)
+        self.assertRegex(p.stderr_text(), r'refused: its directory .*/open \(mode 0777\) is writable by others')
+        self.assertEqual(os.listdir(d), [], 'nothing was bound there')
+        os.chmod(d, 0o770)
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(d, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a group-writable socket directory'), 1)
+        self.assertIn('is writable by its group', p.stderr_text())
+        link = self.path('link')
+        os.chmod(d, 0o700)
+        os.symlink(d, link)
+        p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(link, 'control')],
+                       stdin=subprocess.DEVNULL)
+        self.assertEqual(p.wait(10, 'tend did not refuse a symlinked socket directory'), 1)
+        self.assertIn('is a symlink', p.stderr_text())
+
+
+class Examples(ServiceTestCase):
+    """The README's examples run as root (README command 1): none may write
+    under a path another user could create first."""
+
+    def test_no_example_writes_under_a_directory_others_can_write(self):
+        found = []
+        for name in sorted(os.listdir(EXAMPLES)):
+            if not name.endswith('.service'):
+                continue
+            with open(os.path.join(EXAMPLES, name)) as f:
+                for lineno, line in enumerate(f, 1):
+                    if line.startswith('#'):
+                        continue
+                    for path in re.findall(r'(?<![\w$}])(/[\w.@%-]+(?:/[\w.@%-]+)*)', line):
+                        if others_can_write_an_ancestor(path):
+                            found.append('%s:%d: %s' % (name, lineno, path))
+        self.assertEqual(found, [], 'example paths under a directory another user can write')
+
+
+class LargeAnswers(ServiceTestCase):
+    """A request naming thousands of units: its answer is over the 128 KiB a
+    message may hold; it comes in result-part messages, never dropped."""
+
+    N = 3000
+
+    def setUp(self):
+        super().setUp()
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        self.names = ['web'] + ['nosuch%04d' % i for i in range(self.N)]
+
+    def test_tendctl_gets_every_units_answer(self):
+        for verb in ('start', 'stop', 'status'):
+            try:
+                status, out, err = self.ctl(verb, *self.names, '--json', check=False, timeout=20)
+            except subprocess.TimeoutExpired:
+                self.fail('tendctl %s of %d names hung: the answer was dropped; tend stderr %r'
+                          % (verb, len(self.names), self.stderr()[-2000:]))
+            # systemctl's codes for an unknown unit (tendctl(1)): start/stop 5, status 4
+            self.assertEqual(status, {'status': 4}.get(verb, 5),
+                             '%s: the first failure is a unit not found: %r' % (verb, err[-500:]))
+            self.assertEqual(err.count('not found'), self.N, '%s: every missing unit is named once' % verb)
+            if verb != 'status':
+                units = json.loads(out)['units']
+                self.assertEqual([u['name'] for u in units][1:], ['nosuch%04d' % i for i in range(self.N)],
+                                 '%s: every unit answered, in the order asked' % verb)
+                self.assertEqual(units[0]['name'], 'web.service')
+
+    def test_messages_stay_under_the_limit(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(self.sock)
+            s.send(json.dumps({'version': 1, 'command': 'status', 'units': self.names}).encode())
+            parts, sizes = [], []
+            while True:
+                m = s.recv(1 << 20, socket.MSG_TRUNC)
+                self.assertTrue(m, 'tend closed the connection before the result')
+                sizes.append(len(m))
+                msg = json.loads(m)
+                if msg['type'] == 'result':
+                    break
+                if msg['type'] == 'result-part':
+                    parts += msg['units']
+            self.assertLessEqual(max(sizes), 128 * 1024, 'a message over the documented 128 KiB')
+            self.assertEqual(len(parts) + len(msg['units']), self.N, 'the not-found list, whole')
+            self.assertEqual(msg['error'], 'not-found')
+
+    def test_request_over_the_limit_is_answered(self):
+        names = ['nosuch%06d' % i for i in range(7000)]  # > 64 KiB of JSON
+        try:
+            status, out, err = self.ctl('status', *names, check=False, timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail('tendctl hung on a request over 64 KiB')
+        self.assertEqual((status, out), (2, ''), err)  # too-large: a usage error's status
+        self.assertIn('the request exceeds 65536 bytes', err)
+        self.ctl('status', 'web')  # tend serves on
+
+
+# As nobody: connects N times to SOCK (argv 1, 2), reading each refusal.
+REFUSED_CLIENT = r'''
+import socket, sys
+for _ in range(int(sys.argv[2])):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+        c.settimeout(5)
+        c.connect(sys.argv[1])
+        c.recv(65536)
+print('done', flush=True)
+'''
+
+
+class ControlHygiene(ServiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+
+    def test_idle_connections_time_out(self):
+        self.start_tend(env=dict(os.environ, TEND_CONTROL_IDLE_TIMEOUT_MS='500'))
+        w = self.watch_records('web')  # a stream is never idle
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as silent, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as done:
+            for c in (silent, done):
+                c.settimeout(3)
+                c.connect(self.sock)
+            done.send(json.dumps({'version': 1, 'command': 'list'}).encode())
+            while json.loads(done.recv(1 << 17))['type'] != 'result':
+                pass
+            t0 = time.monotonic()
+            for c, what in ((silent, 'a client that sends nothing'), (done, 'a client answered, then idle')):
+                try:
+                    self.assertEqual(c.recv(1 << 17), b'', '%s got a message instead of the close' % what)
+                except socket.timeout:
+                    self.fail('%s was not closed after the 0.5 s idle timeout' % what)
+            self.assertLess(time.monotonic() - t0, 2.5)
+        self.ctl('restart', 'web')
+        rec = self.next_record(w, 5, 'the watch was closed as idle')
+        self.assertEqual(rec['name'], 'web.service')
+
+    def test_refusals_are_rate_limited_with_a_count(self):
+        if os.geteuid() != 0 or not shutil.which('setpriv'):
+            self.skipTest('needs root and setpriv')
+        self.start_tend(log_level='warning')
+        os.chmod(self.tmp.name, 0o711)
+        os.chmod(os.path.dirname(self.sock), 0o711)
+        os.chmod(self.sock, 0o666)
+        p = self.start(as_nobody([sys.executable, '-c', REFUSED_CLIENT, self.sock, '30']), stdin=subprocess.DEVNULL)
+        self.assertEqual(p.readline(20, 'the refused client did not finish'), 'done')
+        wait_until(lambda: 'more refusals in the last 5 s' in self.stderr(), 10,
+                   lambda: 'no count of the refusals not logged: %r' % self.stderr()[-1500:])
+        self.assertEqual(self.stderr().count('control: refused client'), 10, 'the first 10 are logged one by one')
+        self.assertIn('control: 20 more refusals in the last 5 s, not logged one by one', self.stderr())
+
+
+class FdExhaustionAtLoad(ServiceTestCase):
+    """Units that cannot get their log pipes while DIR is read are loaded,
+    fail their start ("out of file descriptors") and are retried per
+    Restart=; none vanishes. tend runs with 160 fds (soft and hard); the test
+    takes all but 3 of them with idle control connections (one fd each on
+    tend's side), adds 10 units and sends SIGHUP: DIR is read, most new
+    units get no pipes. Once the connections close, the retries run them."""
+
+    def hold_connections(self):
+        """Connects until tend refuses for want of fds: the open sockets."""
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for _ in range(200):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            c.settimeout(5)
+            c.connect(self.sock)
+            try:
+                c.send(json.dumps({'version': 1, 'command': 'status', 'units': ['a00']}).encode())
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused and closed at once: its answer is still there to read
+            while True:
+                msg = json.loads(c.recv(1 << 17))
+                if msg['type'] == 'result':
+                    break
+            if not msg['ok']:
+                c.close()
+                self.assertIn('out of file descriptors', msg.get('message', ''), msg)
+                return held
+            held.append(c)
+        self.fail('tend never ran out of fds with 200 connections')
+
+    def test_units_without_fds_fail_and_are_retried(self):
+        if not shutil.which('prlimit'):
+            self.skipTest('prlimit is not installed')
+        for i in range(10):
+            self.unit('a%02d' % i, '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend(wrap=['prlimit', '--nofile=160'], log_level='info')
+        for i in range(10):
+            self.wait_running('a%02d' % i)
+        held = self.hold_connections()
+        for c in held[:3]:  # DIR's reading needs 2; the new units' pipes get what is left
+            c.close()
+        news = ['b%02d.service' % i for i in range(10)]
+        for n in news:
+            self.unit(n[:-8], '[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=%s pause\n'
+                      'Restart=on-failure\nRestartSec=1s' % PROBE)
+        os.kill(self.tend_pid, signal.SIGHUP)
+        wait_until(lambda: all('%s: starting' % n in self.stderr() for n in news), 10,
+                   lambda: 'new units never started (vanished at load?): %r; stderr %r' % (
+                       [n for n in news if '%s: starting' % n not in self.stderr()], self.stderr()[-1500:]))
+        self.assertIn('out of file descriptors for its log pipes at load', self.stderr())
+        self.assertIn('out of file descriptors: the start fails (result resources), retried per Restart=',
+                      self.stderr())
+        for c in held[3:]:
+            c.close()
+        recs = wait_until(lambda: (lambda r: r if all(r.get(n, {}).get('state') == 'running' for n in news)
+                                   else None)(self.statuses_or_none()), 20,
+                          lambda: 'the new units did not run on a retry: %r; stderr %r' % (
+                              self.statuses_or_none(), self.stderr()[-1500:]))
+        self.assertTrue(any(recs[n]['restarts'] > 0 for n in news), 'no unit needed a retry: %r' % recs)
+
+    def statuses_or_none(self):
+        status, out, _ = self.ctl('status', '--json', check=False, timeout=5)
+        return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
+
+
+FREEZER_V1 = '/sys/fs/cgroup/freezer'
+
+# The main process starts a child that stays behind (records its pid), then waits.
+WITH_SURVIVOR = '''
+sleep 1000 &
+echo $! > "$1"
+exec "$2" pause
+'''
+
+
+class Leftovers(ServiceTestCase):
+    def test_killmode_process_survivors_are_left_alone_with_a_warning(self):
+        """systemd leaves a KillMode=process stop's survivors at the next
+        start and warns; only a previous tend's leftovers are killed."""
+        self.make_cgroup(required=True)
+        run, gc_file = self.script('surv.sh', WITH_SURVIVOR), self.path('survivor')
+        self.unit('keep', '''
+            [Service]
+            ExecStart=/bin/sh %s %s %s
+            KillMode=process
+        ''' % (run, gc_file, PROBE))
+        self.start_tend(log_level='warning')
+        self.wait_running('keep')
+        survivor = int(wait_until(lambda: self.lines(gc_file), 5, 'the unit never started its child')[0])
+        self.addCleanup(kill_pid, survivor)
+        fd = os.pidfd_open(survivor)
+        self.addCleanup(os.close, fd)
+        self.ctl('stop', 'keep')
+        self.ctl('start', 'keep')
+        self.wait_running('keep')
+        self.assertFalse(exited(fd), 'the KillMode=process survivor was killed at the next start: %r' % self.stderr())
+        self.assertIn('keep.service: Found left-over process %d (sleep) in control group while starting unit. '
+                      'Ignoring.' % survivor, self.stderr())
+        self.assertNotIn('leftover process of a previous tend', self.stderr())
+
+    def frozen_leftover(self, unit):
+        """A process of a previous tend in UNIT's cgroup that cannot die
+        before the test lets it: frozen by the cgroup v1 freezer (a SIGKILL
+        waits for the thaw, the process in D state). Returns (Proc, thaw)."""
+        if not os.path.isdir(FREEZER_V1):
+            self.skipTest('no cgroup v1 freezer at %s: no way to hold a killed process' % FREEZER_V1)
+        cg = self.make_cgroup(required=True)
+        unit_cg = os.path.join(cg, unit + '.service')
+        os.mkdir(unit_cg)
+        fz = os.path.join(FREEZER_V1, 'tend-it.%d' % os.getpid())
+        os.makedirs(fz, exist_ok=True)
+        planted = self.start(['sleep', '1000'], stdout=subprocess.DEVNULL)
+
+        def thaw():
+            with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+                f.write('THAWED')
+
+        def remove():
+            thaw()
+            kill_pid(planted.pid)
+            wait_pidfd(planted.pidfd, 10, 'the planted leftover survived its thaw')
+            wait_until(lambda: not os.path.exists(os.path.join(fz, 'tasks')) or
+                       not open(os.path.join(fz, 'tasks')).read(), 5, 'freezer cgroup still holds a task')
+            os.rmdir(fz)
+        self.addCleanup(remove)
+        for d in (unit_cg, fz):
+            with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                f.write(str(planted.pid))
+        with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+            f.write('FROZEN')
+        wait_until(lambda: open(os.path.join(fz, 'freezer.state')).read().strip() == 'FROZEN', 5,
+                   'the planted leftover never froze')
+        self.unit(unit, '[Service]\nExecStart=%s pause' % PROBE)
+        return cg, planted, thaw
+
+    def timed_ctl(self, *args):
+        """tendctl ARGS must answer within 1 s: (status, stdout, seconds)."""
+        t0 = time.monotonic()
+        try:
+            status, out, err = self.ctl(*args, check=False, timeout=1)
+        except subprocess.TimeoutExpired:
+            self.fail('tendctl %s did not answer within 1 s: tend\'s loop is blocked; stderr %r'
+                      % (' '.join(args), self.stderr()))
+        return status, out, time.monotonic() - t0
+
+    def test_tendctl_answers_while_a_killed_leftover_is_dying(self):
+        cg, planted, thaw = self.frozen_leftover('stuck')
+        self.start_tend(cgroup=cg, wait_ready=False, log_level='warning')  # the kill is a warning
+        wait_until(lambda: self.timed_ctl('status', 'stuck', '--json')[0] == 0, 5,
+                   lambda: 'tend never answered; stderr %r' % self.stderr())
+        self.assertIn('stuck.service: killed 1 leftover process of a previous tend', self.stderr())
+        for _ in range(5):  # the leftover is still there: the start waits, tend answers
+            status, out, took = self.timed_ctl('status', 'stuck', '--json')
+            self.assertEqual((status, json.loads(out)[0]['state']), (0, 'starting'), out)
+        self.assertFalse(planted.running() is False, 'the frozen leftover died before its thaw')
+        thaw()
+        wait_pidfd(planted.pidfd, 5, 'the killed leftover did not die once thawed')
+        self.assertEqual(planted.wait(1, 'leftover'), -9)
+        main = self.wait_running('stuck', timeout=5)['main_pid']
+        self.assertEqual(cgroup_procs(os.path.join(cg, 'stuck.service')), [main])
+
+    def test_a_leftover_that_never_dies_fails_the_start_in_bounded_time(self):
+        cg, planted, _ = self.frozen_leftover('stuck')
+        self.start_tend(cgroup=cg, wait_ready=False)
+        t0 = time.monotonic()
+        wait_until(lambda: self.timed_ctl('status', 'stuck', '--json')[0] == 0, 5,
+                   lambda: 'tend never answered; stderr %r' % self.stderr())
+        # Failed (result resources), then stopping while the stuck process
+        # stays in the cgroup (the stop's own TimeoutStopSec= applies).
+        rec = self.wait_state('stuck', lambda r: r['result'] == 'resources', 6,
+                              'the start did not fail while its leftover stayed')
+        self.assertIn(rec['state'], ('stopping', 'failed'))
+        self.assertLess(time.monotonic() - t0, 5, 'the start waited past its 2 s bound')
+        self.assertEqual(rec['result'], 'resources')
+        self.assertIn('stuck.service: leftover processes of a previous tend are still in its cgroup 2000 ms after '
+                      'cgroup.kill', self.stderr())
+        self.assertEqual(self.timed_ctl('list')[0], 0)
+
+
+def others_can_write_an_ancestor(path):
+    """Is path, or the nearest existing directory on its way, writable by
+    others (the sticky bit does not help a path that does not exist yet)?"""
+    p = path
+    while p != '/' and not os.path.exists(p):
+        p = os.path.dirname(p)
+    while True:
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH:
+            return True
+        if p == '/':
+            return False
+        p = os.path.dirname(p)
+
+
+if __name__ == '__main__':
+    reason = why_not()
+    if reason:
+        print('skip: %s' % reason)
+        sys.exit(77)
+    unittest.main(verbosity=2)
