@@ -28,11 +28,12 @@ struct source {
  * and its pidfd in the epoll set); the exec-ready list holds one while queued.
  */
 struct exit_process {
+        /* (Ordered to leave no hole: one per running process, 88 B, SPEC §8.) */
         atomic_uint n_ref;
-        struct exit_reaper *reaper; /* an internal reference */
         pid_t pid;
-        int pidfd;
+        struct exit_reaper *reaper; /* an internal reference */
         exit_id_t id;
+        int pidfd;
 
         /* Exec status: the read end of a close-on-exec pipe; the child writes
          * {errno, stage} if anything fails before or at execve. EOF = exec'd. */
@@ -43,10 +44,10 @@ struct exit_process {
         bool exec_in_epoll;
         bool pidfd_in_epoll;
         atomic_bool reaped;
+        bool exec_queued;
 
         struct source src_pidfd, src_exec;
         struct exit_process *exec_next; /* the exec-ready list */
-        bool exec_queued;
 };
 
 #define EXEC_UNKNOWN 1

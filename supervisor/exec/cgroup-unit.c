@@ -29,12 +29,14 @@
 
 struct unit_group {
         struct cgroup_tree *tree; /* borrowed */
-        char *name;               /* "NAME.service": the cgroup is tree->dir/name, as /proc/PID/cgroup
-                                   * names it tree->path/name (not kept: 130 B a unit) */
+        const char *name;         /* "NAME.service": the cgroup is tree->dir/name, as /proc/PID/cgroup
+                                   * names it tree->path/name (not kept: 130 B a unit); the caller's
+                                   * when it had the suffix (unit_group_new), else owned */
         int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd */
         int events_fd;            /* CGROUP: cgroup.events */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
         bool removed;
+        bool name_owned;          /* name is the group's (made with the suffix) */
         bool killed;              /* CGROUP: cgroup.kill was written, or tend found the cgroup
                                    * existing (its kill count unknown): see unit_group_renew */
         bool spawned;             /* this tend spawned into the group: what is left in it is
@@ -361,11 +363,11 @@ static bool name_valid(const char *name) {
                !strchr(name, '/') && !strchr(name, '\n');
 }
 
-static char *service_name(const char *name) {
+/* name with the suffix: name itself (borrowed) when it has it, else a new string (owned). */
+static const char *service_name(const char *name, bool *ret_owned) {
         size_t n = strlen(name), k = strlen(".service");
-        if (n > k && streq(name + n - k, ".service"))
-                return strdup(name);
-        return cgroup_strdup_printf("%s.service", name);
+        *ret_owned = !(n > k && streq(name + n - k, ".service"));
+        return *ret_owned ? cgroup_strdup_printf("%s.service", name) : name;
 }
 
 struct unit_group *unit_group_free(struct unit_group *g) {
@@ -373,7 +375,8 @@ struct unit_group *unit_group_free(struct unit_group *g) {
                 return NULL;
         safe_close(g->dir_fd);
         safe_close(g->events_fd);
-        free(g->name);
+        if (g->name_owned)
+                free((char *) g->name);
         free(g);
         return NULL;
 }
@@ -426,7 +429,7 @@ int unit_group_new(struct cgroup_tree *tree, const char *name, struct unit_group
                 return -ENOMEM;
         g->tree = tree;
         g->dir_fd = g->events_fd = -1;
-        g->name = service_name(name);
+        g->name = service_name(name, &g->name_owned);
         if (!g->name)
                 return -ENOMEM;
         if (tree->mode == CGROUP_MODE_CGROUP) {

@@ -170,7 +170,9 @@ struct unit_group;
  * Until then the group answers as an empty cgroup (populated 0, signal 0,
  * contains 0, events fd -ENOENT), and unit_group_remove removes the
  * directory if something made it. FALLBACK mode: no system call.
- * tree is borrowed and must outlive the group. *ret_group is the caller's.
+ * tree is borrowed and must outlive the group; so is name when it ends in
+ * ".service" (the unit's own name: not copied, SPEC §8), else the group
+ * keeps NAME.service of its own. *ret_group is the caller's.
  * Errors: -EINVAL (NULL, an empty name, ".", "..", a name with '/' or a
  * newline, or one too long for a directory entry), -ENOMEM, and in CGROUP
  * mode the errno of opening an existing cgroup. The errno of mkdir/open

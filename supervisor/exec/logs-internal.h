@@ -111,17 +111,18 @@ struct logs_follower {
 struct logs_stream {
         logs_manager *m;
         logs_stream *prev, *next;
-        char *name, *ident;          /* ident may be name (no SyslogIdentifier=) */
+        const char *name;            /* borrowed (logs_stream_config) */
+        char *ident;                 /* owned, or name (no SyslogIdentifier=) */
         struct logs_target target[2];
         char *path[2];
         struct logs_pipe *pipe[2];   /* [1] may equal [0]: one shared pipe */
         pid_t pid;
         uint8_t priority;            /* SyslogFacility= | SyslogLevel= */
         bool level_prefix;           /* SyslogLevelPrefix= */
+        bool evict_logged, trunc_logged; /* (here: no hole, 232 B; one per unit, SPEC §8) */
         struct ring ring;
         logs_follower *followers;
         struct logs_stream_stats st;
-        bool evict_logged, trunc_logged;
 };
 
 struct logs_manager {

@@ -146,9 +146,9 @@ static int stream_copy_config(logs_stream *s, const struct logs_stream_config *c
 
         s->priority = (uint8_t) (c->syslog_priority ?: LOGS_PRIORITY_DEFAULT);
         s->level_prefix = !c->no_level_prefix;
-        s->name = strdup(c->name);
-        s->ident = c->syslog_identifier ? strdup(c->syslog_identifier) : s->name; /* shared when the same */
-        if (!s->name || !s->ident)
+        s->name = c->name;
+        s->ident = c->syslog_identifier ? strdup(c->syslog_identifier) : (char *) s->name; /* shared when the same */
+        if (!s->ident)
                 return -ENOMEM;
         for (unsigned i = 0; i < 2; i++) {
                 s->target[i] = *t[i];
@@ -251,7 +251,6 @@ logs_stream *logs_stream_free(logs_stream *s) {
         free(s->ring.buf);
         if (s->ident != s->name)
                 free(s->ident);
-        free(s->name);
         free(s->path[0]);
         free(s->path[1]);
         free(s);

@@ -238,7 +238,8 @@ int logs_manager_console_fd(const logs_manager *m);
 /* ------------------------------------------------------------------------ */
 
 struct logs_stream_config {
-        const char *name;               /* unit name: the prefix, and messages; copied */
+        const char *name;               /* unit name: the prefix, and messages; borrowed: it must outlive
+                                         * the stream (the unit's own name: not copied, SPEC §8) */
         const char *syslog_identifier;  /* journal identifier; NULL = name; copied */
         struct logs_target stdout_target, stderr_target; /* paths copied */
         size_t ring_bytes;              /* 0 = the manager's default */

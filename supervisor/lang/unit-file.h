@@ -118,6 +118,9 @@ static inline bool unit_exit_status_set_has_signal(const struct unit_exit_status
  * A loaded unit. Every pointer is owned by the struct (unit_file_free()).
  * Defaults (docs/tend.service.5.md) are set for every key not in the file.
  */
+/* (The small fields are grouped to leave few holes: 1,000 units keep one each,
+ * SPEC §8's footprint; add a new group of keys as a pointer to an out-of-line
+ * struct, as sandbox does.) */
 struct unit_file {
         char *name;     /* "foo.service", "foo@bar.service" */
         char *path;     /* the file read: DIR/NAME, or DIR/foo@.service for an instance */
@@ -144,10 +147,9 @@ struct unit_file {
         struct unit_command_list exec_stop;
         struct unit_command_list exec_reload;
         unit_restart restart;            /* no */
-        usec_t restart_sec;              /* RestartSec=, 100ms */
         unsigned restart_steps;          /* RestartSteps=, 0 */
+        usec_t restart_sec;              /* RestartSec=, 100ms */
         usec_t restart_max_delay;        /* RestartMaxDelaySec=, infinity */
-        bool remain_after_exit;          /* no */
         struct unit_exit_statuses *exit_statuses; /* owned; NULL: both empty (unit_file_exit_statuses()) */
         usec_t timeout_start;            /* TimeoutStartSec=, 90s (infinity for oneshot); 0 → infinity */
         usec_t timeout_stop;             /* TimeoutStopSec=, 10s (SPEC §3); 0 → infinity */
@@ -159,6 +161,8 @@ struct unit_file {
         int final_kill_signal;           /* SIGKILL */
         bool send_sigkill;               /* yes */
         bool ignore_sigpipe;             /* yes */
+        bool remain_after_exit;          /* no */
+        bool guess_main_pid;             /* fork: GuessMainPID=, yes (here: no hole, SPEC §8) */
         char **environment;              /* Environment=: "NAME=VALUE" strv, a later NAME replacing an
                                           * earlier one in place; NULL if none */
         struct unit_env_file *environment_files; /* EnvironmentFile=, read at each start */
@@ -166,18 +170,19 @@ struct unit_file {
         char *working_directory;         /* absolute, or NULL for "/" (and for "~") */
         bool working_directory_missing_ok; /* '-' prefix */
         bool working_directory_home;     /* WorkingDirectory=~: User='s home (tend's user's without User=) */
-        struct unit_output standard_output;
-        struct unit_output standard_error;
-        char *syslog_identifier;         /* NULL: the unit name */
         /* journal: SyslogLevelPrefix=, SyslogLevel=, SyslogFacility= (unit-file-syslog.c);
          * 0 = not set, use unit_file_syslog_priority(), unit_file_syslog_level_prefix() */
         uint8_t syslog_level;            /* SyslogLevel= + 1 */
         uint8_t syslog_facility;         /* SyslogFacility= + 1 */
         uint8_t syslog_level_prefix;     /* SyslogLevelPrefix=: 1 no, 2 yes */
+        bool stop_when_unneeded;         /* deps: StopWhenUnneeded=, no */
+        bool on_failure_mode_fail;       /* deps: OnFailureJobMode=fail; no: replace (the default) */
+        struct unit_output standard_output;
+        struct unit_output standard_error;
+        char *syslog_identifier;         /* NULL: the unit name (SyslogLevel= … are with the flags above) */
 
         /* fork: Type=forking's keys (docs/tend.service.5.md "Type=forking"). */
         char *pid_file;                  /* PIDFile=: absolute (a relative one is under /run), NULL: none */
-        bool guess_main_pid;             /* GuessMainPID=, yes */
 
         /* Sandboxing (sandbox.h; docs/tend.service.5.md "SANDBOXING"), applied at
          * each start: out of line, few units set any (unit_file_sandbox()). */
@@ -185,9 +190,8 @@ struct unit_file {
 
         /* deps: the dependency keys beyond Requires=/Wants=/BindsTo=/After=/Before=
          * (docs/tend.service.5.md "DEPENDENCIES"): lists out of line, few units set them. */
-        struct unit_dep_keys *dep_keys;  /* owned; NULL: every list empty (unit_file_dep_keys()) */
-        bool stop_when_unneeded;         /* StopWhenUnneeded=, no */
-        bool on_failure_mode_fail;       /* OnFailureJobMode=fail; no: replace (the default) */
+        struct unit_dep_keys *dep_keys;  /* owned; NULL: every list empty (unit_file_dep_keys());
+                                          * StopWhenUnneeded=, OnFailureJobMode= are with the flags above */
         /* cond: Condition*=, Assert*= (docs/tend.service.5.md "CONDITIONS"),
          * checked at each start (exec/condition.h): out of line, most units have none. */
         struct unit_conditions *conditions; /* owned; NULL: none */

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <systemd/sd-event.h>
 
@@ -32,7 +33,8 @@ struct jobs;
 /* A unit's jobs state. */
 struct jobs_unit {
         struct unit *unit;              /* the unit it belongs to (borrowed) */
-        size_t node;                    /* its index in the graph, valid while the graph is */
+        uint32_t node;                  /* its index in the graph, valid while the graph is (node_of()
+                                         * checks it: 32 bits keep the struct at 24 B, SPEC §8) */
         bool stop_pending;              /* a stop job waits for the units ordered after it */
         bool batch_start;               /* its start job was queued in a batch (Conflicts= settled after it) */
         unsigned char shown;            /* the shown state (enum unit_state) of its last change */

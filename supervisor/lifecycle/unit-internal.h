@@ -28,6 +28,19 @@ static inline const struct unit_pos_row *unit_sm_row(const struct unit *u) {
         return &unit_pos_table[u->pos];
 }
 
+/* u->changes: the changes an event queued, in order (n of max). */
+struct unit_changes {
+        uint32_t n, max;
+        struct unit_change v[];
+};
+
+/* u->start_times: a ring of the last StartLimitBurst+1 starts (µs, n of them
+ * so far, the next written at head). */
+struct unit_start_times {
+        unsigned n, head;
+        usec_t t[];
+};
+
 /* Moves u to p and queues the change for the manager (its record). */
 void unit_sm_set_pos(struct unit *u, enum unit_pos p);
 /* A finer move that changes nothing shown (asserted): no record. */

@@ -88,23 +88,24 @@ bool unit_sm_start_limit_ok(struct unit *u) {
                 return true;
         unsigned cap = f->start_limit_burst + 1;
         if (!u->start_times) {
-                u->start_times = calloc(cap, sizeof(usec_t));
+                u->start_times = calloc(1, sizeof *u->start_times + cap * sizeof u->start_times->t[0]);
                 if (!u->start_times)
                         return true; /* out of memory: no limit rather than no start */
         }
+        struct unit_start_times *r = u->start_times;
         usec_t t = unit_sm_now(u);
-        u->start_times[u->start_times_head] = t;
-        u->start_times_head = (u->start_times_head + 1) % cap;
-        if (u->n_start_times < cap)
-                u->n_start_times++;
-        if (u->n_start_times < cap)
+        r->t[r->head] = t;
+        r->head = (r->head + 1) % cap;
+        if (r->n < cap)
+                r->n++;
+        if (r->n < cap)
                 return true;
-        /* The oldest of the last burst+1 starts is at start_times_head. */
-        usec_t oldest = u->start_times[u->start_times_head];
+        /* The oldest of the last burst+1 starts is at head. */
+        usec_t oldest = r->t[r->head];
         return t - oldest >= f->start_limit_interval;
 }
 
 void unit_sm_start_limit_reset(struct unit *u) {
-        u->n_start_times = 0;
-        u->start_times_head = 0;
+        if (u->start_times)
+                u->start_times->n = u->start_times->head = 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "macro.h"
 #include "unit-internal.h"
 
 /* ---- names ---- */
@@ -131,30 +132,29 @@ bool unit_is_restarting(const struct unit *u) {
  * runs on one thread: tend's loop). Without it every event of every unit
  * allocated and freed a buffer: a malloc/free on each restart, and at the
  * start of 1,000 units holes between the allocations they keep. */
-static struct unit_change *spare_changes;
-static size_t spare_changes_max;
+static struct unit_changes *spare_changes;
 
 void unit_sm_queue_change(struct unit *u, int kind, unit_action action, int status) {
-        if (!u->changes && spare_changes) {
-                u->changes = spare_changes;
-                u->n_changes_max = spare_changes_max;
-                spare_changes = NULL;
-        }
-        if (u->n_changes == u->n_changes_max) {
-                size_t n = u->n_changes_max ? 2 * u->n_changes_max : 4;
-                struct unit_change *c = reallocarray(u->changes, n, sizeof *c);
-                if (!c) {
+        if (!u->changes && spare_changes)
+                u->changes = TAKE_PTR(spare_changes);
+        struct unit_changes *q = u->changes;
+        if (!q || q->n == q->max) {
+                uint32_t max = q ? 2 * q->max : 4; /* (32 bits: an event queues a handful) */
+                struct unit_changes *g = max > 0 ? realloc(q, sizeof *g + (size_t) max * sizeof g->v[0]) : NULL;
+                if (!g) {
                         /* Out of memory: the last change carries the latest fields. */
                         log_warning("%s: a state change is not reported on its own (out of memory)", u->name);
-                        if (u->n_changes == 0)
+                        if (!q || q->n == 0)
                                 return;
-                        u->n_changes--;
+                        q->n--;
                 } else {
-                        u->changes = c;
-                        u->n_changes_max = n;
+                        if (!q)
+                                g->n = 0;
+                        g->max = max;
+                        u->changes = q = g;
                 }
         }
-        struct unit_change *c = &u->changes[u->n_changes++];
+        struct unit_change *c = &q->v[q->n++];
         *c = (struct unit_change) { .kind = kind, .action = action, .status = status };
         shown_now(u, &c->shown);
 }
@@ -168,10 +168,10 @@ void unit_sm_queue_changed(struct unit *u) {
  * loop's rest included, in order), so the loop reads from the front each
  * time. */
 void unit_sm_deliver_changes(struct unit *u) {
-        while (u->n_changes > 0) {
-                struct unit_change c = u->changes[0];
-                u->n_changes--;
-                memmove(u->changes, u->changes + 1, u->n_changes * sizeof *u->changes);
+        for (struct unit_changes *q; (q = u->changes) && q->n > 0;) { /* a callback may grow it */
+                struct unit_change c = q->v[0];
+                q->n--;
+                memmove(q->v, q->v + 1, q->n * sizeof q->v[0]);
                 const struct unit_shown *saved = u->report;
                 u->report = &c.shown;
                 if (c.kind == UNIT_CHANGE_CHANGED)
@@ -183,13 +183,11 @@ void unit_sm_deliver_changes(struct unit *u) {
                 u->report = saved;
         }
         /* No buffer kept by the unit between events (spare_changes). */
-        if (!spare_changes) {
+        if (!spare_changes)
                 spare_changes = u->changes;
-                spare_changes_max = u->n_changes_max;
-        } else
+        else
                 free(u->changes);
         u->changes = NULL;
-        u->n_changes_max = 0;
 }
 
 /* ---- moving ---- */

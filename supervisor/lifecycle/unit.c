@@ -147,6 +147,7 @@ void unit_sm_event_begin(struct unit *u) {
         /* Every step names its next one last, after its ops calls: an event
          * from inside a callback finds no step pending. */
         assert(u->next_step == UNIT_STEP_NONE);
+        assert(u->event_depth < 255); /* its 8 bits (struct unit) */
         u->event_depth++;
         u->running_step = UNIT_STEP_NONE; /* the event, not that step, names what follows */
 }

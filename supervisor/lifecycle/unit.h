@@ -337,26 +337,26 @@ struct unit {
         void *userdata;
         void *manager_data;             /* the manager's per-unit data (log stream, cgroup, timer) */
 
-        /* (The fields are ordered to leave no hole: 1,000 units keep one each.) */
-        /* Current: the position, and the last run's outcome. */
-        enum unit_pos pos;              /* the one position; read through the accessors */
-        enum unit_result result;
-        /* Desired. */
-        unsigned queued;                /* UNIT_QUEUED_*: requests applied after the event */
-        enum unit_step next_step;       /* the step that follows, run after the event's move */
-        enum unit_step running_step;    /* the step running, for the table's assert */
+        /* (The fields are ordered to leave no hole, the small ones packed in
+         * bytes, the counts of its queues in the queues: 1,000 units keep one each,
+         * a 208-byte malloc chunk; SPEC §8.) */
         unsigned cmd_index;             /* the command of the position's list that runs */
         pid_t main_pid;                 /* the main process's pid, 0 when gone */
         int status_errno;               /* the last ERRNO=, 0 if none */
         unsigned restart_step;          /* RestartSteps= position */
-        unsigned n_start_times, start_times_head;
-        unsigned event_depth;           /* > 0: an event runs */
-        uint32_t n_changes, n_changes_max;
-        bool finished;                  /* a oneshot's commands all succeeded: no restart */
-        bool want_up;                   /* up unless explicitly stopped */
-        bool has_last_exit;
-        bool watchdog_held;             /* the lease watchdog/NAME exists (ops->watchdog) */
-        bool preparing;                 /* START_PRE waits for ops->prepare's unit_prepared() */
+        /* Current: the position, and the last run's outcome. */
+        enum unit_pos pos : 8;          /* the one position; read through the accessors */
+        enum unit_result result : 8;
+        /* Desired. */
+        enum unit_step next_step : 8;   /* the step that follows, run after the event's move */
+        enum unit_step running_step : 8; /* the step running, for the table's assert */
+        unsigned queued : 8;            /* UNIT_QUEUED_*: requests applied after the event */
+        unsigned event_depth : 8;       /* > 0: an event runs (nested: a callback's; asserted < 255) */
+        bool finished : 1;              /* a oneshot's commands all succeeded: no restart */
+        bool want_up : 1;               /* up unless explicitly stopped */
+        bool has_last_exit : 1;
+        bool watchdog_held : 1;         /* the lease watchdog/NAME exists (ops->watchdog) */
+        bool preparing : 1;             /* START_PRE waits for ops->prepare's unit_prepared() */
 
         struct exit_process *main;      /* while unreaped */
         struct exit_process *control;
@@ -367,18 +367,23 @@ struct unit {
         usec_t since_realtime;          /* last change of the shown state, µs */
         usec_t since_monotonic;
         uint64_t restarts;              /* automatic and requested, since tend started */
-        usec_t *start_times;            /* the last StartLimitBurst+1 starts (ring) */
+        struct unit_start_times *start_times; /* the last StartLimitBurst+1 starts, or NULL (unit-policy.c) */
 
         sf_resolution *resolution;      /* the current start flight's work, or NULL */
         sf_resolution *next_resolution; /* a queued restart's flight */
         uint64_t record_revision;       /* of service/NAME in the store */
 
         /* The changes for the manager, delivered after the event. */
-        struct unit_change *changes;
+        struct unit_changes *changes;   /* or NULL (unit-state.c) */
         const struct unit_shown *report; /* the change being delivered, or NULL */
         char *condition_text;           /* cond: why the last start was skipped or failed by an
                                          * assert ("start condition unmet: ConditionX=…"), or NULL */
 };
+
+/* struct unit keeps these in 8 bits each. */
+_Static_assert(_UNIT_POS_MAX <= 256 && _UNIT_RESULT_MAX <= 256 && _UNIT_STEP_MAX <= 256 &&
+                       UNIT_QUEUED_AUTO_RESTART < 256,
+               "a field of struct unit is too narrow");
 
 /* Creates a unit from its loaded file (taken on success). */
 int unit_new(struct unit_file *file, const struct unit_ops *ops, void *userdata, struct unit **ret);

@@ -112,7 +112,8 @@ static int add_state(struct json_object *props, const struct unit *u) {
 
 static int add_file(struct json_object *props, const struct unit *u, const struct unit_data *d) {
         const struct unit_file *f = u->file;
-        if (control_add_string(props, "Id", u->name) < 0 || add_names(props, u, d->aliases) < 0 ||
+        const struct unit_rare *r = unit_rare_peek(u); /* NULL: no alias, no file error */
+        if (control_add_string(props, "Id", u->name) < 0 || add_names(props, u, r ? r->aliases : NULL) < 0 ||
             control_add_string(props, "Description", f->description ? f->description : u->name) < 0 ||
             control_add_string(props, "LoadState", "loaded") < 0 ||
             control_add_string(props, "UnitFileState", "enabled") < 0 ||
@@ -122,7 +123,7 @@ static int add_file(struct json_object *props, const struct unit *u, const struc
             add_strv(props, "Requires", f->requires) < 0 || add_strv(props, "Wants", f->wants) < 0 ||
             add_strv(props, "BindsTo", f->binds_to) < 0 || add_strv(props, "After", f->after) < 0 ||
             add_strv(props, "Before", f->before) < 0 ||
-            control_add_string(props, "FileError", d->file_error) < 0 ||
+            control_add_string(props, "FileError", r ? r->file_error : NULL) < 0 ||
             control_add_bool(props, "FileChanged", d->record_written && d->record.file_changed) < 0)
                 return -ENOMEM;
         return 0;

@@ -52,21 +52,26 @@ static bool fallback(const struct manager *m) {
 }
 
 void manager_forking_spawned(struct unit *u, struct exit_process *start) {
-        struct unit_data *d = data(u);
-        d->forking_since = exit_process_id(start);
-        d->pid_file_reads = 0;
-        d->pid_file_said = SAID_NONE;
-        d->pid_file_retry = sd_event_source_disable_unref(d->pid_file_retry);
-        d->forking_start_ticks = 0; /* 0: unknown, no process counted as re-parented */
-        if (fallback(d->m))
-                (void) proc_start_time(exit_process_pid(start), &d->forking_start_ticks);
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return; /* no orphan is taken for its daemon: it is guessed (out of memory) */
+        r->forking_since = exit_process_id(start);
+        r->pid_file_reads = 0;
+        r->pid_file_said = SAID_NONE;
+        r->pid_file_retry = sd_event_source_disable_unref(r->pid_file_retry);
+        r->forking_start_ticks = 0; /* 0: unknown, no process counted as re-parented */
+        if (fallback(data(u)->m))
+                (void) proc_start_time(exit_process_pid(start), &r->forking_start_ticks);
 }
 
 /* Whether the wait for u's PID file is said now: once per reason. */
 static bool say(struct unit *u, unsigned char reason) {
-        if (data(u)->pid_file_said == reason)
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return true; /* out of memory: said each time */
+        if (r->pid_file_said == reason)
                 return false;
-        data(u)->pid_file_said = reason;
+        r->pid_file_said = reason;
         return true;
 }
 
@@ -74,7 +79,8 @@ static bool say(struct unit *u, unsigned char reason) {
  * after u's start process — re-parented to tend (its subreaper) during the
  * start, a daemon that left the start process's session. */
 static bool reparented(struct manager *m, struct unit *u, pid_t pid) {
-        unsigned long long since = data(u)->forking_start_ticks, t;
+        const struct unit_rare *r = unit_rare_peek(u);
+        unsigned long long since = r ? r->forking_start_ticks : 0, t;
         pid_t ppid;
         exit_id_t id;
         return fallback(m) && since > 0 && proc_stat_field(pid, PROC_FIELD_PPID, &ppid) == 0 && ppid == getpid() &&
@@ -110,7 +116,8 @@ static int candidates(struct manager *m, struct unit *u, pid_t *ret) {
 
 static int on_pid_file_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         struct unit *u = userdata;
-        data(u)->pid_file_retry = sd_event_source_disable_unref(data(u)->pid_file_retry);
+        struct unit_rare *r = unit_rare(u); /* it exists: the source is in it */
+        r->pid_file_retry = sd_event_source_disable_unref(r->pid_file_retry);
         unit_forking_retry(u);
         return 0;
 }
@@ -118,14 +125,16 @@ static int on_pid_file_retry(sd_event_source *s, uint64_t usec, void *userdata) 
 /* Not there yet: read again soon (the state machine gives up at
  * TimeoutStartSec= or when no process of the unit is left). */
 static int retry_later(struct unit *u) {
-        struct unit_data *d = data(u);
-        unsigned n = d->pid_file_reads < 8 ? d->pid_file_reads : 8;
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot wait for PIDFile=%s: %m", u->name, u->file->pid_file);
+        unsigned n = r->pid_file_reads < 8 ? r->pid_file_reads : 8;
         usec_t delay = 10 * USEC_PER_MSEC << n;
         if (delay > PID_FILE_RETRY_MAX_USEC)
                 delay = PID_FILE_RETRY_MAX_USEC;
-        d->pid_file_reads++;
-        if (!d->pid_file_retry) {
-                int k = sd_event_add_time_relative(d->m->event, &d->pid_file_retry, CLOCK_MONOTONIC, delay, 0,
+        r->pid_file_reads++;
+        if (!r->pid_file_retry) {
+                int k = sd_event_add_time_relative(data(u)->m->event, &r->pid_file_retry, CLOCK_MONOTONIC, delay, 0,
                                                    on_pid_file_retry, u);
                 if (k < 0)
                         return log_error_errno(k, "%s: cannot wait for PIDFile=%s: %m", u->name, u->file->pid_file);
@@ -184,7 +193,7 @@ static int open_pid(struct manager *m, struct unit *u, pid_t pid, int *ret_fd, s
                                        (int) pid);
         /* Gone: a daemon that exited after writing its file was reaped as an
          * orphan, its status kept; else a stale file, not rewritten yet. */
-        if (exit_hub_orphan_find(m->hub, pid, data(u)->forking_since, ret_reason) == 0)
+        if (exit_hub_orphan_find(m->hub, pid, unit_rare_peek(u) ? unit_rare_peek(u)->forking_since : 0, ret_reason) == 0)
                 return 1;
         if (say(u, SAID_GONE))
                 log_warning("%s: PIDFile=%s names PID %d, which does not exist (a stale file?): waiting for it to be "
@@ -247,7 +256,8 @@ static int from_pid_file(struct manager *m, struct unit *u, struct exit_process 
                 return k;
         k = track(m, u, pid, ret);
         if (k == -ECHILD) { /* not tend's child (yet: its parent has not exited?) */
-                if (data(u)->pid_file_reads >= NOT_CHILD_READS && say(u, SAID_NOT_CHILD))
+                const struct unit_rare *r = unit_rare_peek(u);
+                if (r && r->pid_file_reads >= NOT_CHILD_READS && say(u, SAID_NOT_CHILD))
                         log_warning("%s: PIDFile=%s names PID %d, which is not tend's child (tend follows only its "
                                     "children): waiting for it to be rewritten", u->name, u->file->pid_file,
                                     (int) pid);

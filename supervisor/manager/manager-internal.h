@@ -36,37 +36,65 @@
 #include "unit.h"
 #include "watchdog.h"
 
-struct unit_data {
-        struct manager *m;
-        struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
-        struct due_timer timer;        /* its deadline (due-timer.h) */
-        sd_event_source *group_source;
-        sd_event_source *leftovers_deadline; /* a previous tend's leftovers dying: the start waits (op_prepare) */
-        struct unit_group *group;
-        logs_stream *logs;
-        char *logs_key;                /* the output settings logs was made from (output_key()) */
-        sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
-        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn */
-        struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
-        struct record_fields record;   /* what its last state record was made of */
-        bool record_written;           /* record is that of the record in the store (or held to be) */
+/* What few units use, out of line (unit_data.rare): allocated at the first use
+ * (unit_rare()), so that 1,000 plain units keep none (SPEC §8's footprint). */
+struct unit_rare {
+        struct kept_env main_env;      /* the main process's last environment, kept for its next spawn
+                                        * (only once the unit restarted: kept-env.h) */
+        char *file_error;              /* reload: why its file no longer loads (owned), NULL when it does:
+                                        * tend(8) "RELOADING DIR" */
+        char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
         struct notify_socket *notify;  /* NOTIFY_SOCKET, made at the first spawn that needs it */
         uint64_t watchdog_revision;    /* of watchdog/NAME, 0 without a lease (watchdog.h) */
-        bool removed;                  /* gone from DIR at a reload: freed once dead */
-        /* reload: the file text its running instance started from (op_prepare), and why its file
-         * no longer loads (owned, NULL when it does): tend(8) "RELOADING DIR" */
-        size_t started_text_size;
-        uint64_t started_text_hash;
-        char *file_error;
-        struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
         /* fork: Type=forking (runtime.c op_forking_main) */
         sd_event_source *pid_file_retry; /* the next read of its PID file, while it waits for it */
         exit_id_t forking_since;       /* its start process's exit id: orphans reaped after it may be its daemon */
         unsigned pid_file_reads;       /* reads of the PID file in this start (the retry's back-off) */
         unsigned char pid_file_said;   /* the last reason the wait for its PID file was logged (forking.c) */
         unsigned long long forking_start_ticks; /* without cgroups: its start process's start time (forking.c) */
-        char **aliases;                /* load: its other names in the manager's names (units.c); NULL: none */
+        /* prepare: a previous tend's leftovers dying: the start waits (op_prepare) */
+        sd_event_source *leftovers_deadline;
 };
+
+/* (The fields are ordered to leave no hole, and rarely used ones are in
+ * struct unit_rare: 1,000 units keep one each, a 224-byte malloc chunk.) */
+struct unit_data {
+        struct manager *m;
+        struct exit_owner exits;       /* its main and control processes' routes (exit-routes.h) */
+        struct due_timer timer;        /* its deadline (due-timer.h) */
+        sd_event_source *group_source;
+        struct unit_group *group;
+        logs_stream *logs;
+        char *logs_key;                /* the output settings logs was made from (output_key()): owned,
+                                        * or the manager's logs_key_shared (key_drop()) */
+        sf_waiter *own_waiter;         /* tend's own requester's share, held until its answer is final */
+        struct group_cache group_cache; /* its cgroup read empty in this iteration (group-cache.h) */
+        struct record_fields record;   /* what its last state record was made of */
+        /* reload: the file text its running instance started from (op_prepare) */
+        size_t started_text_size;
+        uint64_t started_text_hash;
+        struct unit_rare *rare;        /* owned, NULL until one of its fields is needed (unit_rare()) */
+        struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
+        bool record_written;           /* record is that of the record in the store (or held to be) */
+        bool removed;                  /* gone from DIR at a reload: freed once dead */
+};
+
+/* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
+ * out of memory (the caller then does without: no kept environment, no
+ * alias, …, and says so where it matters). */
+struct unit_rare *unit_rare(struct unit *u);
+
+/* u's rare fields if it has any, else NULL (readers: a NULL reads as every
+ * field zero). */
+static inline const struct unit_rare *unit_rare_peek(const struct unit *u) {
+        return ((const struct unit_data *) u->manager_data)->rare;
+}
+
+/* u's watchdog lease revision (0: none). */
+static inline uint64_t unit_watchdog_revision(const struct unit *u) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        return r ? r->watchdog_revision : 0;
+}
 
 /* load: a name of a unit (its own, or an alias) → the unit (units.c). */
 struct unit_name_slot {
@@ -109,6 +137,8 @@ struct manager {
         sd_event_source *sweep;        /* frees removed units once dead (daemon-reload) */
 
         struct jobs *jobs;             /* start and stop jobs over units[] (jobs.h) */
+        char *logs_key_shared;         /* owned: the first unit's output key, which the units with the
+                                        * same output settings share (units.c: most have the defaults) */
 
         bool shutting_down;
         bool units_stopping;           /* the shutdown's stop jobs exist (after CMD in combined mode) */

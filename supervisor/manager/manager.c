@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,7 @@ static void manager_done(struct manager *m) {
                 manager_unit_free(m->units[i]);
         }
         free(m->units);
+        free(m->logs_key_shared); /* after the units: theirs may be it */
         unit_name_map_done(&m->names);
         exit_routes_done(&m->routes);
         m->sweep = sd_event_source_disable_unref(m->sweep);
@@ -217,6 +219,11 @@ static void manager_done(struct manager *m) {
 
 int manager_run(const struct tend_options *opts, const int *inherited, size_t n_inherited) {
         struct manager m = { .opts = opts, .cmd = { .inherited = inherited, .n_inherited = opts->cmd ? n_inherited : 0 } };
+        /* An allocation of 32 KiB or more (a table, a control reply, a watch's snapshot of
+         * every record) is a mapping of its own, unmapped when freed: a transient one never
+         * leaves a hole in the heap that the small allocations made meanwhile pin (up to
+         * 0.5 MiB with 1,000 units and ten watchers attaching; SPEC §8's footprint). */
+        (void) mallopt(M_MMAP_THRESHOLD, 32 * 1024);
         if (!opts->cmd)
                 for (size_t i = 0; i < n_inherited; i++)
                         close(inherited[i]);

@@ -25,7 +25,7 @@ static void record_store(void *userdata, struct unit *u, const struct record_fie
         /* A held record had no STATUS= text (held_records_write): none is added at its write. */
         record_writer_set_condition(m->records, f->has_condition ? u->condition_text : NULL); /* cond */
         const char *text = record_writer_format_fields(m->records, u->name, f->has_status ? u->status_text : NULL,
-                                                       f->has_file_error ? data(u)->file_error : NULL, f, &len);
+                                                       f->has_file_error ? unit_rare_peek(u)->file_error : NULL, f, &len);
         if (!text) {
                 log_warning_errno(ENOMEM, "%s: state record not written (%m)", u->name);
                 data(u)->record_written = false;
@@ -78,7 +78,7 @@ void record_write(struct manager *m, struct unit *u) {
         int waiters = sf_table_get_waiters(m->flights, u->name);
         record_fields_of(u, waiters, &now);
         now.file_changed = manager_file_changed(u);
-        now.has_file_error = d->file_error != NULL;
+        now.has_file_error = unit_rare_peek(u) && unit_rare_peek(u)->file_error;
         if (u->record_revision != 0 && d->record_written && record_fields_equal(&d->record, &now))
                 return; /* the same record again: nothing for the store or its watchers */
         d->record = now;

@@ -86,11 +86,15 @@ static int dir_lookup(struct manager *m, struct unit_set *set, const char *name,
 /* Sets (message, taken: NULL clears) why u's file does not load now, and
  * writes u's record if that changed what it says. */
 static void set_file_error(struct manager *m, struct unit *u, char *message) {
-        struct unit_data *d = data(u);
-        if (!message && !d->file_error)
+        if (!message && !(unit_rare_peek(u) && unit_rare_peek(u)->file_error))
                 return;
-        free(d->file_error);
-        d->file_error = message;
+        struct unit_rare *r = unit_rare(u);
+        if (!r) { /* out of memory: its record cannot say why */
+                free(message);
+                return;
+        }
+        free(r->file_error);
+        r->file_error = message;
         record_write(m, u);
 }
 

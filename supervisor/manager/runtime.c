@@ -46,7 +46,7 @@ static void on_unit_notify(void *userdata, pid_t sender, const struct notify_mes
         const char *why = NULL;
         if (!unit_notify_allowed(u, sender, &why)) {
                 /* No effect at all, MAINPID= included; logged, rate-limited. */
-                (void) notify_socket_log_rejected(data(u)->notify, sender, why);
+                (void) notify_socket_log_rejected(unit_rare_peek(u)->notify, sender, why); /* it has one */
                 return;
         }
         unit_notify(u, msg);
@@ -56,17 +56,19 @@ static void on_unit_notify(void *userdata, pid_t sender, const struct notify_mes
  * spawn, kept across restarts; its address reaches the processes allowed
  * to speak (systemd: the main process; Exec*= ones too with exec or all). */
 static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, char ***envp) {
-        struct unit_data *d = data(u);
         unit_notify_access a = unit_notify_access_effective(u->file);
         if (a == UNIT_NOTIFY_ACCESS_NONE || (!main && a == UNIT_NOTIFY_ACCESS_MAIN))
                 return 0;
-        if (!d->notify) {
-                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &d->notify);
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot create its notify socket: %m", u->name);
+        if (!r->notify) {
+                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &r->notify);
                 if (k < 0)
                         return log_error_errno(k, "%s: cannot create its notify socket: %m", u->name);
-                log_debug("%s: notify socket %s", u->name, notify_socket_address(d->notify));
+                log_debug("%s: notify socket %s", u->name, notify_socket_address(r->notify));
         }
-        return notify_env_add(envp, notify_socket_address(d->notify), main ? unit_watchdog_usec(u->file) : 0);
+        return notify_env_add(envp, notify_socket_address(r->notify), main ? unit_watchdog_usec(u->file) : 0);
 }
 
 static int op_contains(void *userdata, struct unit *u, pid_t pid) {
@@ -93,15 +95,20 @@ static int op_adopt(void *userdata, struct unit *u, pid_t pid, struct exit_proce
 
 static int op_watchdog(void *userdata, struct unit *u, usec_t ttl) {
         struct manager *m = userdata;
-        struct unit_data *d = data(u);
-        if (ttl == 0)
-                return watchdog_lease_clear(m->watchdogs, u->name, &d->watchdog_revision);
-        return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &d->watchdog_revision);
+        struct unit_rare *r = ttl == 0 ? data(u)->rare : unit_rare(u);
+        if (ttl == 0) {
+                uint64_t none = 0; /* no rare fields: no lease */
+                return watchdog_lease_clear(m->watchdogs, u->name, r ? &r->watchdog_revision : &none);
+        }
+        if (!r)
+                return -ENOMEM;
+        return watchdog_lease_set(m->watchdogs, u->name, ttl, u->main_pid, &r->watchdog_revision);
 }
 
 
 static void lease_expired(struct manager *m, struct unit *u) {
-        data(u)->watchdog_revision = 0;
+        if (data(u)->rare) /* (it has: its revision was not 0) */
+                data(u)->rare->watchdog_revision = 0;
         unit_watchdog_expired(u);
 }
 
@@ -111,13 +118,13 @@ void manager_on_lease_expired(void *userdata, const char *name, uint64_t revisio
         struct manager *m = userdata;
         if (name) {
                 struct unit *u = manager_find_unit(m, name);
-                if (u && revision && data(u)->watchdog_revision == revision)
+                if (u && revision && unit_watchdog_revision(u) == revision)
                         lease_expired(m, u);
                 return;
         }
         for (size_t i = 0; i < m->n_units; i++) {
                 struct unit *u = m->units[i];
-                uint64_t rev = data(u)->watchdog_revision;
+                uint64_t rev = unit_watchdog_revision(u);
                 if (rev && watchdog_lease_alive(m->watchdogs, u->name, rev) == 0)
                         lease_expired(m, u);
         }
@@ -170,7 +177,7 @@ static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u,
         struct unit_data *d = data(u);
         const struct unit_file *f = u->file;
         s->keep = kept_env_wanted(main, u->restarts, f->n_environment_files, s->sb->environment_owned);
-        if (s->keep && (s->envp = kept_env_take(&d->main_env, f->text_size, f->text_hash)))
+        if (s->keep && d->rare && (s->envp = kept_env_take(&d->rare->main_env, f->text_size, f->text_hash)))
                 return 0;
         int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, s->sb->environment,
                                        f->environment_files, f->n_environment_files, &s->envp);
@@ -281,8 +288,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
                         log_error_errno(k, "%s: cannot start %s: %m", u->name, cmd->path);
                 return k;
         }
-        if (s.keep)
-                kept_env_keep(&d->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
+        if (s.keep && unit_rare(u)) /* out of memory: built again at the next spawn */
+                kept_env_keep(&d->rare->main_env, TAKE_PTR(s.envp), u->file->text_size, u->file->text_hash);
         /* Its exit goes to u: the state machine takes *ret as its main or
          * control process (Type=forking's start process is a control
          * process: unit.h). Cannot fail: reserved above. */
@@ -311,7 +318,8 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
  * waiting start goes on in a fresh cgroup, or fails. */
 static void leftovers_gone(struct unit *u, int error) {
         struct unit_data *d = data(u);
-        d->leftovers_deadline = sd_event_source_disable_unref(d->leftovers_deadline);
+        if (d->rare) /* it is: the deadline is in it */
+                d->rare->leftovers_deadline = sd_event_source_disable_unref(d->rare->leftovers_deadline);
         if (error >= 0 && unit_group_needs_renewal(d->group)) {
                 /* After cgroup.kill the kernel would kill every child spawned
                  * into that cgroup (cgroup.h): a fresh one, watched anew. */
@@ -319,6 +327,12 @@ static void leftovers_gone(struct unit *u, int error) {
                 error = unit_group_renew(d->group);
         }
         unit_prepared(u, error < 0 ? error : 0);
+}
+
+/* Whether u's start waits for a previous tend's leftovers to die. */
+static bool leftovers_waiting(const struct unit *u) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        return r && r->leftovers_deadline;
 }
 
 static int on_leftovers_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -340,7 +354,7 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
         int populated = unit_group_populated(d->group);
         if (populated == 0) /* sd-event allows this inside the callback */
                 d->group_source = sd_event_source_disable_unref(d->group_source);
-        if (d->leftovers_deadline && populated <= 0) {
+        if (leftovers_waiting(u) && populated <= 0) {
                 leftovers_gone(u, populated);
                 return 0;
         }
@@ -425,7 +439,10 @@ static int leftovers_handle(struct manager *m, struct unit *u) {
                 return k;
         log_warning("%s: killed %d leftover process%s of a previous tend in its cgroup", u->name, k,
                     k == 1 ? "" : "es");
-        k = sd_event_add_time_relative(m->event, &d->leftovers_deadline, CLOCK_MONOTONIC,
+        struct unit_rare *r = unit_rare(u); /* the deadline's place: only a unit that waits has one */
+        if (!r)
+                return log_error_errno(ENOMEM, "%s: cannot wait for the leftovers to die: %m", u->name);
+        k = sd_event_add_time_relative(m->event, &r->leftovers_deadline, CLOCK_MONOTONIC,
                                        LEFTOVER_KILL_TIMEOUT_MS * USEC_PER_MSEC, 0, on_leftovers_deadline, u);
         if (k < 0)
                 return k;
@@ -447,7 +464,7 @@ static int op_prepare(void *userdata, struct unit *u) {
                                           "retried per Restart=", u->name);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
-        if (d->leftovers_deadline)
+        if (leftovers_waiting(u))
                 return 1; /* a previous tend's leftovers still dying (a stop and a start came meanwhile) */
         /* A restart in the dispatch of the exit that found its open cgroup
          * empty need not ask again (op_populated). */

@@ -47,24 +47,51 @@ struct logs_target manager_output_target(const struct unit_output *o, bool is_st
         }
 }
 
+/* A unit's output key (taken) as it keeps it: the manager's shared copy when
+ * equal (1,000 units with the default settings keep one string, SPEC §8). */
+static char *key_keep(struct manager *m, char *key) {
+        if (!m->logs_key_shared)
+                return m->logs_key_shared = key;
+        if (!streq(key, m->logs_key_shared))
+                return key;
+        free(key);
+        return m->logs_key_shared;
+}
+
+/* Lets go of a unit's output key (key_keep()'s). */
+static void key_drop(struct manager *m, char *key) {
+        if (key != m->logs_key_shared)
+                free(key);
+}
+
 static struct unit_data *unit_data_free(struct unit_data *d) {
         if (!d)
                 return NULL;
         due_timer_done(&d->timer);
         sd_event_source_disable_unref(d->group_source);
-        sd_event_source_disable_unref(d->leftovers_deadline);
-        sd_event_source_disable_unref(d->pid_file_retry);
         jobs_unit_done(&d->jobs);
         sf_waiter_free(d->own_waiter);
-        kept_env_done(&d->main_env);
-        notify_socket_free(d->notify);
         logs_stream_free(d->logs);
-        free(d->logs_key);
-        free(d->file_error);
-        strv_free(d->aliases);
+        key_drop(d->m, d->logs_key);
+        if (d->rare) {
+                sd_event_source_disable_unref(d->rare->pid_file_retry);
+                sd_event_source_disable_unref(d->rare->leftovers_deadline);
+                notify_socket_free(d->rare->notify);
+                kept_env_done(&d->rare->main_env);
+                free(d->rare->file_error);
+                strv_free(d->rare->aliases);
+                free(d->rare);
+        }
         unit_group_free(d->group);
         free(d);
         return NULL;
+}
+
+struct unit_rare *unit_rare(struct unit *u) {
+        struct unit_data *d = data(u);
+        if (!d->rare)
+                d->rare = calloc(1, sizeof *d->rare);
+        return d->rare;
 }
 
 /* The output settings a unit's log stream is made from, as one string. */
@@ -95,7 +122,7 @@ static int logs_open(struct manager *m, struct unit *u, logs_stream **ret, char 
         int k = logs_stream_new(m->logs, &c, ret);
         if (k < 0)
                 return log_error_errno(k, "%s: cannot set up its logs: %m", u->name);
-        *ret_key = TAKE_PTR(key);
+        *ret_key = key_keep(m, TAKE_PTR(key));
         return 0;
 }
 
@@ -114,7 +141,7 @@ int manager_logs_renew(struct manager *m, struct unit *u) {
                 return k;
         logs_stream_free(d->logs);
         d->logs = s;
-        free(d->logs_key);
+        key_drop(m, d->logs_key);
         d->logs_key = new_key;
         return 0;
 }
@@ -171,19 +198,21 @@ static void name_remove(struct manager *m, struct unit *u, const char *name) {
 }
 
 static void aliases_remove(struct manager *m, struct unit *u) {
-        struct unit_data *d = data(u);
-        for (char **a = d->aliases; a && *a; a++)
+        struct unit_rare *r = data(u)->rare;
+        if (!r)
+                return;
+        for (char **a = r->aliases; a && *a; a++)
                 name_remove(m, u, *a);
-        d->aliases = strv_free(d->aliases);
+        r->aliases = strv_free(r->aliases);
 }
 
 /* f's aliases as u's names (those another unit has are left out). */
 static void aliases_add(struct manager *m, struct unit *u, const struct unit_file *f) {
-        struct unit_data *d = data(u);
-        for (char *const *a = f->aliases; a && *a; a++) {
-                if (strv_extend(&d->aliases, *a) < 0)
+        struct unit_rare *r = f->aliases ? unit_rare(u) : NULL;
+        for (char *const *a = f->aliases; r && a && *a; a++) {
+                if (strv_extend(&r->aliases, *a) < 0)
                         break;
-                char **last = d->aliases + strv_length(d->aliases) - 1;
+                char **last = r->aliases + strv_length(r->aliases) - 1;
                 if (name_add(m, u, *last) < 0) {
                         free(*last);
                         *last = NULL;
@@ -209,8 +238,8 @@ struct unit *manager_unit_free(struct unit *u) {
                 records_flush(d->m); /* none of them may outlive it */
         if (d)
                 exit_routes_forget(&d->m->routes, &d->exits);
-        if (d && d->m->watchdogs) /* a unit is freed dead, so this is a no-op but for safety */
-                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->watchdog_revision);
+        if (d && d->m->watchdogs && d->rare) /* a unit is freed dead, so this is a no-op but for safety */
+                (void) watchdog_lease_clear(d->m->watchdogs, u->name, &d->rare->watchdog_revision);
         if (d) {
                 aliases_remove(d->m, u);
                 name_remove(d->m, u, u->name);

@@ -87,8 +87,11 @@ def service(old, new, quick, units, swap):
             got[which]['%s %s p99 ms' % (section, mode)] = (num(cols[2]), False)
         elif section == 'start':  # median | min | max | first
             got[which]['start %s ms' % mode] = (num(cols[0]), False)
-        elif section == 'footprint':  # processes | PSS total | …
+        elif section == 'footprint':  # processes | PSS total | of which anonymous | …
             got[which]['footprint %s PSS MiB' % mode] = (num(cols[1]), False)
+            # The anonymous part (the heap): what tend's code decides. The rest, its binary's and
+            # libraries' pages, is shared with whatever else maps them: it moves with the host.
+            got[which]['footprint %s anonymous PSS MiB' % mode] = (num(cols[2]), False)
     return got
 
 
