@@ -301,4 +301,7 @@ def main():
 
 
 if __name__ == "__main__":
+    # meson's timeout sends SIGTERM: raise, so the finally blocks stop the
+    # test's etcd members (by pid) instead of leaving them running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(main())
