@@ -135,8 +135,16 @@ void print_line(json *m, bool as_json) {
         if (p > 0)
                 snprintf(pid, sizeof pid, "[%" PRId64 "]", p);
         printf("%s %s%s: ", when, get_str(m, "unit", "?"), pid);
-        if (json_object_object_get_ex(m, "text", &text))
-                fwrite(json_object_get_string(text), 1, (size_t) json_object_get_string_len(text), stdout);
+        if (json_object_object_get_ex(m, "text", &text)) {
+                /* docs/control-protocol.md "Bytes that are not UTF-8": the original bytes */
+                size_t n = (size_t) json_object_get_string_len(text);
+                _cleanup_free_ char *raw = get_bool(m, "escaped") ? malloc(n + 1) : NULL;
+                if (raw) {
+                        memcpy(raw, json_object_get_string(text), n);
+                        n = control_text_unescape(raw, n);
+                }
+                fwrite(raw ? raw : json_object_get_string(text), 1, n, stdout);
+        }
         if (get_bool(m, "continues"))
                 fputs(" [line continues]", stdout);
         putchar('\n');

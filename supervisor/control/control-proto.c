@@ -476,3 +476,89 @@ int control_result_join(struct json_object *acc, struct json_object *result) {
         }
         return 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Bytes that are not UTF-8                                                  */
+/* ------------------------------------------------------------------------ */
+
+size_t control_utf8_span(const char *s, size_t len) {
+        const unsigned char *p = (const unsigned char *) s;
+        if (len == 0)
+                return 0;
+        if (p[0] < 0x80)
+                return 1;
+        size_t n;
+        uint32_t cp;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                n = 2, cp = p[0] & 0x1fu;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef)
+                n = 3, cp = p[0] & 0x0fu;
+        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+                n = 4, cp = p[0] & 0x07u;
+        else
+                return 0;
+        if (len < n)
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((p[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (p[i] & 0x3fu);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+static bool text_is_utf8(const char *s, size_t len) {
+        for (size_t i = 0, n; i < len; i += n)
+                if ((n = control_utf8_span(s + i, len - i)) == 0)
+                        return false;
+        return true;
+}
+
+int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len) {
+        *ret = NULL;
+        *ret_len = len;
+        if (text_is_utf8(s, len))
+                return 0;
+        char *out = malloc(4 * len + 1), *o = out;
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0, n; i < len; i += n) {
+                n = control_utf8_span(s + i, len - i);
+                if (n == 0) {
+                        o += sprintf(o, "\\x%02x", (unsigned char) s[i]);
+                        n = 1;
+                } else if (s[i] == '\\') {
+                        *o++ = '\\';
+                        *o++ = '\\';
+                } else {
+                        memcpy(o, s + i, n);
+                        o += n;
+                }
+        }
+        *o = '\0';
+        *ret = out;
+        *ret_len = (size_t) (o - out);
+        return 0;
+}
+
+static int hex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t control_text_unescape(char *s, size_t len) {
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                int hi, lo;
+                if (s[i] == '\\' && i + 1 < len && s[i + 1] == '\\')
+                        s[o++] = s[i++];
+                else if (s[i] == '\\' && i + 3 < len && s[i + 1] == 'x' && (hi = hex_digit(s[i + 2])) >= 0 &&
+                         (lo = hex_digit(s[i + 3])) >= 0) {
+                        s[o++] = (char) (hi << 4 | lo);
+                        i += 3;
+                } else
+                        s[o++] = s[i];
+        }
+        return o;
+}

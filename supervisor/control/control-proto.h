@@ -163,6 +163,31 @@ int control_add_int64(struct json_object *o, const char *key, int64_t value);
 int control_add_bool(struct json_object *o, const char *key, bool value);
 
 /*
+ * Bytes that are not UTF-8 (SPEC §5, docs/control-protocol.md "Bytes that are
+ * not UTF-8"). control_utf8_span() returns the length in bytes (1-4) of the
+ * strict UTF-8 sequence at s[0..len) — no overlong forms, no surrogates,
+ * nothing above U+10FFFF — or 0 when s does not start with one. Pure; any
+ * thread.
+ */
+size_t control_utf8_span(const char *s, size_t len);
+
+/*
+ * The escaped form of the len bytes at s: NULL in *ret when they are valid
+ * UTF-8 (sent unchanged, no flag). Otherwise *ret is a new NUL-terminated
+ * string (caller frees) where each byte of an invalid sequence is written
+ * `\xHH` (lower-case hex) and each backslash `\\`, all else unchanged, and
+ * *ret_len its length (at most 4·len bytes). 0 or -ENOMEM. Any thread.
+ */
+int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len);
+
+/*
+ * Undoes control_text_escape() in place: s[0..len) becomes the original
+ * bytes, their length returned (never more than len). A `\` not followed by
+ * `\` or `xHH` is kept as it is. Any thread.
+ */
+size_t control_text_unescape(char *s, size_t len);
+
+/*
  * Answers of any size (docs/control-protocol.md "Results in parts"): a result
  * whose text exceeds CONTROL_MESSAGE_MAX is sent as zero or more
  * {"type": "result-part"} messages, each holding some elements of the

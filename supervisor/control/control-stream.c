@@ -90,7 +90,12 @@ static json *line_message(const char *unit, const struct logs_line *l, const cha
             control_add_string(o, "stream", origin_name(l->origin)) < 0 ||
             control_add_int64(o, "priority", l->priority) < 0)
                 return NULL;
-        json *t = json_object_new_string_len(text, (int) n);
+        /* docs/control-protocol.md "Bytes that are not UTF-8" */
+        _cleanup_free_ char *esc = NULL;
+        size_t esc_len;
+        if (control_text_escape(text, n, &esc, &esc_len) < 0 || (esc && control_add_bool(o, "escaped", true) < 0))
+                return NULL;
+        json *t = json_object_new_string_len(esc ? esc : text, (int) esc_len);
         if (!t || json_object_object_add(o, "text", t) < 0) {
                 json_object_put(t);
                 return NULL;

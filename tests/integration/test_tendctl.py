@@ -1141,5 +1141,60 @@ class Completion(CtlTestCase):
         self.assertEqual(self.complete(*s, 'logs', 'web', '-p', 'er'), ['err'])
 
 
+
+# ---------------------------------------------------------------------------
+# Bytes that are not UTF-8 (SPEC §5, docs/control-protocol.md; issue 19)
+# ---------------------------------------------------------------------------
+
+def strict_json(data):
+    """json.loads of bytes that must be strict UTF-8 (no lone surrogates either)."""
+    text = data.decode('utf-8', errors='strict')
+    text.encode('utf-8', errors='strict')
+    return json.loads(text)
+
+
+class NotUtf8(CtlTestCase):
+    # Latin-1 "café \x41", a valid "€", an encoded surrogate, a cut "€", a
+    # backslash, and a last line that is valid UTF-8 with a backslash.
+    LINES = [b'caf\xe9 \\x41 \xe2\x82\xac', b'\xed\xa0\x80 \xe2\x82', b'\xff\\', b'ok \xc3\xa9 \\x41']
+
+    def setUp(self):
+        super().setUp()
+        script = self.path('latin1.py')
+        with open(script, 'w') as f:
+            f.write('import sys\nfor ln in %r:\n    sys.stdout.buffer.write(ln + b"\\n")\n'
+                    'sys.stdout.flush()\nimport time\ntime.sleep(3600)\n' % (self.LINES,))
+        self.unit('latin', '[Service]\nExecStart=%s %s\n' % (sys.executable, script))
+        self.start_tend()
+        self.wait_running('latin')
+
+    def raw_logs(self):
+        p = subprocess.run([TENDCTL, '--control-socket', self.sock, 'logs', 'latin'], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=15)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [ln.split(b': ', 1)[1] for ln in p.stdout.splitlines()]
+
+    def test_logs_escaped(self):
+        wait_until(lambda: len(self.raw_logs()) >= len(self.LINES), 5, "latin's lines never reached its ring")
+        self.assertEqual(self.raw_logs(), self.LINES, 'tendctl logs prints the original bytes')
+        # The raw socket answer: every message strict UTF-8 JSON.
+        c = self.conn()
+        c.send(req('logs', ['latin']))
+        msgs = []
+        while not msgs or msgs[-1].get('type') != 'result':
+            data = c.s.recv(MSG_MAX)
+            self.assertTrue(data, 'tend closed the connection')
+            msgs.append(strict_json(data))
+        self.assertEqual(msgs[-1].get('error'), None, msgs[-1])
+        texts = [(m['text'], m.get('escaped')) for m in msgs[:-1]]
+        self.assertEqual(texts, [('caf\\xe9 \\\\x41 \u20ac', True), ('\\xed\\xa0\\x80 \\xe2\\x82', True),
+                                 ('\\xff\\\\', True), ('ok \u00e9 \\x41', None)])
+        p = subprocess.run([TENDCTL, '--control-socket', self.sock, 'logs', 'latin', '--json'],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=15)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        arr = [strict_json(ln) for ln in p.stdout.splitlines()]
+        self.assertEqual([(o['text'], o.get('escaped')) for o in arr], texts, '--json keeps the escaped form')
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)
