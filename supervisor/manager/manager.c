@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -217,7 +218,29 @@ static void manager_done(struct manager *m) {
         m->event = sd_event_unref(m->event);
 }
 
-int manager_run(const struct tend_options *opts, const int *inherited, size_t n_inherited) {
+/* DIR as an absolute path without a trailing '/' (symbolic links kept: a
+ * link in DIR is an alias or a linked unit by where it points, unit-file.h),
+ * so every unit's path reads as systemctl's FragmentPath does; NULL when DIR
+ * is already that (or on ENOMEM, where DIR as given still works). */
+static char *absolute_dir(const char *dir) {
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        if (dir[0] == '/')
+                return n == strlen(dir) ? NULL : strndup(dir, n);
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        char *abs = NULL;
+        if (!cwd || asprintf(&abs, "%s%s%.*s", cwd, streq(cwd, "/") ? "" : "/", (int) n, dir) < 0)
+                return NULL;
+        return abs;
+}
+
+int manager_run(const struct tend_options *given, const int *inherited, size_t n_inherited) {
+        struct tend_options abs_opts = *given;
+        _cleanup_free_ char *dir = absolute_dir(given->config_dir);
+        if (dir)
+                abs_opts.config_dir = dir;
+        const struct tend_options *opts = &abs_opts;
         struct manager m = { .opts = opts, .cmd = { .inherited = inherited, .n_inherited = opts->cmd ? n_inherited : 0 } };
         /* An allocation of 32 KiB or more (a table, a control reply, a watch's snapshot of
          * every record) is a mapping of its own, unmapped when freed: a transient one never

@@ -63,6 +63,21 @@ class LoadingTestCase(ServiceTestCase):
         return p.returncode, p.stdout, p.stderr
 
 
+class Paths(LoadingTestCase):
+    def test_a_relative_dir_gives_absolute_unit_paths(self):
+        """`tend --config-dir units/` from DIR's parent: every unit's path is
+        absolute, as systemctl's FragmentPath (not "units//rel.service")."""
+        self.unit('rel', '[Service]\nExecStart=/bin/sleep 1000\n')
+        d = self.dir
+        self.dir = os.path.basename(d) + '/'  # start_tend passes it as --config-dir
+        try:
+            self.start_tend(wrap=['sh', '-c', 'cd "$0" && exec "$@"', os.path.dirname(d)])
+        finally:
+            self.dir = d
+        _, out, _ = self.ctl('show', '-p', 'FragmentPath', '--value', 'rel')
+        self.assertEqual(out.strip(), os.path.join(d, 'rel.service'))
+
+
 class Aliases(LoadingTestCase):
     def test_alias_link_and_install_alias_are_one_unit(self):
         """sshd.service → ssh.service (as Debian installs it) and [Install]
