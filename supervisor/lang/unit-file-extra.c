@@ -26,13 +26,9 @@ static int parse_unset(struct parse_ctx *c, const struct key_def *k, const char 
                 return 0;
         }
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                int r = uf_next_word(c, k, &p, value, &w, NULL);
+                int r = uf_next_word_resolved(c, k, &p, value, &n, NULL);
                 if (r <= 0)
-                        return r;
-                r = uf_resolve_specifiers(c, k, w, &n);
-                if (r < 0)
                         return r;
                 if (!(strchr(n, '=') ? unit_env_assignment_is_valid(n) : unit_env_name_is_valid(n))) {
                         /* systemd: an invalid entry is skipped with a warning */

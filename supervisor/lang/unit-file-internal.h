@@ -145,6 +145,10 @@ int uf_put_system_specifier(struct parse_ctx *c, struct unit_buf *b, char spec);
  * reporting bad quoting; 1, 0 at the end, or an error. */
 int uf_next_word(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
               bool *bad_escape);
+/* uf_next_word, then its specifiers resolved (uf_resolve_specifiers): 1 with
+ * *ret (owned by the caller), 0 at the end, or an error (reported). */
+int uf_next_word_resolved(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
+                          bool *bad_escape);
 /* Warns once that value had an unknown escape sequence, if bad. */
 void uf_warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad);
 

@@ -175,13 +175,10 @@ int uf_parse_alias(struct parse_ctx *c, const struct key_def *k, const char *val
         }
         int r;
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL, *n = NULL;
+                _cleanup_free_ char *n = NULL;
                 char q[QUOTE_BUF];
-                r = uf_next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word_resolved(c, k, &p, value, &n, NULL);
                 if (r <= 0)
-                        break;
-                r = uf_resolve_specifiers(c, k, w, &n);
-                if (r < 0)
                         break;
                 unsigned kind = c->instance ? UNIT_NAME_TEMPLATE : UNIT_NAME_PLAIN;
                 if (!unit_name_is_valid(n, kind)) {

@@ -93,13 +93,9 @@ int uf_parse_exec_directory(struct parse_ctx *c, const struct key_def *k, const 
                 return 0;
         }
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                int r = uf_next_word(c, k, &p, value, &w, NULL);
+                int r = uf_next_word_resolved(c, k, &p, value, &n, NULL);
                 if (r <= 0)
-                        return r;
-                r = uf_resolve_specifiers(c, k, w, &n);
-                if (r < 0)
                         return r;
                 /* systemd strips a trailing ":DEST" of the bind-mount form; tend has no namespaces. */
                 if (!directory_is_safe(n)) {

@@ -51,13 +51,9 @@ int uf_parse_supplementary_groups(struct parse_ctx *c, const struct key_def *k, 
         }
         int r;
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                r = uf_next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word_resolved(c, k, &p, value, &n, NULL);
                 if (r <= 0)
-                        break;
-                r = uf_resolve_specifiers(c, k, w, &n);
-                if (r < 0)
                         break;
                 if (!user_name_is_valid(n)) {
                         r = syntax_error(c, "%s=: invalid group name %s", k->key, uf_quote(q, n));

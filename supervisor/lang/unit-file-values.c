@@ -25,13 +25,9 @@ int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const cha
         bool bad = false;
         int r;
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL;
                 char *a = NULL, q[QUOTE_BUF];
-                r = uf_next_word(c, k, &p, value, &w, &bad);
+                r = uf_next_word_resolved(c, k, &p, value, &a, &bad);
                 if (r <= 0)
-                        break;
-                r = uf_resolve_specifiers(c, k, w, &a);
-                if (r < 0)
                         break;
                 if (!unit_env_assignment_is_valid(a)) {
                         r = syntax_error(c, "%s=: invalid environment assignment %s", k->key, uf_quote(q, a));
@@ -69,13 +65,9 @@ int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char
         }
         int r;
         for (const char *p = value;;) {
-                _cleanup_free_ char *w = NULL;
                 char *n = NULL, q[QUOTE_BUF];
-                r = uf_next_word(c, k, &p, value, &w, NULL);
+                r = uf_next_word_resolved(c, k, &p, value, &n, NULL);
                 if (r <= 0)
-                        break;
-                r = uf_resolve_specifiers(c, k, w, &n);
-                if (r < 0)
                         break;
                 if (other_unit_type(n)) {
                         /* After=network.target, Requires=dbus.socket and the

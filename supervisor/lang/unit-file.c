@@ -226,6 +226,16 @@ int uf_next_word(struct parse_ctx *c, const struct key_def *k, const char **p, c
         return r;
 }
 
+int uf_next_word_resolved(struct parse_ctx *c, const struct key_def *k, const char **p, const char *value, char **ret,
+                          bool *bad_escape) {
+        _cleanup_free_ char *w = NULL;
+        int r = uf_next_word(c, k, p, value, &w, bad_escape);
+        if (r <= 0)
+                return r;
+        r = uf_resolve_specifiers(c, k, w, ret);
+        return r < 0 ? r : 1;
+}
+
 void uf_warn_bad_escape(struct parse_ctx *c, const struct key_def *k, const char *value, bool bad) {
         char q[QUOTE_BUF];
         if (bad)
