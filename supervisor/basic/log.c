@@ -19,6 +19,7 @@
 #endif
 
 #include "log.h"
+#include "unit-name-char.h"
 
 static _Atomic int max_level = LOG_WARNING;
 static const char *_Atomic program = "tend";
@@ -98,11 +99,6 @@ enum log_target log_get_target(void) {
         return (enum log_target) atomic_load(&target);
 }
 
-static bool unit_name_char(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               strchr(":_.\\@-", c) != NULL;
-}
-
 size_t log_message_unit(const char *msg, char *buf, size_t size) {
         static const char suffix[] = ".service";
         const char *p = msg;
@@ -113,7 +109,7 @@ size_t log_message_unit(const char *msg, char *buf, size_t size) {
                 p += 5;
         /* The name ends at the first ':' after ".service" (a name may hold ':'). */
         size_t n = 0, k = sizeof suffix - 1;
-        for (; p[n] && unit_name_char(p[n]); n++)
+        for (; p[n] && (unit_name_char(p[n]) || p[n] == '@'); n++)
                 if (p[n] == ':' && n > k && memcmp(p + n - k, suffix, k) == 0)
                         break;
         if (p[n] != ':' || n <= k || n >= size || memcmp(p + n - k, suffix, k) != 0)

@@ -28,6 +28,7 @@
 #include "unit-exec.h"
 #include "unit-file.h"
 #include "unit-file-internal.h"
+#include "unit-name-char.h"
 
 /* ------------------------------------------------------------------------ */
 /* Messages                                                                  */
@@ -85,10 +86,6 @@ _printf_(4, 5) int report(struct parse_ctx *c, int level, int error, const char 
 /* ------------------------------------------------------------------------ */
 /* Names and specifiers                                                      */
 /* ------------------------------------------------------------------------ */
-
-static bool unit_name_char(char ch) {
-        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr(":-_.\\", ch);
-}
 
 bool uf_unit_name_chars(const char *s, size_t n, bool at_ok) {
         for (size_t i = 0; i < n; i++)
