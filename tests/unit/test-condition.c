@@ -41,6 +41,7 @@
 #include "condition.h"
 #include "log.h"
 #include "unit-file.h"
+#include "testutil.h"
 
 static char base[64], plain[128], boxed[128], files[128];
 
@@ -134,25 +135,6 @@ static void make_files(void) {
         assert_int_equal(symlink(a, b), 0);
         snprintf(b, sizeof b, "%s/dangling", files);
         assert_int_equal(symlink("/nonexistent-target", b), 0);
-}
-
-static void remove_tree(const char *path) {
-        DIR *d = opendir(path);
-        if (d) {
-                for (struct dirent *de; (de = readdir(d));) {
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        char p[PATH_MAX];
-                        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-                        struct stat st;
-                        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                                remove_tree(p);
-                        else
-                                unlink(p);
-                }
-                closedir(d);
-        }
-        rmdir(path);
 }
 
 #define MAX_MSGS 16

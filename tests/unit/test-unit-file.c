@@ -50,25 +50,6 @@ static void sink(int level, const char *msg, void *userdata) {
 }
 
 
-static void remove_tree(const char *path) {
-        DIR *d = opendir(path);
-        if (d) {
-                for (struct dirent *de; (de = readdir(d));) {
-                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                                continue;
-                        char p[PATH_MAX];
-                        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-                        struct stat st;
-                        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                                remove_tree(p);
-                        else
-                                unlink(p);
-                }
-                closedir(d);
-        }
-        rmdir(path);
-}
-
 static int setup(void **state) {
         snprintf(dir, sizeof dir, "/tmp/test-unit-file-XXXXXX");
         if (!mkdtemp(dir))
