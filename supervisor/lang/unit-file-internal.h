@@ -26,6 +26,7 @@ enum section {
         SECTION_UNIT,
         SECTION_SERVICE,
         SECTION_INSTALL, /* [Install]: Alias= read, the rest silently ignored (unit-file-known.c) */
+        SECTION_TEND,    /* [X-Tend]: tend's own keys, a section systemd ignores (X- prefix) */
         SECTION_IGNORED, /* [X-…]: silently ignored */
         SECTION_UNKNOWN, /* warned once at its header, its keys ignored */
 };

@@ -48,6 +48,8 @@ static void parse_section_header(struct parse_ctx *c, char *l, enum section *sec
                 *section = SECTION_SERVICE;
         else if (streq(name, "Install"))
                 *section = SECTION_INSTALL;
+        else if (streq(name, "X-Tend"))
+                *section = SECTION_TEND;
         else if (strncmp(name, "X-", 2) == 0)
                 *section = SECTION_IGNORED;
         else {
@@ -61,7 +63,8 @@ static void parse_section_header(struct parse_ctx *c, char *l, enum section *sec
 
 static void parse_assignment(struct parse_ctx *c, enum section section, char *l) {
         static const char *const section_names[] = {
-                [SECTION_UNIT] = "Unit", [SECTION_SERVICE] = "Service", [SECTION_INSTALL] = "Install" };
+                [SECTION_UNIT] = "Unit", [SECTION_SERVICE] = "Service", [SECTION_INSTALL] = "Install",
+                [SECTION_TEND] = "X-Tend" };
         char *eq = strchr(l, '=');
         if (!eq) {
                 syntax_error(c, "syntax error: neither a [section] nor a KEY=VALUE assignment");
@@ -80,7 +83,8 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                         syntax_error(c, "syntax error: an assignment before any [section]");
                 return;
         }
-        if (section != SECTION_UNIT && section != SECTION_SERVICE && section != SECTION_INSTALL)
+        if (section != SECTION_UNIT && section != SECTION_SERVICE && section != SECTION_INSTALL &&
+            section != SECTION_TEND)
                 return;
         if (strncmp(key, "X-", 2) == 0)
                 return;

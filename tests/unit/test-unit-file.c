@@ -459,6 +459,11 @@ static void test_continuation_values(void **state) {
         expect_msgs(LOG_WARNING, "test/a.service:4: unknown key \"Description\" in section [Service], ignoring", -1);
         unit_file_free(u);
 
+        /* [X-Tend] is tend's own section: systemd ignores it, tend reads it and names a key it does not know. */
+        u = parse_ok(EXEC "[X-Tend]\nNoSuchKey=1\n[X-Other]\nNoSuchKey=1\n");
+        expect_msgs(LOG_WARNING, "test/a.service:4: unknown key \"NoSuchKey\" in section [X-Tend], ignoring", -1);
+        unit_file_free(u);
+
         /* Messages name the first line of a continued assignment; a continuation at EOF ends it. */
         int r;
         char *message = NULL;
