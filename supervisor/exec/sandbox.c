@@ -405,6 +405,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
         free(p->home);
         free(p->groups);
         free(p->seccomp_filter);
+        sandbox_hardening_free(p->hardening); /* seccomp */
         free(p);
         return NULL;
 }
@@ -414,7 +415,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
 static bool needs_self(const struct unit_file *f) {
         const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         if (sb->user || sb->group || sb->supplementary_groups || f->working_directory_home || sb->ambient_capabilities ||
-            sb->capability_bounding_set != UINT64_MAX || sb->syscall_filter.set)
+            sb->capability_bounding_set != UINT64_MAX || sb->syscall_filter.set || sb->hardening)
                 return true;
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
                 if (sb->limits[i].set)
@@ -501,11 +502,13 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = plan_limits(unit, f, self, p);
         if (r >= 0 && !full)
                 r = plan_capabilities(unit, f, self, p);
+        bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
         if (r >= 0 && !full) {
                 p->no_new_privs = unit_file_sandbox(f)->no_new_privileges;
-                r = sandbox_seccomp_plan(unit, f, has_cap(drops_root(self, p) ? p->ambient : self->effective,
-                                                          CAP_SYS_ADMIN), p);
+                r = sandbox_seccomp_plan(unit, f, sys_admin, p);
         }
+        if (r >= 0 && !full) /* seccomp (issue 17): after the capabilities, whose bounding set it extends */
+                r = sandbox_hardening_plan(unit, f, self, sys_admin, p);
         if (r >= 0)
                 r = plan_directories(unit, f, p);
         if (r < 0)
@@ -515,7 +518,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 p->environment = f->environment; /* borrowed */
         p->working_directory = f->working_directory_home ? p->home : f->working_directory;
         p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
-                  p->no_new_privs || p->seccomp_filter || plan_has_process(p);
+                  p->no_new_privs || p->seccomp_filter || plan_has_process(p) || p->hardening;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -664,6 +667,12 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         for (size_t i = 0; i < p->n_limits; i++)
                 if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
+        /* seccomp (issue 17): the user namespace first (PrivateUsers=); the mount namespace
+         * ("ns") goes between these two calls; then network, IPC, UTS. */
+        if ((r = sandbox_userns_step(p->hardening, ret_stage)) < 0)
+                return r;
+        if ((r = sandbox_namespaces_step(p->hardening, ret_stage)) < 0)
+                return r;
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
                 if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
                         FAIL(SANDBOX_STAGE_BOUNDING);
@@ -689,6 +698,8 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         }
         if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 FAIL(SANDBOX_STAGE_NO_NEW_PRIVS);
+        if ((r = sandbox_hardening_seccomp_step(p->hardening, ret_stage)) < 0) /* seccomp (issue 17) */
+                return r;
         if (p->seccomp_filter) {
                 struct sock_fprog prog = { .len = p->seccomp_len, .filter = p->seccomp_filter };
                 if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
@@ -724,6 +735,15 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
                 [SANDBOX_STAGE_SCHED] = { "CPUSchedulingPolicy=", "sched_setscheduler" },
                 [SANDBOX_STAGE_AFFINITY] = { "CPUAffinity=", "sched_setaffinity" },
                 [SANDBOX_STAGE_IOPRIO] = { "IOSchedulingClass=", "ioprio_set" },
+                /* seccomp (issue 17) */
+                [SANDBOX_STAGE_USERNS] = { "PrivateUsers=", "unshare(CLONE_NEWUSER)" },
+                [SANDBOX_STAGE_USERNS_MAP] = { "PrivateUsers=", "writing uid_map and gid_map" },
+                [SANDBOX_STAGE_NETNS] = { "PrivateNetwork=", "unshare(CLONE_NEWNET)" },
+                [SANDBOX_STAGE_LOOPBACK] = { "PrivateNetwork=", "bringing up lo" },
+                [SANDBOX_STAGE_IPCNS] = { "PrivateIPC=", "unshare(CLONE_NEWIPC)" },
+                [SANDBOX_STAGE_UTSNS] = { "ProtectHostname=", "unshare(CLONE_NEWUTS)" },
+                [SANDBOX_STAGE_HARDENING_SECCOMP] = { "RestrictAddressFamilies=/RestrictNamespaces=/…",
+                                                      "PR_SET_SECCOMP" },
         };
         int s = stage - EXIT_STAGE_HOOK;
         const char *key = NULL, *step = NULL;

@@ -243,6 +243,12 @@ enum { UF_EXTRA_UNSET_ENVIRONMENT, UF_EXTRA_RESTART_KILL_SIGNAL, UF_EXTRA_SEND_S
 int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value);
 void uf_finish_extra(struct parse_ctx *c);
 
+/* seccomp: unit-file-hardening.c (issue 17's seccomp and namespace keys; k->data: which) */
+enum { UF_HARDENING_ADDRESS_FAMILIES, UF_HARDENING_NAMESPACES, UF_HARDENING_ARCHS, UF_HARDENING_LOCK_PERSONALITY,
+       UF_HARDENING_MDWE, UF_HARDENING_REALTIME, UF_HARDENING_SUID_SGID, UF_HARDENING_CLOCK, UF_HARDENING_MODULES,
+       UF_HARDENING_LOGS, UF_HARDENING_HOSTNAME, UF_HARDENING_NETWORK, UF_HARDENING_IPC, UF_HARDENING_USERS };
+int uf_parse_hardening(struct parse_ctx *c, const struct key_def *k, const char *value);
+
 /* unit-file-load.c: sorts l in place, each string once (the duplicates freed). */
 void uf_strv_sort_unique(char **l);
 
