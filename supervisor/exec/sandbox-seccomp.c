@@ -400,7 +400,7 @@ static int plan_programs(const struct unit_hardening_keys *h, struct sandbox_har
 
 /* ProtectClock=, ProtectKernelModules=, ProtectKernelLogs=: their capabilities out of the bounding set. */
 static int plan_bounding(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
-                         struct sandbox_plan *p) {
+                         const struct sandbox_hardening *s, struct sandbox_plan *p) {
         const struct unit_hardening_keys *h = unit_file_hardening(f);
         static const struct {
                 size_t offset;
@@ -413,7 +413,7 @@ static int plan_bounding(const char *unit, const struct unit_file *f, const stru
                   CAP_BIT(CAP_SYS_MODULE) },
                 { offsetof(struct unit_hardening_keys, protect_kernel_logs), "ProtectKernelLogs=", CAP_BIT(CAP_SYSLOG) },
         };
-        bool setpcap = (self->effective >> CAP_SETPCAP) & 1 || unit_file_hardening(f)->private_users;
+        bool setpcap = (self->effective >> CAP_SETPCAP) & 1 || s->private_users; /* all of them in its namespace */
         for (size_t i = 0; i < ELEMENTSOF(drops); i++) {
                 if (!*(const bool *) ((const char *) h + drops[i].offset))
                         continue;
@@ -451,9 +451,9 @@ int sandbox_hardening_plan(const char *unit, const struct unit_file *f, const st
         struct sandbox_hardening *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        int r = plan_bounding(unit, f, self, p);
+        int r = sandbox_ns_plan(unit, f, self, p, s);
         if (r >= 0)
-                r = sandbox_ns_plan(unit, f, self, p, s);
+                r = plan_bounding(unit, f, self, s, p);
         if (r >= 0) {
                 r = plan_programs(h, s);
                 if (r < 0)

@@ -6,6 +6,7 @@
  * exec/sandbox-ns.c) through the plan of sandbox.h.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
@@ -356,6 +357,23 @@ static int check_users(void) {
                        !strchr(buf + consumed + 1, '\n') ? 0 : 1;
 }
 
+/* PrivateUsers= with User=nobody: root and nobody mapped, and the process is nobody inside. */
+static uid_t nobody_uid = 65534;
+
+static int check_users_nobody(void) {
+        char buf[256] = {}, want[64];
+        int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, buf, sizeof buf - 1) <= 0)
+                return 2;
+        close(fd);
+        snprintf(want, sizeof want, "%u", (unsigned) nobody_uid);
+        unsigned a, b, n, c, d, m;
+        if (sscanf(buf, "%u %u %u %u %u %u", &a, &b, &n, &c, &d, &m) != 6)
+                return 1;
+        return a == 0 && b == 0 && n == 1 && c == nobody_uid && d == nobody_uid && m == 1 && getuid() == nobody_uid
+                       ? 0 : 3;
+}
+
 #if defined(__x86_64__)
 static int check_i386_call(void) {
         long ret;
@@ -409,8 +427,14 @@ static void test_namespaces_applied(void **state) {
         assert_true(host_shm >= 0);
         assert_check("PrivateIPC=yes\n", check_ipc);
         shmctl(host_shm, IPC_RMID, NULL);
-        if (access("/proc/self/ns/user", F_OK) == 0)
-                assert_check("PrivateUsers=yes\n", check_users);
+        if (access("/proc/self/ns/user", F_OK) != 0)
+                return;
+        assert_check("PrivateUsers=yes\n", check_users);
+        struct passwd *nobody = getpwnam("nobody");
+        if (!nobody)
+                return;
+        nobody_uid = nobody->pw_uid;
+        assert_check("PrivateUsers=yes\nUser=nobody\n", check_users_nobody);
 }
 
 /* Without CAP_SYS_ADMIN and without PrivateUsers=, PrivateNetwork= cannot be
