@@ -297,9 +297,9 @@ static int hardening_rules(scmp_filter_ctx ctx, uint32_t arch, const struct unit
         return r;
 }
 
-/* A filter of one architecture, allowing what its rules do not deny (other architectures pass it). */
-static scmp_filter_ctx arch_filter(uint32_t arch) {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+/* A filter of one architecture with the default action (other architectures pass it). */
+static scmp_filter_ctx arch_filter(uint32_t arch, uint32_t action) {
+        scmp_filter_ctx ctx = seccomp_init(action);
         uint32_t native = seccomp_arch_native();
         int r = ctx ? 0 : -ENOMEM;
         if (r >= 0 && arch != native) {
@@ -323,6 +323,20 @@ static bool seccomp_rules_set(const struct unit_hardening_keys *h) {
         return h->address_families_set || h->namespaces_set || h->memory_deny_write_execute || h->restrict_realtime ||
                h->restrict_suid_sgid || h->lock_personality || h->protect_clock || h->protect_kernel_modules ||
                h->protect_kernel_logs || h->protect_hostname;
+}
+
+/* SystemCallLog= on arch: without "~" the calls listed are logged, with "~" every call but those
+ * (SCMP_ACT_LOG: the kernel's audit log; the call proceeds). */
+static scmp_filter_ctx log_filter(uint32_t arch, const struct sandbox_syscall_filter *l) {
+        scmp_filter_ctx ctx = arch_filter(arch, l->allow_list ? SCMP_ACT_ALLOW : SCMP_ACT_LOG);
+        int r = ctx ? 0 : -ENOMEM;
+        for (size_t i = 0; i < l->n && r >= 0; i++)
+                r = rule_add(ctx, l->allow_list ? SCMP_ACT_LOG : SCMP_ACT_ALLOW, l->syscalls[i].nr);
+        if (r < 0 && ctx) {
+                seccomp_release(ctx);
+                return NULL;
+        }
+        return ctx;
 }
 
 /* The architectures the rules cover: those the unit allows, or every one this machine runs. */
@@ -386,13 +400,15 @@ static int plan_programs(const struct unit_hardening_keys *h, struct sandbox_har
         int r = 0;
         bool rules = seccomp_rules_set(h);
         for (size_t i = 0; rules && i < n && r >= 0; i++) {
-                scmp_filter_ctx ctx = arch_filter(archs[i]);
+                scmp_filter_ctx ctx = arch_filter(archs[i], SCMP_ACT_ALLOW);
                 r = ctx ? hardening_rules(ctx, archs[i], h) : -ENOMEM;
                 if (r < 0 && ctx)
                         seccomp_release(ctx);
                 if (r >= 0)
                         r = add_program(s, ctx);
         }
+        for (size_t i = 0; h->syscall_log.set && i < n && r >= 0; i++)
+                r = add_program(s, log_filter(archs[i], &h->syscall_log));
         if (r >= 0 && h->archs[0])
                 r = add_program(s, archs_filter(h));
         return r;

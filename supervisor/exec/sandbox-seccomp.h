@@ -26,7 +26,7 @@ int sandbox_seccomp_plan(const char *unit, const struct unit_file *f, bool sys_a
 /* seccomp (issue 17): the seccomp keys and the non-mount namespaces         */
 /* ------------------------------------------------------------------------ */
 
-#define SANDBOX_HARDENING_PROGRAMS 4 /* one per architecture (native, i386, x32), and the architectures' */
+#define SANDBOX_HARDENING_PROGRAMS 7 /* per architecture (native, i386, x32): the rules, SystemCallLog='s; and the architectures' */
 
 /* What the child does for the hardening keys (unit_file_hardening()), all
  * prepared by sandbox_hardening_plan(); owned by the plan (p->hardening). */

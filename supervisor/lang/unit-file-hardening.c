@@ -6,7 +6,7 @@
  * RestrictNamespaces=, SystemCallArchitectures=, LockPersonality=,
  * MemoryDenyWriteExecute=, RestrictRealtime=, RestrictSUIDSGID=,
  * ProtectClock=, ProtectKernelModules=, ProtectKernelLogs=, ProtectHostname=,
- * PrivateNetwork=, PrivateIPC=, PrivateUsers=. Values as systemd.exec(5)
+ * PrivateNetwork=, PrivateIPC=, PrivateUsers=, SystemCallLog=. Values as systemd.exec(5)
  * defines them; an empty assignment resets a key to its default.
  */
 #include <errno.h>
@@ -23,6 +23,13 @@
 #endif
 
 const struct unit_hardening_keys unit_hardening_defaults = {};
+
+struct unit_hardening_keys *unit_hardening_keys_free(struct unit_hardening_keys *h) {
+        if (h)
+                sandbox_syscall_filter_clear(&h->syscall_log);
+        free(h);
+        return NULL;
+}
 
 const struct unit_hardening_keys *unit_file_hardening(const struct unit_file *f) {
         const struct unit_hardening_keys *h = unit_file_sandbox(f)->hardening;
@@ -192,6 +199,15 @@ static int parse_archs(struct parse_ctx *c, const struct key_def *k, const char 
         }
 }
 
+/* SystemCallLog=: SystemCallFilter='s syntax and merging, without ":ERRNO" (no action: logged); empty resets. */
+static int parse_syscall_log(struct parse_ctx *c, const struct key_def *k, const char *value,
+                             struct unit_hardening_keys *h) {
+        char q[QUOTE_BUF];
+        if (strchr(value, ':'))
+                return syntax_error(c, "%s=: no action may follow a system call: %s", k->key, uf_quote(q, value));
+        return uf_parse_syscall_list(c, k, value, &h->syscall_log);
+}
+
 /* The boolean key k->data names, in h. */
 static bool *bool_field(struct unit_hardening_keys *h, uintptr_t which) {
         switch (which) {
@@ -221,6 +237,8 @@ int uf_parse_hardening(struct parse_ctx *c, const struct key_def *k, const char 
                 return parse_namespaces(c, k, value, h);
         case UF_HARDENING_ARCHS:
                 return parse_archs(c, k, value, h);
+        case UF_HARDENING_SYSCALL_LOG:
+                return parse_syscall_log(c, k, value, h);
         default: {
                 int b = *value ? uf_parse_boolean(value) : 0;
                 if (b < 0)

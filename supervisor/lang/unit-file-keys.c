@@ -419,6 +419,7 @@ static const struct key_def unit_keys[] = {
         { S, "PrivateNetwork", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_NETWORK) },
         { S, "PrivateIPC", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_IPC) },
         { S, "PrivateUsers", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_USERS) },
+        { S, "SystemCallLog", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_SYSCALL_LOG) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

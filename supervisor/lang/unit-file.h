@@ -278,6 +278,7 @@ struct unit_hardening_keys {
         bool lock_personality, memory_deny_write_execute, restrict_realtime, restrict_suid_sgid;
         bool protect_clock, protect_kernel_modules, protect_kernel_logs, protect_hostname;
         bool private_network, private_ipc, private_users;
+        struct sandbox_syscall_filter syscall_log; /* SystemCallLog=: allow_list: the calls logged ("~": all but those); not set */
 };
 
 /* Every hardening key at its default (what a NULL unit_sandbox_keys.hardening means). */
@@ -285,6 +286,9 @@ extern const struct unit_hardening_keys unit_hardening_defaults;
 
 /* f's hardening keys: never NULL, borrowed from f (or static). Thread-safe. */
 const struct unit_hardening_keys *unit_file_hardening(const struct unit_file *f);
+
+/* Frees h and what it owns; NULL. NULL is accepted. */
+struct unit_hardening_keys *unit_hardening_keys_free(struct unit_hardening_keys *h);
 
 /* RuntimeDirectory=, StateDirectory=, CacheDirectory=, LogsDirectory=, ConfigurationDirectory=. */
 typedef enum unit_exec_dir {

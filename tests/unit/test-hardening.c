@@ -175,6 +175,26 @@ static void test_archs_and_booleans(void **state) {
         assert_refused("LockPersonality=maybe\n", 3, "LockPersonality=: invalid boolean \"maybe\"");
 }
 
+static void test_syscall_log(void **state) {
+        (void) state;
+        struct unit_file *u = parse_ok("SystemCallLog=@clock\nSystemCallLog=~clock_settime\n");
+        const struct sandbox_syscall_filter *l = &unit_file_hardening(u)->syscall_log;
+        assert_true(l->set && l->allow_list);
+        bool settime = false, adjtimex = false;
+        for (size_t i = 0; i < l->n; i++) {
+                settime |= l->syscalls[i].nr == seccomp_syscall_resolve_name("clock_settime");
+                adjtimex |= l->syscalls[i].nr == seccomp_syscall_resolve_name("adjtimex");
+        }
+        assert_true(adjtimex && !settime); /* "~" after an allow list removes */
+        unit_file_free(u);
+        u = parse_ok("SystemCallLog=~@mount\nSystemCallLog=\n");
+        assert_false(unit_file_hardening(u)->syscall_log.set);
+        unit_file_free(u);
+        assert_refused("SystemCallLog=~mount:EPERM\n", 3, "SystemCallLog=: no action may follow a system call: \"~mount:EPERM\"");
+        assert_refused("SystemCallLog=nosuchcall\n", 3, "SystemCallLog=: unknown system call \"nosuchcall\"");
+        assert_refused("SystemCallLog=@nosuchgroup\n", 3, "unknown system call group \"@nosuchgroup\"");
+}
+
 /* ------------------------------------------------------------------------ */
 /* The plan applied in a child                                               */
 /* ------------------------------------------------------------------------ */
@@ -244,6 +264,14 @@ static int check_families_deny(void) {
                 return 2;
         close(fd);
         return DENIED(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), EAFNOSUPPORT) ? 0 : 1;
+}
+
+/* SystemCallLog=clock_getres: a program loaded that logs the call, never denies it. */
+static int check_logged(void) {
+        struct timespec ts;
+        if (syscall(SYS_clock_getres, CLOCK_REALTIME, &ts) < 0 || DENIED(clock_settime(CLOCK_MONOTONIC, &ts), EPERM))
+                return 2;
+        return prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2 ? 0 : 1;
 }
 
 static int check_namespaces(void) {
@@ -390,6 +418,7 @@ static void test_seccomp_keys(void **state) {
         assert_check("MemoryDenyWriteExecute=yes\n", check_wx);
         assert_check("LockPersonality=yes\n", check_personality);
         assert_check("RestrictSUIDSGID=yes\n", check_suid);
+        assert_check("SystemCallLog=clock_getres\n", check_logged);
         if (!is_root())
                 return; /* the rest needs what root has (the negative controls: the call succeeding) */
         assert_check("RestrictNamespaces=net ipc\n", check_namespaces_list);
@@ -468,6 +497,7 @@ int main(void) {
                 cmocka_unit_test(test_address_families),
                 cmocka_unit_test(test_namespaces),
                 cmocka_unit_test(test_archs_and_booleans),
+                cmocka_unit_test(test_syscall_log),
                 cmocka_unit_test(test_seccomp_keys),
                 cmocka_unit_test(test_architectures),
                 cmocka_unit_test(test_namespaces_applied),
