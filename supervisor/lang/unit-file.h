@@ -277,6 +277,9 @@ struct unit_hardening_keys {
         uint32_t archs[UNIT_ARCHS_MAX];  /* SystemCallArchitectures=: libseccomp's tokens, 0-terminated; none: any */
         bool lock_personality, memory_deny_write_execute, restrict_realtime, restrict_suid_sgid;
         bool protect_clock, protect_kernel_modules, protect_kernel_logs, protect_hostname;
+        /* ↑ protect_kernel_modules, protect_kernel_logs: their seccomp and capability parts are
+         * exec/sandbox-seccomp.c's; their mount parts (/usr/lib/modules; /proc/kmsg, /dev/kmsg)
+         * belong to the mount namespace's plan ("ns"), which reads these two flags. */
         bool private_network, private_ipc, private_users;
         struct sandbox_syscall_filter syscall_log; /* SystemCallLog=: allow_list: the calls logged ("~": all but those); not set */
 };
