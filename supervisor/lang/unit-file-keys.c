@@ -404,6 +404,22 @@ static const struct key_def unit_keys[] = {
         { S, "PermissionsStartOnly", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_PERMISSIONS_START_ONLY) },
         { S, "TasksMax", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_TASKS_MAX) },
         { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
+        /* seccomp: issue 17's seccomp keys and non-mount namespaces (unit-file-hardening.c) */
+        { S, "RestrictAddressFamilies", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_ADDRESS_FAMILIES) },
+        { S, "RestrictNamespaces", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_NAMESPACES) },
+        { S, "SystemCallArchitectures", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_ARCHS) },
+        { S, "LockPersonality", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_LOCK_PERSONALITY) },
+        { S, "MemoryDenyWriteExecute", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_MDWE) },
+        { S, "RestrictRealtime", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_REALTIME) },
+        { S, "RestrictSUIDSGID", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_SUID_SGID) },
+        { S, "ProtectClock", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_CLOCK) },
+        { S, "ProtectKernelModules", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_MODULES) },
+        { S, "ProtectKernelLogs", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_LOGS) },
+        { S, "ProtectHostname", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_HOSTNAME) },
+        { S, "PrivateNetwork", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_NETWORK) },
+        { S, "PrivateIPC", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_IPC) },
+        { S, "PrivateUsers", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_USERS) },
+        { S, "SystemCallLog", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_SYSCALL_LOG) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {
