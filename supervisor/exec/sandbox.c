@@ -25,6 +25,7 @@
 #include "exec-dirs.h"
 #include "libexit.h"
 #include "log.h"
+#include "namespace.h"
 #include "sandbox-values-internal.h"
 #include "sandbox.h"
 #include "unit-exec.h"
@@ -504,6 +505,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
         free(p->home);
         free(p->groups);
         free(p->seccomp_filter);
+        namespace_plan_free(p->ns); /* ns */
         free(p);
         return NULL;
 }
@@ -604,6 +606,10 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = plan_seccomp(unit, f, self, p);
         if (r >= 0)
                 r = plan_directories(unit, f, p);
+        if (r >= 0 && !full) /* ns: the mount namespace */
+                r = namespace_plan_new(unit, f, &p->ns);
+        if (r >= 0 && !full)
+                r = namespace_plan_finish(unit, f, NULL, &p->ns);
         if (r < 0)
                 return r;
         plan_process(f, p);
@@ -611,7 +617,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 p->environment = f->environment; /* borrowed */
         p->working_directory = f->working_directory_home ? p->home : f->working_directory;
         p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
-                  p->no_new_privs || p->seccomp_filter || plan_has_process(p);
+                  p->no_new_privs || p->seccomp_filter || plan_has_process(p) || p->ns;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -673,6 +679,7 @@ void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a) {
                 return;
         p->pdeath_signal = a->pdeath_signal;
         p->parent = getpid();
+        namespace_plan_set_cwd(p->ns, a->cwd); /* ns */
         a->pre_exec = sandbox_pre_exec;
         a->pre_exec_userdata = p;
 }
@@ -760,6 +767,11 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         for (size_t i = 0; i < p->n_limits; i++)
                 if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
+        int key; /* ns: the mount namespace, before the credentials and capabilities */
+        if (p->ns && (r = namespace_pre_exec(p->ns, &key)) < 0) {
+                *ret_stage = EXIT_STAGE_HOOK + SANDBOX_STAGE_NAMESPACE + key;
+                return r;
+        }
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
                 if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
                         FAIL(SANDBOX_STAGE_BOUNDING);
@@ -825,6 +837,8 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
         const char *key = NULL, *step = NULL;
         if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
                 key = sandbox_rlimit_key_eq(s - SANDBOX_STAGE_LIMIT), step = "setrlimit";
+        } else if (s >= SANDBOX_STAGE_NAMESPACE && s < _SANDBOX_STAGE_NAMESPACE_END) { /* ns */
+                key = namespace_key_name(s - SANDBOX_STAGE_NAMESPACE), step = "setting up the mount namespace";
         } else if (s > 0 && (size_t) s < ELEMENTSOF(stages) && stages[s].key)
                 key = stages[s].key, step = stages[s].step;
         if (!key)

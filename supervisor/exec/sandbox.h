@@ -50,6 +50,7 @@
 #include "unit-file.h"
 
 struct exit_spawn_attr;
+struct namespace_plan;
 struct unit_file;
 
 /* ------------------------------------------------------------------------ */
@@ -90,6 +91,9 @@ enum {
         SANDBOX_STAGE_IOPRIO,
         SANDBOX_STAGE_LIMIT = 32, /* + the resource */
         _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
+        /* ns: the mount namespace (namespace.h), + the key's index (namespace_key_name()) */
+        SANDBOX_STAGE_NAMESPACE = 64,
+        _SANDBOX_STAGE_NAMESPACE_END = SANDBOX_STAGE_NAMESPACE + 32,
 };
 
 /*
@@ -133,6 +137,8 @@ struct sandbox_plan {
         char oom_text[8];         /* OOMScoreAdjust= as written to /proc/self/oom_score_adj */
         int nice, sched_policy, sched_priority, ioprio;
         uint64_t affinity[UNIT_CPU_SET_WORDS];
+        /* ns: the mount namespace (namespace.h), made after the process keys and the limits */
+        struct namespace_plan *ns; /* owned; NULL: none */
 };
 
 /*

@@ -261,6 +261,8 @@ struct unit_sandbox_keys {
         int syscall_error_number;        /* SystemCallErrorNumber=: 0, a denied call kills with SIGSYS */
         /* exec (issue 16): directories and process keys (exec-dirs.h, sandbox.h) */
         struct unit_exec_keys *exec;     /* owned; NULL: every key at its default (unit_sandbox_exec()) */
+        /* ns: the file-system namespace keys (unit-file-namespace.h, exec/namespace.h) */
+        struct unit_namespace_keys *ns;  /* owned; NULL: every key at its default (unit_file_namespace()) */
 };
 
 /* RuntimeDirectory=, StateDirectory=, CacheDirectory=, LogsDirectory=, ConfigurationDirectory=. */
