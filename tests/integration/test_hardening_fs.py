@@ -209,6 +209,116 @@ class HardeningFs(ServiceTestCase):
             'home-no': ('', {('exists', m): 'yes', ('write', os.path.join(d, 'y')): 'ok'}),
         })
 
+    # ---- the path lists ----
+
+    def test_path_lists(self):
+        r = self.rpath
+        for d in ('secret', 'ro', 'src', 'dst', 'tfs', 'sub'):
+            os.mkdir(r(d))
+        for f, text in (('secret/f', 'secret'), ('secretfile', 'secret'), ('src/f', 'bound'), ('tfs/m', 'm')):
+            with open(r(f), 'w') as fh:
+                fh.write(text)
+        # executables where /run's noexec cannot be the reason: the test's own directory under /usr/local
+        bin_dir = self.host_dir('/usr/local', 'tend-ns-bin-%d' % os.getpid())
+        os.mkdir(os.path.join(bin_dir, 'sub'))
+        for d in (bin_dir, os.path.join(bin_dir, 'sub')):
+            shutil.copy('/bin/true', os.path.join(d, 'true'))
+        true, sub_true = os.path.join(bin_dir, 'true'), os.path.join(bin_dir, 'sub', 'true')
+        self.check({
+            'inacc': ('InaccessiblePaths=%s %s' % (r('secret'), r('secretfile')),
+                      {('ls', r('secret')): 'empty', ('read', r('secretfile')): 'empty',
+                       ('write', r('secret/x')): 'EROFS', ('exists', r('ro')): 'yes'}),
+            'inacc-no': ('', {('ls', r('secret')): 'f', ('read', r('secretfile')): 'secret'}),
+            'ro': ('ReadOnlyPaths=%s' % r('ro'), {('write', r('ro/x')): 'EROFS', ('write', r('sub/x')): 'ok'}),
+            'ro-plus': ('ReadOnlyPaths=+%s' % r('ro'), {('write', r('ro/y')): 'EROFS'}),
+            'ro-no': ('', {('write', r('ro/z')): 'ok'}),
+            'ro-rw': ('ReadOnlyPaths=%s\nReadWritePaths=%s' % (self.run_dir, r('sub')),
+                      {('write', r('ro/w')): 'EROFS', ('write', r('sub/w')): 'ok'}),
+            'bind': ('BindPaths=%s:%s' % (r('src'), r('dst')), {('read', r('dst/f')): 'bound',
+                                                                 ('write', r('dst/w')): 'ok'}),
+            'bind-ro': ('BindReadOnlyPaths=%s:%s' % (r('src'), r('dst')),
+                        {('read', r('dst/f')): 'bound', ('write', r('dst/x')): 'EROFS'}),
+            'bind-no': ('', {('read', r('dst/f')): 'ENOENT'}),
+            'tfs': ('TemporaryFileSystem=%s' % r('tfs'), {('ls', r('tfs')): 'empty', ('write', r('tfs/x')): 'ok'}),
+            'tfs-ro': ('TemporaryFileSystem=%s:ro' % r('tfs'), {('ls', r('tfs')): 'empty',
+                                                                ('write', r('tfs/y')): 'EROFS'}),
+            'tfs-no': ('', {('ls', r('tfs')): 'm'}),
+            'noexec': ('NoExecPaths=%s' % bin_dir, {('exec', true): 'EACCES', ('exec', sub_true): 'EACCES'}),
+            'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, os.path.join(bin_dir, 'sub')),
+                            {('exec', true): 'EACCES', ('exec', sub_true): 'ok'}),
+            'exec-no': ('', {('exec', true): 'ok'}),
+        })
+        self.assertTrue(os.path.exists(r('src/w')), "BindPaths=: the unit's write did not reach the source")
+        self.assertFalse(os.path.exists(r('tfs/x')), "TemporaryFileSystem=: the unit's file is on the host")
+
+    # ---- /proc and /sys ----
+
+    def writable_cgroup_file(self):
+        for d, _, files in os.walk('/sys/fs/cgroup'):
+            for f in ('cgroup.procs', 'tasks'):
+                p = os.path.join(d, f)
+                if f in files and os.access(p, os.W_OK):
+                    return p
+        self.skipTest('no writable cgroup file: the negative control could not succeed')
+
+    def test_kernel_and_proc(self):
+        cg = self.writable_cgroup_file()
+        sysfs = [p for p in ('/sys/kernel/profiling', '/sys/kernel/rcu_expedited', '/sys/kernel/mm/ksm/run')
+                 if os.access(p, os.W_OK)][:1] or self.skipTest('no writable file of /sys/kernel for the control')
+        self.check({
+            'tunables': ('ProtectKernelTunables=yes', {('openw', '/proc/sys/kernel/hostname'): 'EROFS',
+                                                      ('openw', sysfs[0]): 'EROFS', ('read', '/proc/kallsyms'): 'empty'}),
+            'tunables-no': ('', {('openw', '/proc/sys/kernel/hostname'): 'ok', ('openw', sysfs[0]): 'ok'}),
+            'cgroups': ('ProtectControlGroups=yes', {('openw', cg): 'EROFS'}),
+            'cgroups-no': ('', {('openw', cg): 'ok'}),
+            'invisible': ('User=nobody\nProtectProc=invisible', {('exists', '/proc/1'): 'no',
+                                                                 ('exists', '/proc/self/status'): 'yes'}),
+            'invisible-no': ('User=nobody', {('exists', '/proc/1'): 'yes'}),
+            'subset': ('ProcSubset=pid', {('exists', '/proc/meminfo'): 'no', ('exists', '/proc/1'): 'yes'}),
+            'subset-no': ('', {('exists', '/proc/meminfo'): 'yes'}),
+        })
+
+    # ---- '-' and a missing path ----
+
+    def test_missing_paths(self):
+        missing = '/nonexistent-tend-ns-%d' % os.getpid()
+        self.unit('required', '[Service]\nType=oneshot\nExecStart=/bin/true\nReadOnlyPaths=%s\n' % missing)
+        self.check({
+            'optional': ('ReadOnlyPaths=-%s\nInaccessiblePaths=-%s/a\nBindPaths=-%s:%s' % (missing, missing, missing,
+                                                                                        self.rpath('x')),
+                         {('write', self.rpath('w')): 'ok', ('exists', self.rpath('x')): 'no'}),
+        })
+        r = self.wait_state('required', lambda r: r['state'] == 'failed', 10,
+                            'a missing ReadOnlyPaths= path did not fail the start')
+        self.assertNotEqual(r['result'], 'success', r)
+        self.assertIn('required.service: ReadOnlyPaths=%s: No such file or directory' % missing, self.stderr(),
+                      'the refusal does not name the key and the path')
+
+    # ---- from the host: the unit has a mount namespace of its own ----
+
+    def test_host_view(self):
+        for name, keys in (('ns', 'PrivateTmp=yes'), ('mounts', 'PrivateMounts=yes'), ('plain', '')):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 300\n%s\n' % keys)
+        self.start_tend()
+        own = os.readlink('/proc/%d/ns/mnt' % self.tend_pid)
+        with open('/proc/%d/mountinfo' % self.tend_pid) as f:
+            tend_mounts = f.read()
+        for name, private in (('ns', True), ('mounts', True), ('plain', False)):
+            pid = self.wait_running(name)['main_pid']
+            self.assertEqual(os.readlink('/proc/%d/ns/mnt' % pid) != own, private,
+                             '%s: its mount namespace is %s tend\'s' % (name, 'the same as' if private else 'not'))
+            with open('/proc/%d/mountinfo' % pid) as f:
+                mounts = f.read()
+            self.assertEqual(mounts != tend_mounts, private, '%s: /proc/PID/mountinfo %s tend\'s'
+                             % (name, 'equals' if private else 'differs from'))
+            if name == 'ns':
+                self.assertIn(' /tmp ', mounts)
+                root = [ln for ln in mounts.splitlines() if ln.split()[4] == '/'][0]
+                host_root = [ln for ln in tend_mounts.splitlines() if ln.split()[4] == '/'][0]
+                self.assertNotIn('shared:', root.split(' - ')[0], "the unit's / shares its mounts with the host")
+                if 'shared:' in host_root:
+                    self.assertIn('master:', root, "the unit's / is not a slave of the host's")
+
 
 if __name__ == '__main__':
     if os.geteuid() != 0:
