@@ -319,6 +319,51 @@ class HardeningFs(ServiceTestCase):
                 if 'shared:' in host_root:
                     self.assertIn('master:', root, "the unit's / is not a slave of the host's")
 
+    # ---- tend without CAP_SYS_ADMIN: a user namespace of its own ----
+
+    def test_unprivileged_tend(self):
+        if not shutil.which('setpriv'):
+            self.skipTest('no setpriv(1)')
+        os.chmod(self.tmp.name, 0o777)  # tend, as nobody, makes its socket and the outputs here
+        pub = self.rpath('pub')
+        os.mkdir(pub)
+        os.chmod(pub, 0o777)
+        marker = '/tmp/tend-ns-marker-%d' % os.getpid()
+        open(marker, 'w').close()
+        self.addCleanup(os.unlink, marker)
+        self.oneshot('u-ptmp', 'PrivateTmp=yes', 'exists:' + marker, 'ls:/tmp', 'write:/tmp/x')
+        self.oneshot('u-strict', 'ProtectSystem=strict', 'write:%s/a' % pub)
+        self.oneshot('u-plain', '', 'write:%s/b' % pub, 'exists:' + marker)
+        self.oneshot('u-proc', 'ProtectProc=invisible', 'exists:/proc/1')
+        os.environ['TEND_SERVER_UID'] = str(pwd.getpwnam('nobody').pw_uid)
+        self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
+        self.start_tend(wrap=['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'], cgroup=False)
+        if not userns_allowed():
+            r = self.finished('u-ptmp')
+            self.assertEqual(r['state'], 'failed', r)
+            self.assertIn('u-ptmp.service: PrivateTmp= cannot be applied (needs a mount namespace: tend lacks '
+                          'CAP_SYS_ADMIN)', self.stderr())
+            return
+        self.assertEqual(self.results('u-ptmp'), {('exists', marker): 'no', ('ls', '/tmp'): 'empty',
+                                                  ('write', '/tmp/x'): 'ok'})
+        self.assertEqual(self.results('u-strict'), {('write', pub + '/a'): 'EROFS'})
+        self.assertEqual(self.results('u-plain'), {('write', pub + '/b'): 'ok', ('exists', marker): 'yes'})
+        r = self.finished('u-proc')
+        self.assertEqual(r['state'], 'failed', r)
+        self.assertIn('u-proc.service: ProtectProc= cannot be applied (needs a new /proc: tend lacks CAP_SYS_ADMIN)',
+                      self.stderr())
+
+
+def userns_allowed():
+    for knob in ('/proc/sys/kernel/unprivileged_userns_clone', '/proc/sys/user/max_user_namespaces'):
+        try:
+            with open(knob) as f:
+                if int(f.read()) == 0:
+                    return False
+        except FileNotFoundError:
+            pass
+    return True
+
 
 if __name__ == '__main__':
     if os.geteuid() != 0:
