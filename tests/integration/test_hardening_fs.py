@@ -298,7 +298,7 @@ class HardeningFs(ServiceTestCase):
 
     def test_host_view(self):
         for name, keys in (('ns', 'PrivateTmp=yes'), ('mounts', 'PrivateMounts=yes'), ('plain', '')):
-            self.unit(name, '[Service]\nExecStart=/bin/sleep 300\n%s\n' % keys)
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 60\n%s\n' % keys)
         self.start_tend()
         own = os.readlink('/proc/%d/ns/mnt' % self.tend_pid)
         with open('/proc/%d/mountinfo' % self.tend_pid) as f:
@@ -318,6 +318,7 @@ class HardeningFs(ServiceTestCase):
                 self.assertNotIn('shared:', root.split(' - ')[0], "the unit's / shares its mounts with the host")
                 if 'shared:' in host_root:
                     self.assertIn('master:', root, "the unit's / is not a slave of the host's")
+        self.stop_tend()
 
     # ---- tend without CAP_SYS_ADMIN: a user namespace of its own ----
 
