@@ -608,6 +608,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = plan_directories(unit, f, p);
         if (r >= 0 && !full) /* ns: the mount namespace */
                 r = namespace_plan_new(unit, f, &p->ns);
+        /* (other keys' implied mounts: namespace_plan_add(&p->ns, …) here, e.g. ProtectKernelModules=) */
         if (r >= 0 && !full)
                 r = namespace_plan_finish(unit, f, NULL, &p->ns);
         if (r < 0)

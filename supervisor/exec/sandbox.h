@@ -20,6 +20,7 @@
  * The child's order (each step only when the unit asks for it), after
  * libexit's own set-up (umask, session, fds, chdir):
  *   1. setrlimit, each Limit*=;
+ *   1b. ns: the mount namespace (namespace.h: namespace_pre_exec());
  *   2. PR_CAPBSET_DROP, each capability not in CapabilityBoundingSet=;
  *   3. capset with inheritable = AmbientCapabilities=, then
  *      PR_CAP_AMBIENT_RAISE each;
