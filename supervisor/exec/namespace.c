@@ -528,6 +528,25 @@ static int plan_privileges(const char *unit, const struct unit_file *f, const st
         return cannot_apply(unit, f, p, true, "needs a new /proc: tend lacks CAP_SYS_ADMIN");
 }
 
+/* Each existing path (and bind source) with its symbolic links resolved, as
+ * systemd chases them: /var/run/x is /run/x, /lib is /usr/lib; a mount lands
+ * where the link points, and two names of one directory are one entry. */
+static int canonicalize(struct namespace_plan *p) {
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                char **fields[] = { &p->mounts[i].path, &p->mounts[i].source };
+                for (size_t k = 0; k < ELEMENTSOF(fields); k++) {
+                        char *c = *fields[k] ? realpath(*fields[k], NULL) : NULL;
+                        if (!c && *fields[k] && errno == ENOMEM)
+                                return -ENOMEM;
+                        if (!c)
+                                continue;
+                        free(*fields[k]);
+                        *fields[k] = c;
+                }
+        }
+        return 0;
+}
+
 static bool is_dev(const struct namespace_plan *p, size_t i) {
         return p->mounts[i].mode == NAMESPACE_PRIVATE_DEV;
 }
@@ -537,6 +556,8 @@ int namespace_plan_finish(const char *unit, const struct unit_file *f, const str
         struct namespace_plan *p = *pp;
         if (!p)
                 return 0;
+        if (canonicalize(p) < 0)
+                return -ENOMEM;
         qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
         plan_filter(p, is_duplicate);
         plan_filter(p, is_hidden);

@@ -143,6 +143,8 @@ class HardeningFs(ServiceTestCase):
     def test_protect_system(self):
         pid = os.getpid()
         usr, rw, etc = self.host_dir('/usr/local'), self.host_dir('/usr/local', 'tend-ns-rw-%d' % pid), self.host_dir('/etc')
+        link = os.path.join(usr, 'link')
+        os.symlink(rw, link)
         state = '/var/lib/tend-ns-%d' % pid
         self.addCleanup(shutil.rmtree, state, True)
         u = lambda n: os.path.join(usr, n)  # noqa: E731
@@ -153,6 +155,8 @@ class HardeningFs(ServiceTestCase):
                                                 ('write', self.rpath('a')): 'EROFS', ('write', '/dev/shm/x'): 'ok'}),
             'strict-rw': ('ProtectSystem=strict\nReadWritePaths=%s' % rw,
                           {('write', u('b')): 'EROFS', ('write', os.path.join(rw, 'b')): 'ok'}),
+            'strict-link': ('ProtectSystem=strict\nReadWritePaths=%s' % link,  # a link: where it points
+                            {('write', os.path.join(rw, 'l')): 'ok', ('write', u('l')): 'EROFS'}),
             'strict-dirs': ('ProtectSystem=strict\nStateDirectory=tend-ns-%d' % pid,
                             {('write', state + '/c'): 'ok', ('write', u('c')): 'EROFS'}),
             'full': ('ProtectSystem=full', {('write', e('d')): 'EROFS', ('write', u('d')): 'EROFS',
@@ -224,6 +228,8 @@ class HardeningFs(ServiceTestCase):
         for d in (bin_dir, os.path.join(bin_dir, 'sub')):
             shutil.copy('/bin/true', os.path.join(d, 'true'))
         true, sub_true = os.path.join(bin_dir, 'true'), os.path.join(bin_dir, 'sub', 'true')
+        bin_link = self.rpath('bin-link')
+        os.symlink(bin_dir, bin_link)
         self.check({
             'inacc': ('InaccessiblePaths=%s %s' % (r('secret'), r('secretfile')),
                       {('ls', r('secret')): 'empty', ('read', r('secretfile')): 'empty',
@@ -247,6 +253,9 @@ class HardeningFs(ServiceTestCase):
             'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, os.path.join(bin_dir, 'sub')),
                             {('exec', true): 'EACCES', ('exec', sub_true): 'ok'}),
             'exec-no': ('', {('exec', true): 'ok'}),
+            # ExecPaths= naming a link under NoExecPaths=/ (as /lib in redis-server.service)
+            'exec-link': ('NoExecPaths=/\nExecPaths=%s %s /usr/bin /usr/lib /lib' % (bin_link, PYTHON),
+                          {('exec', true): 'ok', ('exec', '/bin/true'): 'ok'}),
         })
         self.assertTrue(os.path.exists(r('src/w')), "BindPaths=: the unit's write did not reach the source")
         self.assertFalse(os.path.exists(r('tfs/x')), "TemporaryFileSystem=: the unit's file is on the host")
