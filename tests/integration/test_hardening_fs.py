@@ -174,6 +174,7 @@ class HardeningFs(ServiceTestCase):
         mine = '/tmp/tend-ns-unit-%d' % os.getpid()
         open(marker, 'w').close()
         self.addCleanup(os.unlink, marker)
+        self.addCleanup(lambda: os.path.exists(mine) and os.unlink(mine))  # a failed run's leftover
         self.check({
             'ptmp': ('PrivateTmp=yes', {('exists', marker): 'no', ('ls', '/tmp'): 'empty', ('ls', '/var/tmp'): 'empty',
                                         ('write', mine): 'ok', ('exists', mine): 'yes'}),
