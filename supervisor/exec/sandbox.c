@@ -26,6 +26,7 @@
 #include "libexit.h"
 #include "log.h"
 #include "sandbox-seccomp.h"
+#include "namespace.h"
 #include "sandbox-values-internal.h"
 #include "sandbox.h"
 #include "unit-exec.h"
@@ -406,6 +407,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
         free(p->groups);
         free(p->seccomp_filter);
         sandbox_hardening_free(p->hardening); /* seccomp */
+        namespace_plan_free(p->ns); /* ns */
         free(p);
         return NULL;
 }
@@ -477,6 +479,19 @@ static bool plan_has_process(const struct sandbox_plan *p) {
         return p->tty_force >= 0 || p->oom_set || p->nice_set || p->sched_set || p->affinity_set || p->ioprio_set;
 }
 
+/* The mount parts of the seccomp keys ProtectKernelModules= and ProtectKernelLogs= (systemd.exec(5)). */
+static int plan_implied_mounts(const struct unit_file *f, struct namespace_plan **ns) {
+        const struct unit_hardening_keys *h = unit_file_sandbox(f)->hardening;
+        int r = 0;
+        if (h && h->protect_kernel_modules)
+                r = namespace_plan_add(ns, NAMESPACE_INACCESSIBLE, "/usr/lib/modules", true, "ProtectKernelModules=");
+        if (r >= 0 && h && h->protect_kernel_logs)
+                r = namespace_plan_add(ns, NAMESPACE_INACCESSIBLE, "/proc/kmsg", true, "ProtectKernelLogs=");
+        if (r >= 0 && h && h->protect_kernel_logs)
+                r = namespace_plan_add(ns, NAMESPACE_INACCESSIBLE, "/dev/kmsg", true, "ProtectKernelLogs=");
+        return r;
+}
+
 int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_flags, const struct sandbox_self *self,
                      struct sandbox_plan **ret) {
         if (!unit || !f || !ret)
@@ -511,6 +526,12 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = sandbox_hardening_plan(unit, f, self, sys_admin, p);
         if (r >= 0)
                 r = plan_directories(unit, f, p);
+        if (r >= 0 && !full) /* ns: the mount namespace */
+                r = namespace_plan_new(unit, f, &p->ns);
+        if (r >= 0 && !full) /* other keys' implied mounts */
+                r = plan_implied_mounts(f, &p->ns);
+        if (r >= 0 && !full)
+                r = namespace_plan_finish(unit, f, NULL, &p->ns);
         if (r < 0)
                 return r;
         plan_process(f, p);
@@ -518,7 +539,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 p->environment = f->environment; /* borrowed */
         p->working_directory = f->working_directory_home ? p->home : f->working_directory;
         p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
-                  p->no_new_privs || p->seccomp_filter || plan_has_process(p) || p->hardening;
+                  p->no_new_privs || p->seccomp_filter || plan_has_process(p) || p->hardening || p->ns;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -580,6 +601,7 @@ void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a) {
                 return;
         p->pdeath_signal = a->pdeath_signal;
         p->parent = getpid();
+        namespace_plan_set_cwd(p->ns, a->cwd); /* ns */
         a->pre_exec = sandbox_pre_exec;
         a->pre_exec_userdata = p;
 }
@@ -667,10 +689,15 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         for (size_t i = 0; i < p->n_limits; i++)
                 if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
-        /* seccomp (issue 17): the user namespace first (PrivateUsers=); the mount namespace
-         * ("ns") goes between these two calls; then network, IPC, UTS. */
+        /* The namespaces (issue 17), before the credentials and capabilities: the user
+         * namespace first (PrivateUsers=), then the mount namespace, then network, IPC, UTS. */
         if ((r = sandbox_userns_step(p->hardening, ret_stage)) < 0)
                 return r;
+        int key;
+        if (p->ns && (r = namespace_pre_exec(p->ns, &key)) < 0) {
+                *ret_stage = EXIT_STAGE_HOOK + SANDBOX_STAGE_NAMESPACE + key;
+                return r;
+        }
         if ((r = sandbox_namespaces_step(p->hardening, ret_stage)) < 0)
                 return r;
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
@@ -749,6 +776,8 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
         const char *key = NULL, *step = NULL;
         if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
                 key = sandbox_rlimit_key_eq(s - SANDBOX_STAGE_LIMIT), step = "setrlimit";
+        } else if (s >= SANDBOX_STAGE_NAMESPACE && s < _SANDBOX_STAGE_NAMESPACE_END) { /* ns */
+                key = namespace_key_name(s - SANDBOX_STAGE_NAMESPACE), step = "setting up the mount namespace";
         } else if (s > 0 && (size_t) s < ELEMENTSOF(stages) && stages[s].key)
                 key = stages[s].key, step = stages[s].step;
         if (!key)

@@ -22,6 +22,7 @@
  *   0. the namespaces (issue 17): the user namespace (PrivateUsers=) first,
  *      then the mount namespace, then network, IPC, UTS (sandbox-ns.c);
  *   1. setrlimit, each Limit*=;
+ *   1b. ns: the mount namespace (namespace.h: namespace_pre_exec());
  *   2. PR_CAPBSET_DROP, each capability not in CapabilityBoundingSet=;
  *   3. capset with inheritable = AmbientCapabilities=, then
  *      PR_CAP_AMBIENT_RAISE each;
@@ -53,6 +54,7 @@
 #include "unit-file.h"
 
 struct exit_spawn_attr;
+struct namespace_plan;
 struct unit_file;
 
 /* ------------------------------------------------------------------------ */
@@ -101,6 +103,9 @@ enum {
         SANDBOX_STAGE_HARDENING_SECCOMP,
         SANDBOX_STAGE_LIMIT = 32, /* + the resource */
         _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
+        /* ns: the mount namespace (namespace.h), + the key's index (namespace_key_name()) */
+        SANDBOX_STAGE_NAMESPACE = 64,
+        _SANDBOX_STAGE_NAMESPACE_END = SANDBOX_STAGE_NAMESPACE + 32,
 };
 
 /*
@@ -146,6 +151,8 @@ struct sandbox_plan {
         uint64_t affinity[UNIT_CPU_SET_WORDS];
         /* seccomp (issue 17): the namespaces and programs of the hardening keys (sandbox-seccomp.h) */
         struct sandbox_hardening *hardening; /* owned; NULL: none */
+        /* ns: the mount namespace (namespace.h), made after the process keys and the limits */
+        struct namespace_plan *ns; /* owned; NULL: none */
 };
 
 /*

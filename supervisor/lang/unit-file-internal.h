@@ -16,6 +16,7 @@
 #include "log.h"
 #include "unit-exec.h"
 #include "unit-file.h"
+#include "unit-file-namespace.h" /* ns */
 
 #define WHITESPACE " \t\n\r"
 #define QUOTE_MAX 64       /* bytes of a user's token (a value, a name) shown in a message */
@@ -264,6 +265,21 @@ enum { UF_SYSLOG_LEVEL_PREFIX, UF_SYSLOG_LEVEL, UF_SYSLOG_FACILITY };
 int uf_parse_syslog(struct parse_ctx *c, const struct key_def *k, const char *value);
 /* "yes"/"no" and systemd's other words: 1, 0, or -EINVAL. */
 int uf_parse_boolean(const char *value);
+
+/* ns: unit-file-namespace.c, the file-system namespace keys (issue 17). k->data:
+ * a unit_ns_list (unit-file-namespace.h) for the path lists, else one of these. */
+enum {
+        UF_NS_PROTECT_SYSTEM = 16,
+        UF_NS_PROTECT_HOME,
+        UF_NS_PROTECT_PROC,
+        UF_NS_PROC_SUBSET,
+        UF_NS_PRIVATE_TMP,
+        UF_NS_PRIVATE_DEVICES,
+        UF_NS_PROTECT_KERNEL_TUNABLES,
+        UF_NS_PROTECT_CONTROL_GROUPS,
+        UF_NS_PRIVATE_MOUNTS,
+};
+int uf_parse_namespace(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */

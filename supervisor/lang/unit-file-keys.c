@@ -420,6 +420,24 @@ static const struct key_def unit_keys[] = {
         { S, "PrivateIPC", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_IPC) },
         { S, "PrivateUsers", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_USERS) },
         { S, "SystemCallLog", uf_parse_hardening, 0, 0, RESOURCE(UF_HARDENING_SYSCALL_LOG) },
+        /* ns: the file-system namespace keys (issue 17; unit-file-namespace.c, exec/namespace.c) */
+        { S, "ReadWritePaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_READ_WRITE) },
+        { S, "ReadOnlyPaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_READ_ONLY) },
+        { S, "InaccessiblePaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_INACCESSIBLE) },
+        { S, "ExecPaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_EXEC) },
+        { S, "NoExecPaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_NO_EXEC) },
+        { S, "TemporaryFileSystem", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_TEMPORARY) },
+        { S, "BindPaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_BIND) },
+        { S, "BindReadOnlyPaths", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_BIND_READ_ONLY) },
+        { S, "ProtectSystem", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_SYSTEM) },
+        { S, "ProtectHome", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_HOME) },
+        { S, "ProtectProc", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_PROC) },
+        { S, "ProcSubset", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROC_SUBSET) },
+        { S, "PrivateTmp", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PRIVATE_TMP) },
+        { S, "PrivateDevices", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PRIVATE_DEVICES) },
+        { S, "ProtectKernelTunables", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_KERNEL_TUNABLES) },
+        { S, "ProtectControlGroups", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_CONTROL_GROUPS) },
+        { S, "PrivateMounts", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PRIVATE_MOUNTS) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

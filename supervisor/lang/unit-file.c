@@ -341,6 +341,7 @@ static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
                 unit_exec_keys_clear(s->exec);
         free(s->exec);
         unit_hardening_keys_free(s->hardening); /* seccomp */
+        unit_namespace_keys_free(s->ns); /* ns */
         *s = unit_sandbox_defaults;
 }
 

@@ -263,6 +263,8 @@ struct unit_sandbox_keys {
         struct unit_exec_keys *exec;     /* owned; NULL: every key at its default (unit_sandbox_exec()) */
         /* seccomp (issue 17): the seccomp keys and the non-mount namespaces (unit-file-hardening.c) */
         struct unit_hardening_keys *hardening; /* owned; NULL: every key at its default (unit_file_hardening()) */
+        /* ns: the file-system namespace keys (unit-file-namespace.h, exec/namespace.h) */
+        struct unit_namespace_keys *ns;  /* owned; NULL: every key at its default (unit_file_namespace()) */
 };
 
 /* seccomp (issue 17): RestrictAddressFamilies= … PrivateUsers= (exec/sandbox-seccomp.c,

@@ -522,7 +522,7 @@ static void test_unknown_keys_warn(void **state) {
                                        "Documentation=man:web(8)\n"
                                        "[Service]\n"
                                        "ExecStart=/bin/true\n"
-                                       "PrivateTmp=yes\n"
+                                       "FrobnicateTmp=yes\n"
                                        "Restart=always\n"
                                        "[Socket]\n"
                                        "ListenStream=80\n"
@@ -531,7 +531,7 @@ static void test_unknown_keys_warn(void **state) {
         assert_int_equal(u->restart, UNIT_RESTART_ALWAYS);
         assert_int_equal(u->restart_sec, USEC_PER_SEC);
         /* Documentation= matters only to systemd's machinery: silent (unit-file-known.c). */
-        expect_msgs(LOG_WARNING, "test/a.service:5: unknown key \"PrivateTmp\" in section [Service], ignoring",
+        expect_msgs(LOG_WARNING, "test/a.service:5: unknown key \"FrobnicateTmp\" in section [Service], ignoring",
                     LOG_WARNING, "test/a.service:7: unknown section [Socket], ignoring its keys", -1);
         unit_file_free(u);
 

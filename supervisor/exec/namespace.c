@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ns: the mount namespace of a unit's process (namespace.h): the plan from
+ * the keys, before the fork; the child's step, system calls only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include "exec-dirs.h"
+#include "hardening.h"
+#include "log.h"
+#include "namespace.h"
+#include "sandbox.h"
+#include "unit-file-namespace.h"
+#include "unit-file.h"
+
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000
+#endif
+
+/* The keys a failure can name, by index (the stage code's offset, sandbox.h). */
+static const char *const key_names[] = {
+        "PrivateMounts=", "PrivateTmp=", "ProtectSystem=", "ProtectHome=", "PrivateDevices=",
+        "ReadWritePaths=", "ReadOnlyPaths=", "InaccessiblePaths=", "ExecPaths=", "NoExecPaths=",
+        "TemporaryFileSystem=", "BindPaths=", "BindReadOnlyPaths=", "ProtectKernelTunables=",
+        "ProtectControlGroups=", "ProtectProc=", "ProcSubset=", "ProtectKernelModules=", "ProtectKernelLogs=",
+};
+
+const char *namespace_key_name(int index) {
+        return index >= 0 && (size_t) index < ELEMENTSOF(key_names) ? key_names[index] : NULL;
+}
+
+/* The index of key in key_names (the same static string, or equal text); 0 if none. */
+static int key_index(const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(key_names); i++)
+                if (key == key_names[i] || streq(key, key_names[i]))
+                        return (int) i;
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: entries                                                         */
+/* ------------------------------------------------------------------------ */
+
+static void mount_done(struct namespace_mount *m) {
+        free(m->path);
+        free(m->source);
+        free(m->options);
+}
+
+struct namespace_plan *namespace_plan_free(struct namespace_plan *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                mount_done(&p->mounts[i]);
+        free(p->mounts);
+        free(p->inaccessible_dir);
+        free(p->inaccessible_reg);
+        free(p);
+        return NULL;
+}
+
+static int plan_alloc(struct namespace_plan **p) {
+        if (*p)
+                return 0;
+        *p = calloc(1, sizeof **p);
+        if (!*p)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF((*p)->dev_fds); i++)
+                (*p)->dev_fds[i] = -1;
+        return 0;
+}
+
+static void note_key(struct namespace_plan *p, const char *key) {
+        for (size_t i = 0; i < p->n_keys; i++)
+                if (streq(p->keys[i], key))
+                        return;
+        if (p->n_keys < ELEMENTSOF(p->keys))
+                p->keys[p->n_keys++] = key;
+}
+
+/* A new entry (path copied), or NULL on ENOMEM. */
+static struct namespace_mount *plan_push(struct namespace_plan **pp, namespace_mode mode, const char *path,
+                                         bool optional, const char *key) {
+        if (plan_alloc(pp) < 0)
+                return NULL;
+        struct namespace_plan *p = *pp;
+        if (p->n_mounts == p->allocated) {
+                size_t n = p->allocated ? p->allocated * 2 : 16;
+                struct namespace_mount *v = realloc(p->mounts, n * sizeof *v);
+                if (!v)
+                        return NULL;
+                p->mounts = v;
+                p->allocated = n;
+        }
+        char *copy = strdup(path);
+        if (!copy)
+                return NULL;
+        note_key(p, key);
+        struct namespace_mount *m = &p->mounts[p->n_mounts++];
+        *m = (struct namespace_mount) { .path = copy, .key = key, .mode = mode, .optional = optional, .fd = -1 };
+        return m;
+}
+
+int namespace_plan_add(struct namespace_plan **p, namespace_mode mode, const char *path, bool optional,
+                       const char *key) {
+        return plan_push(p, mode, path, optional, key) ? 0 : -ENOMEM;
+}
+
+static int add_tmpfs(struct namespace_plan **p, namespace_mode mode, const char *path, const char *options,
+                     unsigned long flags, bool read_only, bool optional, const char *key) {
+        struct namespace_mount *m = plan_push(p, mode, path, optional, key);
+        if (!m || !(m->options = strdup(options)))
+                return -ENOMEM;
+        m->flags = flags;
+        m->read_only = read_only;
+        return 0;
+}
+
+/* A static table's entries. */
+struct fixed {
+        const char *path;
+        namespace_mode mode;
+        bool optional;
+};
+
+static int add_table(struct namespace_plan **p, const struct fixed *t, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (namespace_plan_add(p, t[i].mode, t[i].path, t[i].optional, key) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* ProtectSystem=, as systemd 252's tables (a merged /usr: no /bin, /lib entries). */
+static int add_protect_system(struct namespace_plan **p, unit_protect_system v) {
+        static const struct fixed yes[] = {
+                { "/usr", NAMESPACE_READ_ONLY, false },
+                { "/boot", NAMESPACE_READ_ONLY, true },
+                { "/efi", NAMESPACE_READ_ONLY, true },
+        };
+        static const struct fixed strict[] = {
+                { "/", NAMESPACE_READ_ONLY, false },
+                { "/proc", NAMESPACE_READ_WRITE_IMPLICIT, false },
+                { "/sys", NAMESPACE_READ_WRITE_IMPLICIT, false },
+                { "/dev", NAMESPACE_READ_WRITE_IMPLICIT, false },
+                { "/home", NAMESPACE_READ_WRITE_IMPLICIT, true },
+                { "/run/user", NAMESPACE_READ_WRITE_IMPLICIT, true },
+                { "/root", NAMESPACE_READ_WRITE_IMPLICIT, true },
+        };
+        const char *key = "ProtectSystem=";
+        if (v == UNIT_PROTECT_SYSTEM_STRICT)
+                return add_table(p, strict, ELEMENTSOF(strict), key);
+        if (v == UNIT_PROTECT_SYSTEM_FULL && namespace_plan_add(p, NAMESPACE_READ_ONLY, "/etc", false, key) < 0)
+                return -ENOMEM;
+        return v ? add_table(p, yes, ELEMENTSOF(yes), key) : 0;
+}
+
+static int add_protect_home(struct namespace_plan **p, unit_protect_home v) {
+        static const char *const homes[] = { "/home", "/run/user", "/root" };
+        const char *key = "ProtectHome=";
+        for (size_t i = 0; v && i < ELEMENTSOF(homes); i++) {
+                int r = v == UNIT_PROTECT_HOME_TMPFS
+                      ? add_tmpfs(p, NAMESPACE_TMPFS, homes[i], i == 2 ? "mode=0700" : "mode=0755",
+                                  MS_NODEV | MS_STRICTATIME, true, true, key)
+                      : namespace_plan_add(p, v == UNIT_PROTECT_HOME_YES ? NAMESPACE_INACCESSIBLE : NAMESPACE_READ_ONLY,
+                                           homes[i], true, key);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_kernel_tunables(struct namespace_plan **p) {
+        static const struct fixed t[] = {
+                { "/proc/acpi", NAMESPACE_READ_ONLY, true },    { "/proc/apm", NAMESPACE_READ_ONLY, true },
+                { "/proc/asound", NAMESPACE_READ_ONLY, true },  { "/proc/bus", NAMESPACE_READ_ONLY, true },
+                { "/proc/fs", NAMESPACE_READ_ONLY, true },      { "/proc/irq", NAMESPACE_READ_ONLY, true },
+                { "/proc/kallsyms", NAMESPACE_INACCESSIBLE, true }, { "/proc/kcore", NAMESPACE_INACCESSIBLE, true },
+                { "/proc/latency_stats", NAMESPACE_READ_ONLY, true }, { "/proc/mtrr", NAMESPACE_READ_ONLY, true },
+                { "/proc/scsi", NAMESPACE_READ_ONLY, true },    { "/proc/sys", NAMESPACE_READ_ONLY, true },
+                { "/proc/sysrq-trigger", NAMESPACE_READ_ONLY, true }, { "/proc/timer_stats", NAMESPACE_READ_ONLY, true },
+                { "/sys", NAMESPACE_READ_ONLY, false },         { "/sys/fs/bpf", NAMESPACE_READ_ONLY, true },
+                { "/sys/fs/cgroup", NAMESPACE_READ_WRITE_IMPLICIT, false },
+                { "/sys/fs/selinux", NAMESPACE_READ_WRITE_IMPLICIT, true },
+                { "/sys/kernel/debug", NAMESPACE_READ_ONLY, true }, { "/sys/kernel/tracing", NAMESPACE_READ_ONLY, true },
+        };
+        return add_table(p, t, ELEMENTSOF(t), "ProtectKernelTunables=");
+}
+
+/* ReadWritePaths= …: "[-][+]/PATH". */
+static int add_access_list(struct namespace_plan **p, char **l, namespace_mode mode, const char *key) {
+        for (; l && *l; l++) {
+                bool optional;
+                const char *path = unit_ns_path_prefixes(*l, &optional);
+                if (namespace_plan_add(p, mode, path, optional, key) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* TemporaryFileSystem=: "/PATH[:OPTIONS]", tmpfs's defaults as systemd's (nodev, strictatime, mode=0755). */
+static int add_temporary(struct namespace_plan **p, char **l) {
+        static const struct { const char *name; unsigned long set, clear; } flags[] = {
+                { "nosuid", MS_NOSUID, 0 }, { "suid", 0, MS_NOSUID },   { "nodev", MS_NODEV, 0 },
+                { "dev", 0, MS_NODEV },     { "noexec", MS_NOEXEC, 0 }, { "exec", 0, MS_NOEXEC },
+                { "strictatime", MS_STRICTATIME, 0 }, { "nostrictatime", 0, MS_STRICTATIME },
+                { "noatime", MS_NOATIME, 0 }, { "relatime", MS_RELATIME, 0 },
+        };
+        for (; l && *l; l++) {
+                _cleanup_free_ char *path = NULL, *opts = NULL;
+                char data[1024] = "mode=0755";
+                unsigned long f = MS_NODEV | MS_STRICTATIME;
+                bool ro = false;
+                if (unit_ns_split_colon(*l, &path, &opts) < 0)
+                        return -ENOMEM;
+                for (char *o = opts, *save = NULL, *t; o && (t = strtok_r(o, ",", &save)); o = NULL) {
+                        bool flag = streq(t, "ro") || streq(t, "rw");
+                        ro = streq(t, "ro") ? true : streq(t, "rw") ? false : ro;
+                        for (size_t i = 0; i < ELEMENTSOF(flags); i++)
+                                if (streq(t, flags[i].name)) {
+                                        f = (f | flags[i].set) & ~flags[i].clear;
+                                        flag = true;
+                                }
+                        if (!flag && strlen(data) + strlen(t) + 2 < sizeof data)
+                                strcat(strcat(data, ","), t);
+                }
+                if (add_tmpfs(p, NAMESPACE_TMPFS, path, data, f, ro, false, "TemporaryFileSystem=") < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* BindPaths=: "[-]/SRC[:/DEST[:rbind|norbind]]". */
+static int add_binds(struct namespace_plan **p, char **l, bool read_only) {
+        const char *key = read_only ? "BindReadOnlyPaths=" : "BindPaths=";
+        for (; l && *l; l++) {
+                bool optional = **l == '-';
+                _cleanup_free_ char *src = NULL, *rest = NULL, *dest = NULL, *opts = NULL;
+                if (unit_ns_split_colon(*l + optional, &src, &rest) < 0 ||
+                    (rest && unit_ns_split_colon(rest, &dest, &opts) < 0))
+                        return -ENOMEM;
+                bool recursive = !opts || !streq(opts, "norbind");
+                struct namespace_mount *m = plan_push(p, recursive ? NAMESPACE_BIND_RECURSIVE : NAMESPACE_BIND,
+                                                      dest ? dest : src, optional, key);
+                if (!m)
+                        return -ENOMEM;
+                m->source = TAKE_PTR(src);
+                m->read_only = read_only;
+        }
+        return 0;
+}
+
+/* ProtectProc=, ProcSubset=: a new procfs on /proc with hidepid= and subset=. */
+static int add_procfs(struct namespace_plan **p, const struct unit_namespace_keys *n) {
+        static const char *const hide[] = { NULL, "noaccess", "invisible", "ptraceable" };
+        char data[64] = "";
+        if (n->protect_proc)
+                snprintf(data, sizeof data, "hidepid=%s", hide[n->protect_proc]);
+        if (n->proc_subset_pid)
+                strcat(data, *data ? ",subset=pid" : "subset=pid");
+        return add_tmpfs(p, NAMESPACE_PROCFS, "/proc", data, MS_NOSUID | MS_NODEV | MS_NOEXEC, false, false,
+                         n->protect_proc ? "ProtectProc=" : "ProcSubset=");
+}
+
+/* The unit's RuntimeDirectory=, StateDirectory=, CacheDirectory=, LogsDirectory=: writable (systemd). */
+static int add_exec_dirs(struct namespace_plan **p, const struct unit_file *f) {
+        static const unit_exec_dir types[] = { UNIT_EXEC_DIR_RUNTIME, UNIT_EXEC_DIR_STATE, UNIT_EXEC_DIR_CACHE,
+                                               UNIT_EXEC_DIR_LOGS };
+        const struct unit_exec_keys *e = unit_file_exec(f);
+        for (size_t i = 0; i < ELEMENTSOF(types); i++) {
+                _cleanup_free_ char *root = NULL;
+                if (!e->directories[types[i]])
+                        continue;
+                int r = exec_dirs_root(types[i], geteuid(), &root);
+                if (r < 0)
+                        return r;
+                for (char **d = e->directories[types[i]]; *d; d++) {
+                        _cleanup_free_ char *path = NULL;
+                        if (asprintf(&path, "%s/%s", root, *d) < 0 ||
+                            namespace_plan_add(p, NAMESPACE_READ_WRITE, path, false, "ProtectSystem=") < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+static int add_keys(struct namespace_plan **p, const struct unit_file *f, const struct unit_namespace_keys *n) {
+        int r = add_protect_system(p, n->protect_system);
+        if (r >= 0)
+                r = add_protect_home(p, n->protect_home);
+        if (r >= 0 && n->private_tmp)
+                r = add_tmpfs(p, NAMESPACE_PRIVATE_TMP, "/tmp", "mode=1777", MS_NOSUID | MS_NODEV | MS_STRICTATIME,
+                              false, false, "PrivateTmp=") < 0 ||
+                    add_tmpfs(p, NAMESPACE_PRIVATE_TMP, "/var/tmp", "mode=1777", MS_NOSUID | MS_NODEV | MS_STRICTATIME,
+                              false, true, "PrivateTmp=") < 0 ? -ENOMEM : 0;
+        if (r >= 0 && n->private_devices)
+                r = add_tmpfs(p, NAMESPACE_PRIVATE_DEV, "/dev", "mode=0755,size=4m", MS_NOSUID | MS_NOEXEC | MS_STRICTATIME,
+                              true, false, "PrivateDevices=");
+        if (r >= 0 && n->protect_kernel_tunables)
+                r = add_kernel_tunables(p);
+        if (r >= 0 && n->protect_control_groups)
+                r = namespace_plan_add(p, NAMESPACE_READ_ONLY, "/sys/fs/cgroup", false, "ProtectControlGroups=");
+        if (r >= 0 && (n->protect_proc || n->proc_subset_pid))
+                r = add_procfs(p, n);
+        static const namespace_mode modes[] = { NAMESPACE_READ_WRITE, NAMESPACE_READ_ONLY, NAMESPACE_INACCESSIBLE,
+                                                NAMESPACE_EXEC, NAMESPACE_NO_EXEC };
+        static const char *const keys[] = { "ReadWritePaths=", "ReadOnlyPaths=", "InaccessiblePaths=", "ExecPaths=",
+                                            "NoExecPaths=" };
+        for (int i = 0; r >= 0 && i < 5; i++)
+                r = add_access_list(p, n->lists[i], modes[i], keys[i]);
+        if (r >= 0)
+                r = add_temporary(p, n->lists[UNIT_NS_TEMPORARY]);
+        if (r >= 0)
+                r = add_binds(p, n->lists[UNIT_NS_BIND], false);
+        if (r >= 0)
+                r = add_binds(p, n->lists[UNIT_NS_BIND_READ_ONLY], true);
+        if (r >= 0 && *p)
+                r = add_exec_dirs(p, f);
+        return r;
+}
+
+int namespace_plan_new(const char *unit, const struct unit_file *f, struct namespace_plan **ret) {
+        const struct unit_namespace_keys *n = unit_file_namespace(f);
+        _cleanup_(namespace_plan_freep) struct namespace_plan *p = NULL;
+        (void) unit;
+        *ret = NULL;
+        if (!unit_namespace_wanted(n))
+                return 0;
+        if (plan_alloc(&p) < 0)
+                return -ENOMEM;
+        if (n->private_mounts)
+                note_key(p, "PrivateMounts=");
+        int r = add_keys(&p, f, n);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: merged, checked, and how it is made                             */
+/* ------------------------------------------------------------------------ */
+
+/* Whether path is strictly under parent. */
+static bool path_under(const char *path, const char *parent) {
+        size_t n = strlen(parent);
+        if (streq(parent, "/"))
+                return path[1] != 0;
+        return strncmp(path, parent, n) == 0 && path[n] == '/';
+}
+
+/* Path order, '/' below every other byte: a directory right before what is under it. */
+static int path_compare(const char *a, const char *b) {
+        for (; *a && *a == *b; a++, b++)
+                ;
+        unsigned char x = *a == '/' ? 1 : (unsigned char) *a, y = *b == '/' ? 1 : (unsigned char) *b;
+        return x < y ? -1 : x > y;
+}
+
+static int mount_compare(const void *a, const void *b) {
+        const struct namespace_mount *x = a, *y = b;
+        int c = path_compare(x->path, y->path);
+        return c ? c : (x->mode > y->mode) - (x->mode < y->mode);
+}
+
+static bool exec_class(namespace_mode m) {
+        return m == NAMESPACE_EXEC || m == NAMESPACE_NO_EXEC;
+}
+
+/* Drops the mounts for which drop() holds, keeping the others' order. */
+static void plan_filter(struct namespace_plan *p, bool (*drop)(const struct namespace_plan *p, size_t i)) {
+        size_t o = 0;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (drop(p, i))
+                        p->mounts[i].key = NULL; /* marks it for the second loop */
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                if (p->mounts[i].key)
+                        p->mounts[o++] = p->mounts[i];
+                else
+                        mount_done(&p->mounts[i]);
+        }
+        p->n_mounts = o;
+}
+
+/* The same path as an earlier entry of its class (the lower mode won the sort). */
+static bool is_duplicate(const struct namespace_plan *p, size_t i) {
+        const struct namespace_mount *m = &p->mounts[i];
+        for (size_t j = i; j-- > 0 && streq(p->mounts[j].path, m->path);)
+                if (exec_class(p->mounts[j].mode) == exec_class(m->mode))
+                        return true;
+        return false;
+}
+
+/* Under an inaccessible path: nothing there to mount on (systemd drops them too). */
+static bool is_hidden(const struct namespace_plan *p, size_t i) {
+        for (size_t j = 0; j < i; j++)
+                if (p->mounts[j].mode == NAMESPACE_INACCESSIBLE && path_under(p->mounts[i].path, p->mounts[j].path))
+                        return true;
+        return false;
+}
+
+static bool makes_tree(namespace_mode m) {
+        return m <= NAMESPACE_PROCFS || m == NAMESPACE_TMPFS;
+}
+
+/* A path that must exist on the host (not made by another entry): "UNIT: KEY PATH: error". */
+static int check_paths(const char *unit, const struct namespace_plan *p) {
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                const struct namespace_mount *m = &p->mounts[i];
+                const char *path = m->source ? m->source : m->path;
+                bool made = false;
+                for (size_t j = 0; j < i && !made; j++)
+                        made = makes_tree(p->mounts[j].mode) && path_under(m->path, p->mounts[j].path);
+                struct stat st;
+                if (m->optional || (made && !m->source) || stat(path, &st) >= 0)
+                        continue;
+                int e = errno;
+                return log_error_errno(e, "%s: %s%s: %m (%s)", unit, m->key, path, strerrorname_np(e) ?: "?");
+        }
+        return 0;
+}
+
+static bool needs_inaccessible(const struct namespace_plan *p) {
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (p->mounts[i].mode == NAMESPACE_INACCESSIBLE)
+                        return true;
+        return false;
+}
+
+/* mkdir, an existing directory (not a link) accepted. */
+static int mkdir_ok(const char *path, mode_t mode) {
+        struct stat st;
+        if (mkdir(path, mode) >= 0)
+                return 0;
+        if (errno != EEXIST)
+                return negative_errno();
+        if (lstat(path, &st) < 0)
+                return negative_errno();
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* <runtime root>/tend/inaccessible/{dir,reg}: empty, mode 0000. */
+static int make_inaccessible(const char *unit, struct namespace_plan *p) {
+        _cleanup_free_ char *root = NULL, *tend = NULL, *base = NULL;
+        int r = exec_dirs_root(UNIT_EXEC_DIR_RUNTIME, geteuid(), &root);
+        if (r < 0)
+                return log_error_errno(r, "%s: InaccessiblePaths=: no runtime directory for the inaccessible nodes: %m",
+                                       unit);
+        if (asprintf(&tend, "%s/tend", root) < 0 || asprintf(&base, "%s/inaccessible", tend) < 0 ||
+            asprintf(&p->inaccessible_dir, "%s/dir", base) < 0 || asprintf(&p->inaccessible_reg, "%s/reg", base) < 0)
+                return -ENOMEM;
+        r = mkdir_ok(tend, 0755);
+        if (r >= 0)
+                r = mkdir_ok(base, 0755);
+        if (r >= 0)
+                r = mkdir_ok(p->inaccessible_dir, 0);
+        int fd = r >= 0 ? open(p->inaccessible_reg, O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0) : -1;
+        if (r >= 0 && fd < 0)
+                r = negative_errno();
+        safe_close(fd);
+        if (r < 0)
+                return log_error_errno(r, "%s: cannot make the inaccessible nodes in %s: %m", unit, base);
+        return 0;
+}
+
+/* Whether this kernel lets an unprivileged process make a user namespace. */
+static bool userns_allowed(void) {
+        static const char *const knobs[] = { "/proc/sys/kernel/unprivileged_userns_clone",
+                                             "/proc/sys/user/max_user_namespaces" };
+        for (size_t i = 0; i < ELEMENTSOF(knobs); i++) {
+                char buf[32] = {};
+                int fd = open(knobs[i], O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+                safe_close(fd);
+                if (n > 0 && atoi(buf) == 0)
+                        return false;
+        }
+        return true;
+}
+
+static const char *drop_key; /* plan_filter()'s argument: the manager's thread only */
+static bool has_drop_key(const struct namespace_plan *p, size_t i) {
+        return streq(p->mounts[i].key, drop_key);
+}
+
+/* Each key through hardening_cannot_apply(): -EPERM, or the accepted keys' entries dropped. */
+static int cannot_apply(const char *unit, const struct unit_file *f, struct namespace_plan *p, bool procfs_only,
+                        const char *why) {
+        for (size_t k = 0; k < p->n_keys; k++) {
+                const char *key = p->keys[k];
+                if (procfs_only && !streq(key, "ProtectProc=") && !streq(key, "ProcSubset="))
+                        continue;
+                int r = hardening_cannot_apply(unit, f, key, why);
+                if (r < 0)
+                        return r;
+                drop_key = key;
+                plan_filter(p, has_drop_key);
+                p->keys[k--] = p->keys[--p->n_keys];
+        }
+        return 0;
+}
+
+static int plan_privileges(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                           struct namespace_plan *p) {
+        struct sandbox_self own;
+        if (!self) {
+                int r = sandbox_self_get(&own);
+                if (r < 0)
+                        return log_error_errno(r, "%s: cannot read tend's credentials: %m", unit);
+                self = &own;
+        }
+        if ((self->effective >> CAP_SYS_ADMIN) & 1)
+                return 0;
+        if (!userns_allowed())
+                return cannot_apply(unit, f, p, false, "needs a mount namespace: tend lacks CAP_SYS_ADMIN");
+        p->user_namespace = true;
+        snprintf(p->uid_map, sizeof p->uid_map, "%u %u 1\n", (unsigned) geteuid(), (unsigned) geteuid());
+        snprintf(p->gid_map, sizeof p->gid_map, "%u %u 1\n", (unsigned) getegid(), (unsigned) getegid());
+        return cannot_apply(unit, f, p, true, "needs a new /proc: tend lacks CAP_SYS_ADMIN");
+}
+
+/* Each existing path (and bind source) with its symbolic links resolved, as
+ * systemd chases them: /var/run/x is /run/x, /lib is /usr/lib; a mount lands
+ * where the link points, and two names of one directory are one entry. */
+static int canonicalize(struct namespace_plan *p) {
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                char **fields[] = { &p->mounts[i].path, &p->mounts[i].source };
+                for (size_t k = 0; k < ELEMENTSOF(fields); k++) {
+                        char *c = *fields[k] ? realpath(*fields[k], NULL) : NULL;
+                        if (!c && *fields[k] && errno == ENOMEM)
+                                return -ENOMEM;
+                        if (!c)
+                                continue;
+                        free(*fields[k]);
+                        *fields[k] = c;
+                }
+        }
+        return 0;
+}
+
+static bool is_dev(const struct namespace_plan *p, size_t i) {
+        return p->mounts[i].mode == NAMESPACE_PRIVATE_DEV;
+}
+
+int namespace_plan_finish(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
+                          struct namespace_plan **pp) {
+        struct namespace_plan *p = *pp;
+        if (!p)
+                return 0;
+        if (canonicalize(p) < 0)
+                return -ENOMEM;
+        qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
+        plan_filter(p, is_duplicate);
+        plan_filter(p, is_hidden);
+        int r = plan_privileges(unit, f, self, p);
+        if (r < 0)
+                return r;
+        if (p->n_keys == 0) {
+                *pp = namespace_plan_free(p);
+                return 0;
+        }
+        r = check_paths(unit, p);
+        if (r >= 0 && needs_inaccessible(p))
+                r = make_inaccessible(unit, p);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                p->private_dev = p->private_dev || is_dev(p, i);
+        ssize_t n = p->private_dev ? readlink("/dev/log", p->dev_log, sizeof p->dev_log - 1) : -1;
+        p->dev_log[n > 0 ? n : 0] = 0;
+        return 0;
+}
+
+void namespace_plan_set_cwd(struct namespace_plan *p, const char *cwd) {
+        if (!p)
+                return;
+        if (cwd)
+                snprintf(p->working_directory, sizeof p->working_directory, "%s", cwd);
+        else if (!getcwd(p->working_directory, sizeof p->working_directory))
+                snprintf(p->working_directory, sizeof p->working_directory, "/");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The child: system calls only                                              */
+/* ------------------------------------------------------------------------ */
+
+/* PrivateDevices=: the host's nodes bound into the new /dev (dev_fds by index), as systemd's list. */
+static const struct {
+        const char *path;
+        bool dir, recursive, optional;
+} dev_nodes[] = {
+        { "/dev/null", false, false, false },    { "/dev/zero", false, false, false },
+        { "/dev/full", false, false, false },    { "/dev/random", false, false, false },
+        { "/dev/urandom", false, false, false }, { "/dev/tty", false, false, true },
+        { "/dev/ptmx", false, false, true },     { "/dev/pts", true, true, true },
+        { "/dev/shm", true, true, true },        { "/dev/mqueue", true, false, true },
+        { "/dev/hugepages", true, false, true }, { "/dev/log", false, false, true },
+};
+static const struct {
+        const char *target, *path;
+} dev_links[] = {
+        { "/proc/self/fd", "/dev/fd" },
+        { "/proc/self/fd/0", "/dev/stdin" },
+        { "/proc/self/fd/1", "/dev/stdout" },
+        { "/proc/self/fd/2", "/dev/stderr" },
+};
+
+static int write_file(const char *path, const char *text) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t n = write(fd, text, strlen(text));
+        int e = errno;
+        close(fd);
+        errno = e;
+        return n == (ssize_t) strlen(text) ? 0 : -1;
+}
+
+static int set_attr(const char *path, bool recursive, uint64_t set, uint64_t clear) {
+        struct mount_attr a = { .attr_set = set, .attr_clr = clear };
+        return mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a, sizeof a);
+}
+
+static bool is_mount_point(const char *path) {
+        struct statx stx;
+        if (statx(AT_FDCWD, path, 0, STATX_TYPE, &stx) < 0)
+                return false;
+        return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* Clones of the host's device nodes, before anything covers /dev. */
+static int clone_dev_nodes(struct namespace_plan *p) {
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+                if (i == ELEMENTSOF(dev_nodes) - 1 && p->dev_log[0])
+                        continue; /* /dev/log: a symbolic link, made again */
+                unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (dev_nodes[i].recursive ? AT_RECURSIVE : 0);
+                p->dev_fds[i] = open_tree(AT_FDCWD, dev_nodes[i].path, flags);
+                if (p->dev_fds[i] < 0 && !(dev_nodes[i].optional && errno == ENOENT))
+                        return -1;
+        }
+        return 0;
+}
+
+/* A tmpfs on /dev holding the clones and the links. */
+static int mount_dev(struct namespace_plan *p, const struct namespace_mount *m) {
+        bool ptmx = p->dev_fds[6] >= 0, pts = p->dev_fds[7] >= 0;
+        if (mount("tmpfs", "/dev", "tmpfs", m->flags, m->options) < 0)
+                return -1;
+        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+                if (p->dev_fds[i] < 0)
+                        continue;
+                int fd = dev_nodes[i].dir ? mkdir(dev_nodes[i].path, 0755)
+                                          : open(dev_nodes[i].path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0666);
+                if (fd < 0)
+                        return -1;
+                if (!dev_nodes[i].dir)
+                        close(fd);
+                if (move_mount(p->dev_fds[i], "", AT_FDCWD, dev_nodes[i].path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return -1;
+                close(p->dev_fds[i]);
+                p->dev_fds[i] = -1;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(dev_links); i++)
+                if (symlink(dev_links[i].target, dev_links[i].path) < 0)
+                        return -1;
+        if (!ptmx && pts && symlink("pts/ptmx", "/dev/ptmx") < 0)
+                return -1;
+        if (p->dev_log[0] && symlink(p->dev_log, "/dev/log") < 0)
+                return -1;
+        return 0;
+}
+
+/* A bind's destination, made when missing (its leaf only, as the source's kind). */
+static int make_destination(const struct namespace_mount *m, const struct stat *src) {
+        struct stat st;
+        if (stat(m->path, &st) >= 0 || errno != ENOENT)
+                return errno == ENOENT ? -1 : 0;
+        if (S_ISDIR(src->st_mode))
+                return mkdir(m->path, 0755);
+        int fd = open(m->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return 0;
+}
+
+static int apply_bind(struct namespace_mount *m) {
+        struct stat src;
+        if (stat(m->source, &src) < 0) {
+                m->skipped = m->optional && errno == ENOENT;
+                return m->skipped ? 0 : -1;
+        }
+        if (make_destination(m, &src) < 0)
+                return -1;
+        return mount(m->source, m->path, NULL, MS_BIND | (m->mode == NAMESPACE_BIND_RECURSIVE ? MS_REC : 0), NULL);
+}
+
+static int apply_inaccessible(const struct namespace_plan *p, const struct namespace_mount *m, const struct stat *st) {
+        const char *src = S_ISDIR(st->st_mode) ? p->inaccessible_dir : p->inaccessible_reg;
+        if (mount(src, m->path, NULL, MS_BIND, NULL) < 0)
+                return -1;
+        return set_attr(m->path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0);
+}
+
+/* Step 3, one entry. */
+static int apply_mount(struct namespace_plan *p, struct namespace_mount *m) {
+        struct stat st;
+        if (m->mode == NAMESPACE_BIND || m->mode == NAMESPACE_BIND_RECURSIVE)
+                return apply_bind(m);
+        if (stat(m->path, &st) < 0) {
+                m->skipped = m->optional && errno == ENOENT;
+                return m->skipped ? 0 : -1;
+        }
+        switch (m->mode) {
+        case NAMESPACE_INACCESSIBLE:
+                return apply_inaccessible(p, m, &st);
+        case NAMESPACE_PRIVATE_TMP:
+        case NAMESPACE_TMPFS:
+                return mount("tmpfs", m->path, "tmpfs", m->flags, m->options);
+        case NAMESPACE_PRIVATE_DEV:
+                return mount_dev(p, m);
+        case NAMESPACE_PROCFS:
+                return mount("proc", m->path, "proc", m->flags, m->options);
+        default: /* read-only, read-write, exec, noexec: a mount of its own, its mode in steps 4 and 5 */
+                if (streq(m->path, "/") || is_mount_point(m->path))
+                        return 0;
+                return mount(m->path, m->path, NULL, MS_BIND | MS_REC, NULL);
+        }
+}
+
+/* Whether entry j is one of i's nearest entries below it (no other entry between). */
+static bool nearest_below(const struct namespace_plan *p, size_t i, size_t j) {
+        const struct namespace_mount *mj = &p->mounts[j];
+        if (j == i || mj->skipped || !path_under(mj->path, p->mounts[i].path))
+                return false;
+        for (size_t k = 0; k < p->n_mounts; k++)
+                if (k != i && k != j && !p->mounts[k].skipped && path_under(mj->path, p->mounts[k].path) &&
+                    path_under(p->mounts[k].path, p->mounts[i].path))
+                        return false;
+        return true;
+}
+
+/* Steps 4, 5: sets and clears attributes on entry i's subtree (recursive) or
+ * its own mount, the other entries below it kept as they are: their subtrees
+ * cloned before, put back after. */
+static int protect(struct namespace_plan *p, size_t i, bool recursive, uint64_t set, uint64_t clear) {
+        struct namespace_mount *m = &p->mounts[i];
+        int r = 0;
+        if (!recursive)
+                return set_attr(m->path, false, set, clear);
+        for (size_t j = 0; j < p->n_mounts && r >= 0; j++)
+                if (nearest_below(p, i, j)) {
+                        p->mounts[j].fd = open_tree(AT_FDCWD, p->mounts[j].path,
+                                                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+                        r = p->mounts[j].fd;
+                }
+        if (r >= 0)
+                r = set_attr(m->path, true, set, clear);
+        for (size_t j = 0; j < p->n_mounts; j++) {
+                struct namespace_mount *mj = &p->mounts[j];
+                if (mj->fd < 0)
+                        continue;
+                if (r >= 0)
+                        r = move_mount(mj->fd, "", AT_FDCWD, mj->path, MOVE_MOUNT_F_EMPTY_PATH);
+                close(mj->fd);
+                mj->fd = -1;
+        }
+        return r;
+}
+
+static bool read_only_entry(const struct namespace_mount *m, bool *ret_recursive) {
+        *ret_recursive = m->mode != NAMESPACE_TMPFS && m->mode != NAMESPACE_PRIVATE_DEV;
+        return m->mode == NAMESPACE_READ_ONLY || m->read_only;
+}
+
+#define STEP_FAIL(m)                                            \
+        do {                                                    \
+                *ret_key = key_index((m)->key);                 \
+                return errno > 0 ? -errno : -EIO;               \
+        } while (0)
+
+static int enter_namespaces(const struct namespace_plan *p) {
+        if (p->user_namespace &&
+            (unshare(CLONE_NEWUSER) < 0 || write_file("/proc/self/setgroups", "deny") < 0 ||
+             write_file("/proc/self/uid_map", p->uid_map) < 0 || write_file("/proc/self/gid_map", p->gid_map) < 0))
+                return -1;
+        if (unshare(CLONE_NEWNS) < 0)
+                return -1;
+        return mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL);
+}
+
+int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
+        *ret_key = p->n_keys ? key_index(p->keys[0]) : 0;
+        if (enter_namespaces(p) < 0 || (p->private_dev && clone_dev_nodes(p) < 0))
+                return errno > 0 ? -errno : -EIO;
+        for (size_t i = 0; i < p->n_mounts; i++)
+                if (apply_mount(p, &p->mounts[i]) < 0)
+                        STEP_FAIL(&p->mounts[i]);
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                bool recursive;
+                struct namespace_mount *m = &p->mounts[i];
+                if (!m->skipped && read_only_entry(m, &recursive) && protect(p, i, recursive, MOUNT_ATTR_RDONLY, 0) < 0)
+                        STEP_FAIL(m);
+        }
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                struct namespace_mount *m = &p->mounts[i];
+                if (m->skipped || !exec_class(m->mode))
+                        continue;
+                bool no = m->mode == NAMESPACE_NO_EXEC;
+                if (protect(p, i, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
+                        STEP_FAIL(m);
+        }
+        if (p->private_dev && ((prctl(PR_CAPBSET_DROP, CAP_MKNOD, 0, 0, 0) < 0 && errno != EINVAL) ||
+                               (prctl(PR_CAPBSET_DROP, CAP_SYS_RAWIO, 0, 0, 0) < 0 && errno != EINVAL))) {
+                *ret_key = key_index("PrivateDevices=");
+                return -errno;
+        }
+        if (p->working_directory[0] && chdir(p->working_directory) < 0)
+                return -errno;
+        return 0;
+}
