@@ -269,6 +269,7 @@ static const uint64_t caps_immutable = CAP(CAP_LINUX_IMMUTABLE), caps_ipc_lock =
 static const uint64_t caps_chroot = CAP(CAP_SYS_CHROOT), caps_suspend = CAP(CAP_BLOCK_SUSPEND);
 static const uint64_t caps_alarm = CAP(CAP_WAKE_ALARM), caps_lease = CAP(CAP_LEASE);
 static const uint64_t caps_tty = CAP(CAP_SYS_TTY_CONFIG), caps_pacct = CAP(CAP_SYS_PACCT);
+static const uint64_t caps_bpf = CAP(CAP_BPF);
 static const unsigned long ns_user = CLONE_NEWUSER, ns_mnt = CLONE_NEWNS, ns_ipc = CLONE_NEWIPC;
 static const unsigned long ns_pid = CLONE_NEWPID, ns_cgroup = CLONE_NEWCGROUP, ns_net = CLONE_NEWNET;
 static const unsigned long ns_uts = CLONE_NEWUTS;
@@ -335,6 +336,7 @@ static const struct check_def checks[] = {
         CAPS("CAP_LEASE", 25, caps_lease, "cannot take leases", "may take leases"),
         CAPS("CAP_SYS_TTY_CONFIG", 25, caps_tty, "cannot vhangup", "may vhangup"),
         CAPS("CAP_SYS_PACCT", 25, caps_pacct, "cannot use acct()", "may use acct()"),
+        CAPS("CAP_BPF", 25, caps_bpf, "cannot load BPF programs", "may load BPF programs"),
         { "UMask=", "UMask", 100, 10, assess_umask, NULL, false, NULL, NULL },
         { "KeyringMode=", "KeyringMode", 1000, 1, assess_keyring, NULL, false,
           "a session keyring of its own", "shares tend's session keyring" },
@@ -350,13 +352,13 @@ static const struct check_def checks[] = {
           "no delegated cgroup", "a delegated cgroup" },
         BOOL("RestrictRealtime", 500, "no realtime scheduling", "may take realtime scheduling"),
         BOOL("RestrictSUIDSGID", 1000, "cannot make setuid files", "may make setuid files"),
-        NS("CLONE_NEWUSER", 1500, ns_user, "user"),
-        NS("CLONE_NEWNS", 500, ns_mnt, "mount"),
-        NS("CLONE_NEWIPC", 500, ns_ipc, "IPC"),
-        NS("CLONE_NEWPID", 500, ns_pid, "PID"),
-        NS("CLONE_NEWCGROUP", 500, ns_cgroup, "cgroup"),
-        NS("CLONE_NEWNET", 500, ns_net, "network"),
-        NS("CLONE_NEWUTS", 100, ns_uts, "UTS"),
+        NS("user", 1500, ns_user, "user"),
+        NS("mnt", 500, ns_mnt, "mount"),
+        NS("ipc", 500, ns_ipc, "IPC"),
+        NS("pid", 500, ns_pid, "PID"),
+        NS("cgroup", 500, ns_cgroup, "cgroup"),
+        NS("net", 500, ns_net, "network"),
+        NS("uts", 100, ns_uts, "UTS"),
         AF("AF_(INET|INET6)", 1500, af_inet, "internet"),
         AF("AF_UNIX", 25, af_unix, "local"),
         AF("AF_NETLINK", 200, af_netlink, "netlink"),
