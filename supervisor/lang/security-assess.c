@@ -37,9 +37,17 @@ struct check_def {
         const char *good, *bad;
 };
 
-/* Whether tend applies f's key: it is in the key table and not accepted as weaker. */
+static bool apply_all; /* security_assess_test_apply_all() */
+
+void security_assess_test_apply_all(bool on) {
+        apply_all = on;
+}
+
+/* Whether tend applies f's key: it is in the key table (and not one it
+ * refuses) and not accepted as weaker. */
 static bool applied(const struct unit_file *f, const char *key) {
-        return uf_key_lookup(SECTION_SERVICE, key) && !unit_hardening_accepts(f, key);
+        bool known = apply_all ? !unit_hardening_refused_why(key) : uf_key_lookup(SECTION_SERVICE, key) != NULL;
+        return known && !unit_hardening_accepts(f, key);
 }
 
 /* The value tend applies for key, or NULL (the default). */
@@ -206,8 +214,17 @@ static int assess_ip(const struct info *i, const void *param, const char **d) {
         return 10;
 }
 
+/* PrivateDevices= is systemd's closed device policy: pseudo devices alone,
+ * the RTC too with ProtectClock= (an ACL with some devices: 5); tend refuses
+ * DevicePolicy=closed|strict and DeviceAllow=. */
 static int assess_devices(const struct info *i, const void *param, const char **d) {
-        (void) i, (void) param;
+        (void) param;
+        if (boolean(i, "PrivateDevices")) {
+                bool rtc = boolean(i, "ProtectClock");
+                *d = rtc ? "pseudo devices and the RTC only (PrivateDevices=, ProtectClock=)"
+                         : "pseudo devices only (PrivateDevices=)";
+                return rtc ? 5 : 0;
+        }
         *d = "no device access list (tend refuses DevicePolicy=closed|strict)";
         return 10;
 }
@@ -526,8 +543,10 @@ static bool not_applied(const struct unit_file *f, const struct check_def *d) {
         bool set = unit_hardening_value(f, d->key) != NULL;
         if (streq(d->key, "RootDirectory"))
                 set = set || unit_hardening_value(f, "RootImage");
-        if (streq(d->key, "DeviceAllow"))
-                set = set || unit_hardening_value(f, "DevicePolicy");
+        if (streq(d->key, "DeviceAllow")) /* PrivateDevices= and ProtectClock= make the device ACL */
+                return set || unit_hardening_value(f, "DevicePolicy") ||
+                       (unit_hardening_value(f, "PrivateDevices") && !applied(f, "PrivateDevices")) ||
+                       (unit_hardening_value(f, "ProtectClock") && !applied(f, "ProtectClock"));
         if (streq(d->key, "IPAddressDeny"))
                 set = set || unit_hardening_value(f, "IPAddressAllow");
         if (streq(d->key, "User"))

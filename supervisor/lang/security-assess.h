@@ -45,5 +45,12 @@ struct security_assessment {
  */
 int security_assess(const struct unit_file *f, struct security_assessment *ret);
 
+/*
+ * Tests only: with on, every key counts as in tend's key table (the opt-out
+ * still counts), so the assessor's reading of keys other parts of tend apply
+ * can be checked against systemd's before they are honoured. Not thread-safe.
+ */
+void security_assess_test_apply_all(bool on);
+
 /* Whether a check reads key ("Key", no '='): the parser keeps its assignments. */
 bool security_assess_reads(const char *key);

@@ -214,6 +214,44 @@ static void test_unknown_key_counts_as_absent(void **state) {
         unit_file_free(f);
 }
 
+/* The package's own unit files, as if tend applied every key it does not
+ * refuse: systemd-analyze 252 gives redis-server 1.2, memcached 4.8 and
+ * apache2 9.4; with KeyringMode= bad (tend never makes a keyring) and, for
+ * redis, RemoveIPC= accepted as weaker: 1.4, 5.0, 9.6. This checks the
+ * assessor's reading of the keys the "ns" and "seccomp" parts apply. */
+static void test_daemons_as_if_every_key_applied(void **state) {
+        (void) state;
+        static const struct { const char *name; unsigned exposure; } t[] = {
+                { "redis-server", 14 }, { "memcached", 50 }, { "apache2", 96 },
+        };
+        security_assess_test_apply_all(true);
+        for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+                char path[128], *data = NULL;
+                size_t size = 0;
+                snprintf(path, sizeof path, "/lib/systemd/system/%s.service", t[i].name);
+                FILE *fp = fopen(path, "re");
+                if (!fp)
+                        continue; /* not installed */
+                data = malloc(65536);
+                assert_non_null(data);
+                size = fread(data, 1, 65536, fp);
+                fclose(fp);
+                const char *dropin = "[X-Tend]\nAcceptWeakerIsolation=RemoveIPC\n";
+                const struct unit_text texts[2] = { { path, data, size }, { "/d/x.conf", dropin, strlen(dropin) } };
+                struct unit_file *f = NULL;
+                struct security_assessment a;
+                char name[64];
+                snprintf(name, sizeof name, "%s.service", t[i].name);
+                assert_int_equal(unit_file_parse_texts(name, texts, 2, &f, NULL), 0);
+                assert_int_equal(security_assess(f, &a), 0);
+                if (a.exposure != t[i].exposure)
+                        fail_msg("%s: exposure %u, want %u", t[i].name, a.exposure, t[i].exposure);
+                unit_file_free(f);
+                free(data);
+        }
+        security_assess_test_apply_all(false);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_no_key_both_honoured_and_refused, setup),
@@ -224,6 +262,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_exposure_as_systemd, setup),
                 cmocka_unit_test_setup(test_opt_out_raises_exposure, setup),
                 cmocka_unit_test_setup(test_unknown_key_counts_as_absent, setup),
+                cmocka_unit_test_setup(test_daemons_as_if_every_key_applied, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
