@@ -163,6 +163,30 @@ class Security(ServiceTestCase):
         self.assertIn('Overall exposure level for a.service: %d.%d' % divmod(after['exposure'], 10), out)
 
 
+COMPLETION = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'supervisor', 'client',
+                          'tendctl.bash-completion')
+
+
+class Completion(ServiceTestCase):
+    def test_security_verb(self):
+        """bash completion: the verb, its options, the units."""
+        self.unit('web', '[Service]\nExecStart=/bin/sleep 600\n')
+        self.start_tend()
+        script = ('source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tendctl; '
+                  'printf "%s\\n" "${COMPREPLY[@]}"')
+        env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(os.environ['TENDCTL'])) + ':' + os.environ['PATH'])
+
+        def complete(*words):
+            p = subprocess.run(['bash', '--norc', '-c', script, COMPLETION, 'tendctl'] + list(words),
+                               capture_output=True, text=True, timeout=20, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return sorted(x for x in p.stdout.splitlines() if x)
+        self.assertEqual(complete('sec'), ['security'])
+        self.assertEqual(complete('--control-socket', self.sock, 'security', 'w'), ['web'])
+        self.assertEqual(complete('--control-socket', self.sock, 'security', 'web', '--'),
+                         ['--control-socket', '--json', '--output'])
+
+
 class FailClosed(ServiceTestCase):
     UNIT = '[Service]\nExecStart=/bin/sleep 600\nIPAddressDeny=any\n'
 
