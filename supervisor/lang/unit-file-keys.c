@@ -404,8 +404,9 @@ static const struct key_def unit_keys[] = {
         { S, "PermissionsStartOnly", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_PERMISSIONS_START_ONLY) },
         { S, "TasksMax", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_TASKS_MAX) },
         { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
-        /* security: the operator's opt-out (unit-file-refused.c; unit-hardening.h) */
+        /* security: the operator's opt-out, RemoveIPC= (unit-file-refused.c; unit-hardening.h) */
         { SECTION_TEND, "AcceptWeakerIsolation", uf_parse_accept_weaker, 0, 0, NULL },
+        { S, "RemoveIPC", uf_parse_remove_ipc, 0, 0, NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

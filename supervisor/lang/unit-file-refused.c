@@ -68,8 +68,6 @@ static const struct refused_key refused_keys[] = {
         { "DynamicUser", "tend does not allocate dynamic users (use User=)", NOTHING_FALSE, NULL },
         { "KeyringMode", "tend does not give a unit a session keyring of its own (its processes keep tend's)",
           NOTHING_WORDS, "inherit" },
-        { "RemoveIPC", "tend does not remove the user's System V and POSIX IPC objects when the unit stops",
-          NOTHING_FALSE, NULL },
         { "SecureBits", "tend does not set securebits", NOTHING_EMPTY, NULL },
 };
 _Static_assert(ELEMENTSOF(refused_keys) <= 64, "uf_hardening_parse.restrictive holds 64 bits");
@@ -84,7 +82,7 @@ static const char *const nothing_keys[] = {
 
 struct uf_hardening_parse {
         struct strv_builder assignments, accepted;
-        bool accept_all;
+        bool accept_all, remove_ipc;
         uint64_t restrictive;    /* bit i: refused_keys[i]'s last assignment asks for something */
         unsigned line[ELEMENTSOF(refused_keys)];
 };
@@ -207,6 +205,19 @@ int uf_parse_accept_weaker(struct parse_ctx *c, const struct key_def *k, const c
         }
 }
 
+/* RemoveIPC= (exec/remove-ipc.h applies it when the unit stops). */
+int uf_parse_remove_ipc(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        struct uf_hardening_parse *h = state(c);
+        int b = *value ? uf_parse_boolean(value) : 0;
+        char q[QUOTE_BUF];
+        if (!h)
+                return report(c, LOG_ERR, ENOMEM, "%s=: out of memory", k->key);
+        if (b < 0)
+                return syntax_error(c, "%s=: invalid boolean %s", k->key, uf_quote(q, value));
+        h->remove_ipc = b > 0;
+        return 0;
+}
+
 static bool listed(char *const *l, const char *key) {
         size_t n = strcspn(key, "=");
         for (; l && *l; l++)
@@ -306,6 +317,7 @@ int uf_finish_hardening(struct parse_ctx *c) {
         if (!u)
                 return -ENOMEM;
         u->accept_all = h->accept_all;
+        u->remove_ipc = h->remove_ipc;
         u->accepted = h->accepted.v ? strv_builder_take(&h->accepted) : NULL;
         u->assignments = h->assignments.v ? strv_builder_take(&h->assignments) : NULL;
         c->u->hardening = u; /* before the checks: unit_hardening_accepts() reads it */

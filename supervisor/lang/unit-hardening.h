@@ -8,6 +8,7 @@
  *    accepted weaker isolation for them;
  *  - the opt-out: [X-Tend] AcceptWeakerIsolation=KEY… per unit, and tend's
  *    --accept-weaker-isolation[=KEY,…] for every unit;
+ *  - RemoveIPC= (exec/remove-ipc.h applies it when the unit stops);
  *  - the assignments of the keys `tendctl security` reads (security-assess.h),
  *    in file order, so that the assessor replays them as systemd would.
  * Out of line: only units that set any of them have one (SPEC §8).
@@ -23,6 +24,7 @@ struct unit_hardening {
         char **refused;     /* keys ("Key", no '=') set to a value tend refuses, not accepted; owned; NULL: none */
         char **accepted;    /* AcceptWeakerIsolation='s keys ("Key", no '='), owned; NULL: none */
         bool accept_all;    /* AcceptWeakerIsolation=yes */
+        bool remove_ipc;    /* RemoveIPC=, no (exec/remove-ipc.h) */
 };
 
 /* Frees h and what it owns; NULL. */

@@ -14,7 +14,8 @@
   the exposure equals systemd's once those checks take tend's badness (within
   0.1). So once a key is honoured (in tend's key table), its check must agree
   with systemd's: nothing here needs changing when more keys are applied.
-- The exposure rises when a key is accepted under the opt-out."""
+- The exposure rises when a key is accepted under the opt-out.
+- RemoveIPC= (root only: User=): the user's IPC objects go when the unit stops."""
 
 import json
 import os
@@ -22,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -112,14 +114,14 @@ class Security(ServiceTestCase):
 
     def daemon_unit(self, name):
         """NAME's package unit file, unchanged; a drop-in runs sleep instead
-        of the daemon (no daemon starts) and accepts RemoveIPC= (redis)."""
+        of the daemon (no daemon starts here: tendctl security reads the file)."""
         src = os.path.join(SYSTEM, name + '.service')
         if not os.path.exists(src):
             self.skipTest('%s is not installed' % src)
         shutil.copy(src, os.path.join(self.dir, name + '.service'))
         os.mkdir(os.path.join(self.dir, name + '.service.d'))
         with open(os.path.join(self.dir, name + '.service.d', 'test.conf'), 'w') as f:
-            f.write('[X-Tend]\nAcceptWeakerIsolation=RemoveIPC\n[Service]\nType=simple\nExecStart=\n'
+            f.write('[Service]\nType=simple\nExecStart=\n'
                     'ExecStart=/bin/sleep 600\nExecStop=\nExecReload=\nExecStartPre=\nExecStartPost=\n'
                     'PIDFile=\n')
         return src
@@ -129,9 +131,7 @@ class Security(ServiceTestCase):
         self.start_tend()
         for n, src in srcs.items():
             differ, overall, got = self.compare(n, src)
-            # the drop-in's RemoveIPC= opt-out and User= (tend runs it as root
-            # here) are the test's own; every other difference is a key tend
-            # does not apply yet, named.
+            # every difference is a key tend does not apply yet, named
             print('%s: systemd %.1f, tend %.1f, differ on %s' % (n, overall / 10, got['exposure'] / 10,
                                                                  sorted(differ)), file=sys.stderr)
 
@@ -185,6 +185,56 @@ class Completion(ServiceTestCase):
         self.assertEqual(complete('--control-socket', self.sock, 'security', 'w'), ['web'])
         self.assertEqual(complete('--control-socket', self.sock, 'security', 'web', '--'),
                          ['--control-socket', '--json', '--output'])
+
+
+UID = 4242  # no such user: a regular uid (≥ 1000), whose IPC objects RemoveIPC= removes
+
+
+def shm_ids(uid):
+    """The System V shared memory segments uid owns."""
+    with open('/proc/sysvipc/shm') as f:
+        head = f.readline().split()
+        rows = [ln.split() for ln in f]
+    return {int(r[head.index('shmid')]) for r in rows if int(r[head.index('uid')]) == uid}
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which('ipcmk'), 'needs root (User=) and ipcmk(1)')
+class RemoveIPC(ServiceTestCase):
+    """RemoveIPC=yes: when the unit stops, its user's System V segment and
+    POSIX shared memory file are gone; without the key they stay."""
+
+    def run_unit(self, remove):
+        d = tempfile.mkdtemp(prefix='tend-ipc-', dir='/tmp')  # the test's dir is 0700: not the unit's
+        self.addCleanup(shutil.rmtree, d, True)
+        os.chmod(d, 0o777)
+        shm = '/dev/shm/tend-it-%d-%s' % (os.getpid(), remove)
+        self.addCleanup(lambda: os.path.exists(shm) and os.unlink(shm))
+        self.unit('ipc', """
+            [Service]
+            User=%d
+            RemoveIPC=%s
+            ExecStart=/bin/sh -c 'ipcmk -M 4096 > %s/made && touch %s && echo ready > %s/ready && exec sleep 600'
+        """ % (UID, remove, d, shm, d))
+        self.start_tend()
+        wait_until(lambda: os.path.exists(d + '/ready'), 10,
+                   lambda: 'the unit never made its IPC objects; output %r, tend stderr %r' % (self.output(), self.stderr()[-800:]))
+        ids = shm_ids(UID)
+        for i in ids:
+            self.addCleanup(subprocess.run, ['ipcrm', '-m', str(i)], capture_output=True)
+        self.assertTrue(ids, 'ipcmk made no segment of uid %d' % UID)
+        self.assertTrue(os.path.exists(shm))
+        self.ctl('stop', 'ipc')
+        return ids, shm
+
+    def test_removed_at_stop(self):
+        ids, shm = self.run_unit('yes')
+        self.assertFalse(ids & shm_ids(UID), 'the segments outlived the unit')
+        self.assertFalse(os.path.exists(shm), '%s outlived the unit' % shm)
+
+    def test_kept_without_the_key(self):
+        ids, shm = self.run_unit('no')
+        self.assertEqual(ids & shm_ids(UID), ids)
+        self.assertTrue(os.path.exists(shm))
 
 
 class FailClosed(ServiceTestCase):

@@ -97,14 +97,14 @@ static void test_values_asking_for_nothing(void **state) {
 /* [X-Tend] AcceptWeakerIsolation= from a drop-in: the package's file unchanged. */
 static void test_opt_out_per_unit(void **state) {
         (void) state;
-        const char *text = "[Service]\nExecStart=/bin/true\nIPAddressDeny=any\nRemoveIPC=yes\n";
+        const char *text = "[Service]\nExecStart=/bin/true\nIPAddressDeny=any\nSecureBits=keep-caps\n";
         struct unit_file *f;
         assert_int_equal(parse2(text, "[X-Tend]\nAcceptWeakerIsolation=IPAddressDeny\n", &f), -EOPNOTSUPP);
-        assert_non_null(strstr(last_error, "RemoveIPC= cannot be applied"));
-        assert_int_equal(parse2(text, "[X-Tend]\nAcceptWeakerIsolation=IPAddressDeny= RemoveIPC\n", &f), 0);
+        assert_non_null(strstr(last_error, "SecureBits= cannot be applied"));
+        assert_int_equal(parse2(text, "[X-Tend]\nAcceptWeakerIsolation=IPAddressDeny= SecureBits\n", &f), 0);
         assert_non_null(strstr(last_warning, "a.service: weaker isolation accepted: not applying IPAddressDeny= ("));
-        assert_non_null(strstr(last_warning, "), RemoveIPC= ("));
-        assert_true(unit_hardening_accepts(f, "RemoveIPC="));
+        assert_non_null(strstr(last_warning, "), SecureBits= ("));
+        assert_true(unit_hardening_accepts(f, "SecureBits="));
         assert_false(unit_hardening_accepts(f, "PrivateTmp"));
         unit_file_free(f);
         assert_int_equal(parse2(text, "[X-Tend]\nAcceptWeakerIsolation=yes\n", &f), 0);
@@ -216,8 +216,8 @@ static void test_unknown_key_counts_as_absent(void **state) {
 
 /* The package's own unit files, as if tend applied every key it does not
  * refuse: systemd-analyze 252 gives redis-server 1.2, memcached 4.8 and
- * apache2 9.4; with KeyringMode= bad (tend never makes a keyring) and, for
- * redis, RemoveIPC= accepted as weaker: 1.4, 5.0, 9.6. This checks the
+ * apache2 9.4; with KeyringMode= bad (tend never makes a keyring): 1.4, 5.0,
+ * 9.6. This checks the
  * assessor's reading of the keys the "ns" and "seccomp" parts apply. */
 static void test_daemons_as_if_every_key_applied(void **state) {
         (void) state;
@@ -236,13 +236,12 @@ static void test_daemons_as_if_every_key_applied(void **state) {
                 assert_non_null(data);
                 size = fread(data, 1, 65536, fp);
                 fclose(fp);
-                const char *dropin = "[X-Tend]\nAcceptWeakerIsolation=RemoveIPC\n";
-                const struct unit_text texts[2] = { { path, data, size }, { "/d/x.conf", dropin, strlen(dropin) } };
+                const struct unit_text texts[1] = { { path, data, size } };
                 struct unit_file *f = NULL;
                 struct security_assessment a;
                 char name[64];
                 snprintf(name, sizeof name, "%s.service", t[i].name);
-                assert_int_equal(unit_file_parse_texts(name, texts, 2, &f, NULL), 0);
+                assert_int_equal(unit_file_parse_texts(name, texts, 1, &f, NULL), 0);
                 assert_int_equal(security_assess(f, &a), 0);
                 if (a.exposure != t[i].exposure)
                         fail_msg("%s: exposure %u, want %u", t[i].name, a.exposure, t[i].exposure);
