@@ -24,16 +24,29 @@ static int by_exposure(const void *x, const void *y) {
         return -strcmp(get_str(a, "name", ""), get_str(b, "name", ""));
 }
 
-static void print_check(json *c) {
+/* The description column: the check's outcome, and whether tend applies its key. */
+static void describe(json *c, char *buf, size_t size) {
+        snprintf(buf, size, "%s%s", get_str(c, "description", ""), get_bool(c, "applied") ? "" : " (not applied)");
+}
+
+/* Columns in characters: the names and descriptions are ASCII but for "…". */
+static int width(const char *s) {
+        int n = 0;
+        for (; *s; s++)
+                n += ((unsigned char) *s & 0xc0) != 0x80;
+        return n;
+}
+
+static void print_check(json *c, int name_width, int desc_width) {
         json *b = NULL;
         bool na = !json_object_object_get_ex(c, "badness", &b) || !b;
         int64_t badness = na ? 0 : json_object_get_int64(b), exposure = get_int(c, "exposure", 0);
-        const char *mark = na ? " " : badness == 0 ? "✓" : "✗";
-        char e[48] = "";
+        const char *mark = na ? " " : badness == 0 ? "✓" : "✗", *name = get_str(c, "name", "?");
+        char e[48] = "", d[256];
         if (exposure > 0)
                 snprintf(e, sizeof e, "%" PRId64 ".%" PRId64, exposure / 10, exposure % 10);
-        printf("%s %-50s %s%s%*s%s\n", mark, get_str(c, "name", "?"), get_str(c, "description", ""),
-               get_bool(c, "applied") ? "" : " (not applied)", 1, "", e);
+        describe(c, d, sizeof d);
+        printf("%s %s%*s %s%*s %8s\n", mark, name, name_width - width(name), "", d, desc_width - width(d), "", e);
 }
 
 static int print_assessment(const char *name, json *a) {
@@ -47,9 +60,17 @@ static int print_assessment(const char *name, json *a) {
         for (size_t i = 0; i < n; i++)
                 v[i] = json_object_array_get_idx(checks, i);
         qsort(v, n, sizeof *v, by_exposure);
-        printf("  %-50s %s\n", "NAME", "DESCRIPTION EXPOSURE");
+        int nw = 4, dw = 11;
+        for (size_t i = 0; i < n; i++) {
+                char d[256];
+                describe(v[i], d, sizeof d);
+                int w = width(get_str(v[i], "name", "?"));
+                nw = w > nw ? w : nw;
+                dw = width(d) > dw ? width(d) : dw;
+        }
+        printf("  %-*s %-*s %8s\n", nw, "NAME", dw, "DESCRIPTION", "EXPOSURE");
         for (size_t i = 0; i < n; i++)
-                print_check(v[i]);
+                print_check(v[i], nw, dw);
         int64_t x = get_int(a, "exposure", 0);
         printf("\n→ Overall exposure level for %s: %" PRId64 ".%" PRId64 " %s\n", name, x / 10, x % 10,
                get_str(a, "level", "?"));

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "hardening.h"
 #include "log.h"
 #include "security-assess.h"
 #include "unit-file-internal.h"
@@ -128,6 +129,27 @@ static void test_opt_out_global(void **state) {
         assert_true(unit_hardening_accepts(NULL, "Anything"));
         assert_int_equal(unit_hardening_accept_global(",x"), -EINVAL);
         assert_int_equal(unit_hardening_accept_global(NULL), 0);
+}
+
+/* exec/hardening.h, what the "ns" and "seccomp" parts call when this machine
+ * cannot apply a key they honour: refused unless accepted, said once per unit and key. */
+static void test_cannot_apply(void **state) {
+        (void) state;
+        struct unit_file *f;
+        assert_int_equal(parse2("[Service]\nExecStart=/bin/true\n", "[X-Tend]\nAcceptWeakerIsolation=PrivateTmp\n", &f), 0);
+        assert_int_equal(hardening_cannot_apply("a.service", f, "ProtectSystem=", "needs a mount namespace"), -EPERM);
+        assert_string_equal(last_error, "a.service: ProtectSystem= cannot be applied (needs a mount namespace): "
+                                        "refusing to run with less isolation than asked");
+        assert_int_equal(hardening_cannot_apply("a.service", f, "PrivateTmp=", "needs a mount namespace"), 1);
+        assert_string_equal(last_warning, "a.service: weaker isolation accepted: not applying PrivateTmp= "
+                                          "(needs a mount namespace)");
+        last_warning[0] = '\0';
+        assert_int_equal(hardening_cannot_apply("a.service", f, "PrivateTmp=", "needs a mount namespace"), 1);
+        assert_string_equal(last_warning, ""); /* once per unit and key */
+        assert_int_equal(unit_hardening_accept_global("ProtectSystem"), 0);
+        assert_int_equal(hardening_cannot_apply("b.service", NULL, "ProtectSystem=", "needs a mount namespace"), 1);
+        assert_non_null(strstr(last_warning, "b.service: weaker isolation accepted: not applying ProtectSystem="));
+        unit_file_free(f);
 }
 
 static const struct security_check *check(const struct security_assessment *a, const char *name) {
@@ -258,6 +280,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_values_asking_for_nothing, setup),
                 cmocka_unit_test_setup(test_opt_out_per_unit, setup),
                 cmocka_unit_test_setup(test_opt_out_global, setup),
+                cmocka_unit_test_setup(test_cannot_apply, setup),
                 cmocka_unit_test_setup(test_exposure_as_systemd, setup),
                 cmocka_unit_test_setup(test_opt_out_raises_exposure, setup),
                 cmocka_unit_test_setup(test_unknown_key_counts_as_absent, setup),
