@@ -25,6 +25,7 @@
 #include "exec-dirs.h"
 #include "libexit.h"
 #include "log.h"
+#include "sandbox-seccomp.h"
 #include "sandbox-values-internal.h"
 #include "sandbox.h"
 #include "unit-exec.h"
@@ -393,106 +394,6 @@ static int plan_capabilities(const char *unit, const struct unit_file *f, const 
 }
 
 /* ------------------------------------------------------------------------ */
-/* The plan: seccomp                                                         */
-/* ------------------------------------------------------------------------ */
-
-/* libseccomp's export, read back from a memfd into a plain array. */
-static int export_bpf(scmp_filter_ctx ctx, struct sandbox_plan *p) {
-        _cleanup_close_ int fd = memfd_create("tend-seccomp", MFD_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        int r = seccomp_export_bpf(ctx, fd);
-        if (r < 0)
-                return r;
-        off_t size = lseek(fd, 0, SEEK_END);
-        off_t insn = (off_t) sizeof(struct sock_filter);
-        if (size <= 0 || size % insn || size / insn > BPF_MAXINSNS)
-                return size < 0 ? negative_errno() : -E2BIG;
-        void *buf = malloc((size_t) size);
-        if (!buf)
-                return -ENOMEM;
-        if (pread(fd, buf, (size_t) size, 0) != (ssize_t) size) {
-                free(buf);
-                return -EIO;
-        }
-        p->seccomp_filter = buf;
-        p->seccomp_len = (unsigned short) (size / insn);
-        return 0;
-}
-
-/* Another ABI this machine runs (i386, x32 on x86-64; arm on arm64): the
- * same filter applies there, as systemd's default SystemCallArchitectures=. */
-static void add_secondary_archs(scmp_filter_ctx ctx) {
-        uint32_t native = seccomp_arch_native();
-        if (native == SCMP_ARCH_X86_64) {
-                (void) seccomp_arch_add(ctx, SCMP_ARCH_X86);
-                (void) seccomp_arch_add(ctx, SCMP_ARCH_X32);
-        } else if (native == SCMP_ARCH_AARCH64)
-                (void) seccomp_arch_add(ctx, SCMP_ARCH_ARM);
-}
-
-static int rule_add(scmp_filter_ctx ctx, uint32_t action, int nr) {
-        int r = seccomp_rule_add(ctx, action, nr, 0);
-        /* -EDOM/-EINVAL: a pseudo number no ABI of the filter has; -EEXIST: listed twice;
-         * -EACCES: the filter's default action already. */
-        return r == -EDOM || r == -EEXIST || r == -EACCES || (r == -EINVAL && nr < 0) ? 0 : r;
-}
-
-static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t deny) {
-        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
-        const struct sandbox_syscall_filter *sf = &sb->syscall_filter;
-        int r = 0;
-        for (size_t i = 0; i < sf->n && r >= 0; i++) {
-                const struct sandbox_syscall *s = &sf->syscalls[i];
-                if (sf->allow_list)
-                        r = rule_add(ctx, SCMP_ACT_ALLOW, s->nr);
-                else if (!sandbox_syscall_is_exempt(s->nr))
-                        r = rule_add(ctx, s->action == SANDBOX_ACTION_DEFAULT ? deny
-                                          : s->action == 0                     ? SCMP_ACT_KILL_PROCESS
-                                                                               : SCMP_ACT_ERRNO((uint32_t) s->action),
-                                     s->nr);
-        }
-        if (!sf->allow_list)
-                return r;
-        struct sandbox_syscall_filter always = {};
-        for (const char *const *s = sandbox_syscall_allow_always; *s && r >= 0; s++)
-                r = sandbox_syscall_filter_add(&always, *s, false);
-        for (size_t i = 0; i < always.n && r >= 0; i++)
-                r = rule_add(ctx, SCMP_ACT_ALLOW, always.syscalls[i].nr);
-        sandbox_syscall_filter_clear(&always);
-        return r;
-}
-
-static int plan_seccomp(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
-                        struct sandbox_plan *p) {
-        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
-        p->no_new_privs = sb->no_new_privileges;
-        if (!sb->syscall_filter.set)
-                return 0;
-        /* systemd's rule: without CAP_SYS_ADMIN at the filter, NoNewPrivileges=yes is implied. */
-        bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
-        p->no_new_privs |= !sys_admin;
-        uint32_t deny = sb->syscall_error_number > 0 ? SCMP_ACT_ERRNO((uint32_t) sb->syscall_error_number)
-                                                    : SCMP_ACT_KILL_PROCESS;
-        scmp_filter_ctx ctx = seccomp_init(sb->syscall_filter.allow_list ? deny : SCMP_ACT_ALLOW);
-        if (!ctx)
-                return log_error_errno(ENOMEM, "%s: SystemCallFilter=: cannot create the filter", unit);
-        int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); /* the hook sets it, in its place */
-        if (r >= 0)
-                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny);
-        if (r >= 0) {
-                add_secondary_archs(ctx);
-                r = build_filter(f, ctx, deny);
-        }
-        if (r >= 0)
-                r = export_bpf(ctx, p);
-        seccomp_release(ctx);
-        if (r < 0)
-                return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %m", unit);
-        return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* The plan                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -504,6 +405,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
         free(p->home);
         free(p->groups);
         free(p->seccomp_filter);
+        sandbox_hardening_free(p->hardening); /* seccomp */
         free(p);
         return NULL;
 }
@@ -513,7 +415,7 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
 static bool needs_self(const struct unit_file *f) {
         const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         if (sb->user || sb->group || sb->supplementary_groups || f->working_directory_home || sb->ambient_capabilities ||
-            sb->capability_bounding_set != UINT64_MAX || sb->syscall_filter.set)
+            sb->capability_bounding_set != UINT64_MAX || sb->syscall_filter.set || sb->hardening)
                 return true;
         for (int i = 0; i < SANDBOX_RLIMIT_MAX; i++)
                 if (sb->limits[i].set)
@@ -600,8 +502,13 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = plan_limits(unit, f, self, p);
         if (r >= 0 && !full)
                 r = plan_capabilities(unit, f, self, p);
-        if (r >= 0 && !full)
-                r = plan_seccomp(unit, f, self, p);
+        bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
+        if (r >= 0 && !full) {
+                p->no_new_privs = unit_file_sandbox(f)->no_new_privileges;
+                r = sandbox_seccomp_plan(unit, f, sys_admin, p);
+        }
+        if (r >= 0 && !full) /* seccomp (issue 17): after the capabilities, whose bounding set it extends */
+                r = sandbox_hardening_plan(unit, f, self, sys_admin, p);
         if (r >= 0)
                 r = plan_directories(unit, f, p);
         if (r < 0)
@@ -611,7 +518,7 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 p->environment = f->environment; /* borrowed */
         p->working_directory = f->working_directory_home ? p->home : f->working_directory;
         p->hook = p->n_limits || p->bounding_drop || p->ambient || p->set_groups || p->set_gid || p->set_uid ||
-                  p->no_new_privs || p->seccomp_filter || plan_has_process(p);
+                  p->no_new_privs || p->seccomp_filter || plan_has_process(p) || p->hardening;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -760,6 +667,12 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         for (size_t i = 0; i < p->n_limits; i++)
                 if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
+        /* seccomp (issue 17): the user namespace first (PrivateUsers=); the mount namespace
+         * ("ns") goes between these two calls; then network, IPC, UTS. */
+        if ((r = sandbox_userns_step(p->hardening, ret_stage)) < 0)
+                return r;
+        if ((r = sandbox_namespaces_step(p->hardening, ret_stage)) < 0)
+                return r;
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
                 if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
                         FAIL(SANDBOX_STAGE_BOUNDING);
@@ -785,6 +698,8 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         }
         if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 FAIL(SANDBOX_STAGE_NO_NEW_PRIVS);
+        if ((r = sandbox_hardening_seccomp_step(p->hardening, ret_stage)) < 0) /* seccomp (issue 17) */
+                return r;
         if (p->seccomp_filter) {
                 struct sock_fprog prog = { .len = p->seccomp_len, .filter = p->seccomp_filter };
                 if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
@@ -820,6 +735,15 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
                 [SANDBOX_STAGE_SCHED] = { "CPUSchedulingPolicy=", "sched_setscheduler" },
                 [SANDBOX_STAGE_AFFINITY] = { "CPUAffinity=", "sched_setaffinity" },
                 [SANDBOX_STAGE_IOPRIO] = { "IOSchedulingClass=", "ioprio_set" },
+                /* seccomp (issue 17) */
+                [SANDBOX_STAGE_USERNS] = { "PrivateUsers=", "unshare(CLONE_NEWUSER)" },
+                [SANDBOX_STAGE_USERNS_MAP] = { "PrivateUsers=", "writing uid_map and gid_map" },
+                [SANDBOX_STAGE_NETNS] = { "PrivateNetwork=", "unshare(CLONE_NEWNET)" },
+                [SANDBOX_STAGE_LOOPBACK] = { "PrivateNetwork=", "bringing up lo" },
+                [SANDBOX_STAGE_IPCNS] = { "PrivateIPC=", "unshare(CLONE_NEWIPC)" },
+                [SANDBOX_STAGE_UTSNS] = { "ProtectHostname=", "unshare(CLONE_NEWUTS)" },
+                [SANDBOX_STAGE_HARDENING_SECCOMP] = { "RestrictAddressFamilies=/RestrictNamespaces=/…",
+                                                      "PR_SET_SECCOMP" },
         };
         int s = stage - EXIT_STAGE_HOOK;
         const char *key = NULL, *step = NULL;

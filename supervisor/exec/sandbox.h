@@ -18,7 +18,9 @@
  *    runs sandbox_pre_exec() as libexit's pre-exec hook: system calls only.
  *
  * The child's order (each step only when the unit asks for it), after
- * libexit's own set-up (umask, session, fds, chdir):
+ * libexit's own set-up (umask, session, fds, chdir) and the process keys:
+ *   0. the namespaces (issue 17): the user namespace (PrivateUsers=) first,
+ *      then the mount namespace, then network, IPC, UTS (sandbox-ns.c);
  *   1. setrlimit, each Limit*=;
  *   2. PR_CAPBSET_DROP, each capability not in CapabilityBoundingSet=;
  *   3. capset with inheritable = AmbientCapabilities=, then
@@ -32,7 +34,8 @@
  *   7. PR_SET_PDEATHSIG again if the spawn asked for one (a credential change
  *      clears it), then the parent checked;
  *   8. PR_SET_NO_NEW_PRIVS;
- *   9. PR_SET_SECCOMP with the prepared program — last: after it come only
+ *   9. PR_SET_SECCOMP with the hardening keys' programs (issue 17,
+ *      sandbox-seccomp.c), then with SystemCallFilter='s — last: after it come only
  *      libexit's sigprocmask and execve, which tend never lets a filter deny.
  * A failing step ends the child before the exec (it never runs half
  * sandboxed); its stage code names the key (sandbox_stage_describe()).
@@ -88,6 +91,14 @@ enum {
         SANDBOX_STAGE_SCHED,
         SANDBOX_STAGE_AFFINITY,
         SANDBOX_STAGE_IOPRIO,
+        /* seccomp (issue 17): the non-mount namespaces, the hardening keys' programs (sandbox-seccomp.h) */
+        SANDBOX_STAGE_USERNS,
+        SANDBOX_STAGE_USERNS_MAP,
+        SANDBOX_STAGE_NETNS,
+        SANDBOX_STAGE_LOOPBACK,
+        SANDBOX_STAGE_IPCNS,
+        SANDBOX_STAGE_UTSNS,
+        SANDBOX_STAGE_HARDENING_SECCOMP,
         SANDBOX_STAGE_LIMIT = 32, /* + the resource */
         _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
 };
@@ -133,6 +144,8 @@ struct sandbox_plan {
         char oom_text[8];         /* OOMScoreAdjust= as written to /proc/self/oom_score_adj */
         int nice, sched_policy, sched_priority, ioprio;
         uint64_t affinity[UNIT_CPU_SET_WORDS];
+        /* seccomp (issue 17): the namespaces and programs of the hardening keys (sandbox-seccomp.h) */
+        struct sandbox_hardening *hardening; /* owned; NULL: none */
 };
 
 /*

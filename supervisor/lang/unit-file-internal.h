@@ -205,6 +205,9 @@ int uf_parse_umask(struct parse_ctx *c, const struct key_def *k, const char *val
 int uf_parse_limit(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const char *value);
 int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* seccomp: SystemCallFilter='s syntax and merging into f (SystemCallLog= too); errors reported. */
+int uf_parse_syscall_list(struct parse_ctx *c, const struct key_def *k, const char *value,
+                          struct sandbox_syscall_filter *f);
 int uf_parse_errno(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* exec: unit-file-process.c (issue 16's directories and process keys) */
@@ -244,6 +247,13 @@ enum { UF_EXTRA_UNSET_ENVIRONMENT, UF_EXTRA_RESTART_KILL_SIGNAL, UF_EXTRA_SEND_S
        UF_EXTRA_TASKS_MAX, UF_EXTRA_OOM_POLICY };
 int uf_parse_extra(struct parse_ctx *c, const struct key_def *k, const char *value);
 void uf_finish_extra(struct parse_ctx *c);
+
+/* seccomp: unit-file-hardening.c (issue 17's seccomp and namespace keys; k->data: which) */
+enum { UF_HARDENING_ADDRESS_FAMILIES, UF_HARDENING_NAMESPACES, UF_HARDENING_ARCHS, UF_HARDENING_LOCK_PERSONALITY,
+       UF_HARDENING_MDWE, UF_HARDENING_REALTIME, UF_HARDENING_SUID_SGID, UF_HARDENING_CLOCK, UF_HARDENING_MODULES,
+       UF_HARDENING_LOGS, UF_HARDENING_HOSTNAME, UF_HARDENING_NETWORK, UF_HARDENING_IPC, UF_HARDENING_USERS,
+       UF_HARDENING_SYSCALL_LOG };
+int uf_parse_hardening(struct parse_ctx *c, const struct key_def *k, const char *value);
 
 /* unit-file-load.c: sorts l in place, each string once (the duplicates freed). */
 void uf_strv_sort_unique(char **l);

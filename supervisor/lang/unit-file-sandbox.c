@@ -137,7 +137,13 @@ int uf_parse_capabilities(struct parse_ctx *c, const struct key_def *k, const ch
 
 /* SystemCallFilter=: names and @groups (sandbox.h); "~" makes a deny list. */
 int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const char *value) {
-        struct sandbox_syscall_filter *f = &uf_sandbox_keys(c)->syscall_filter;
+        if (*value)
+                c->syscall_filter_line = c->line;
+        return uf_parse_syscall_list(c, k, value, &uf_sandbox_keys(c)->syscall_filter);
+}
+
+int uf_parse_syscall_list(struct parse_ctx *c, const struct key_def *k, const char *value,
+                          struct sandbox_syscall_filter *f) {
         if (!*value) {
                 sandbox_syscall_filter_clear(f);
                 return 0;
@@ -147,7 +153,6 @@ int uf_parse_syscall_filter(struct parse_ctx *c, const struct key_def *k, const 
                 f->set = true;
                 f->allow_list = !invert;
         }
-        c->syscall_filter_line = c->line;
         for (const char *p = value + invert;;) {
                 _cleanup_free_ char *w = NULL;
                 char q[QUOTE_BUF];

@@ -340,6 +340,7 @@ static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
         if (s->exec) /* exec: issue 16's process keys */
                 unit_exec_keys_clear(s->exec);
         free(s->exec);
+        unit_hardening_keys_free(s->hardening); /* seccomp */
         *s = unit_sandbox_defaults;
 }
 

@@ -265,7 +265,37 @@ struct unit_sandbox_keys {
         int syscall_error_number;        /* SystemCallErrorNumber=: 0, a denied call kills with SIGSYS */
         /* exec (issue 16): directories and process keys (exec-dirs.h, sandbox.h) */
         struct unit_exec_keys *exec;     /* owned; NULL: every key at its default (unit_sandbox_exec()) */
+        /* seccomp (issue 17): the seccomp keys and the non-mount namespaces (unit-file-hardening.c) */
+        struct unit_hardening_keys *hardening; /* owned; NULL: every key at its default (unit_file_hardening()) */
 };
+
+/* seccomp (issue 17): RestrictAddressFamilies= … PrivateUsers= (exec/sandbox-seccomp.c,
+ * exec/sandbox-ns.c apply them; docs/tend.service.5.md "HARDENING"). */
+#define UNIT_ARCHS_MAX 8
+struct unit_hardening_keys {
+        bool address_families_set;       /* RestrictAddressFamilies=: not set, every family */
+        bool address_families_allow;     /* an allow list (else "~": a deny list) */
+        uint64_t address_families;       /* bit n: AF_n (families below 64; "none": an empty allow list) */
+        bool namespaces_set;             /* RestrictNamespaces=: not set, no restriction */
+        unsigned long namespaces_allowed;/* the CLONE_NEW* flags a process may still use */
+        uint32_t archs[UNIT_ARCHS_MAX];  /* SystemCallArchitectures=: libseccomp's tokens, 0-terminated; none: any */
+        bool lock_personality, memory_deny_write_execute, restrict_realtime, restrict_suid_sgid;
+        bool protect_clock, protect_kernel_modules, protect_kernel_logs, protect_hostname;
+        /* ↑ protect_kernel_modules, protect_kernel_logs: their seccomp and capability parts are
+         * exec/sandbox-seccomp.c's; their mount parts (/usr/lib/modules; /proc/kmsg, /dev/kmsg)
+         * belong to the mount namespace's plan ("ns"), which reads these two flags. */
+        bool private_network, private_ipc, private_users;
+        struct sandbox_syscall_filter syscall_log; /* SystemCallLog=: allow_list: the calls logged ("~": all but those); not set */
+};
+
+/* Every hardening key at its default (what a NULL unit_sandbox_keys.hardening means). */
+extern const struct unit_hardening_keys unit_hardening_defaults;
+
+/* f's hardening keys: never NULL, borrowed from f (or static). Thread-safe. */
+const struct unit_hardening_keys *unit_file_hardening(const struct unit_file *f);
+
+/* Frees h and what it owns; NULL. NULL is accepted. */
+struct unit_hardening_keys *unit_hardening_keys_free(struct unit_hardening_keys *h);
 
 /* RuntimeDirectory=, StateDirectory=, CacheDirectory=, LogsDirectory=, ConfigurationDirectory=. */
 typedef enum unit_exec_dir {
