@@ -52,6 +52,10 @@ int main(int argc, char **argv) {
                 return k > 0 ? 0 : 2;
         log_set_program("tend");
         log_set_max_level(opts.log_level);
+#ifndef TEND_ENTRYPOINT_ONLY
+        if (unit_hardening_accept_global(opts.accept_weaker_isolation) < 0) /* security: before any unit loads */
+                return 1;
+#endif
 #ifdef TEND_ENTRYPOINT_ONLY
         int status = entrypoint_run(&opts, inherited, n_inherited);
 #else

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -26,6 +27,7 @@ enum {
         OPT_CONTROL_SOCKET,
         OPT_CONTROL_GROUP,
         OPT_VERIFY,
+        OPT_ACCEPT_WEAKER, /* security: --accept-weaker-isolation */
 };
 
 /* tend-static (meson target, TEND_ENTRYPOINT_ONLY): entrypoint mode alone,
@@ -49,6 +51,8 @@ static void help(void) {
                "      --control-group GROUP  members of GROUP may use tendctl too\n"
                "      --shutdown-timeout SPAN  the whole shutdown's deadline (default 9s as PID 1,\n"
                "                           else 90s)\n"
+               "      --accept-weaker-isolation[=KEY,...]  run units whose hardening keys (these,\n"
+               "                           or all) tend cannot apply, without them (tend(8))\n"
                "      --verify PATH...     check unit files (or the units of directories) as tend\n"
                "                           would load them; start nothing; exit 1 on an error\n"
                "  -g, --process-group      forward signals to CMD's process group\n"
@@ -207,6 +211,25 @@ struct parse_state {
         bool level_given, verify, g_flag, c_flag;
 };
 
+/* security: --accept-weaker-isolation[=KEY,…]: keys (with or without '=') or every one. */
+static int parse_accept_weaker(struct tend_options *o, const char *arg) {
+        if (!arg || !*arg) {
+                o->accept_weaker_isolation = "yes";
+                return 0;
+        }
+        for (const char *p = arg; *p;) {
+                size_t n = strcspn(p, ","), k = strcspn(p, "=,");
+                if (k == 0 || (k != n && k + 1 != n))
+                        return usage_error("--accept-weaker-isolation: \"%.*s\" is not a key", (int) n, p);
+                for (size_t i = 0; i < k; i++)
+                        if (!isalnum((unsigned char) p[i]) && p[i] != '_' && p[i] != '-')
+                                return usage_error("--accept-weaker-isolation: \"%.*s\" is not a key", (int) n, p);
+                p += n + (p[n] == ',');
+        }
+        o->accept_weaker_isolation = arg;
+        return 0;
+}
+
 /* One option of getopt_long's; 0 to go on, 1 after --help/--version/-l, or -EINVAL. */
 static int parse_one(struct tend_options *o, struct parse_state *st, int c, char **argv) {
         int k;
@@ -255,6 +278,9 @@ static int parse_one(struct tend_options *o, struct parse_state *st, int c, char
                 return 0;
         case OPT_CONTROL_GROUP:
                 return parse_group(o, optarg);
+        case OPT_ACCEPT_WEAKER:
+                ONLY_IN_TEND("--accept-weaker-isolation");
+                return parse_accept_weaker(o, optarg);
         case OPT_VERIFY:
                 ONLY_IN_TEND("--verify");
                 st->verify = true;
@@ -304,6 +330,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
                 { "control-socket", required_argument, NULL, OPT_CONTROL_SOCKET },
                 { "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
+                { "accept-weaker-isolation", optional_argument, NULL, OPT_ACCEPT_WEAKER },
                 { "verify", no_argument, NULL, OPT_VERIFY },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },

@@ -20,6 +20,8 @@ struct tend_options {
         const char *control_socket; /* --control-socket PATH, or NULL (SPEC §5 rules) */
         gid_t control_group;      /* --control-group NAME|GID, or (gid_t) -1 */
         char **verify;            /* --verify PATH…: the paths (borrowed from argv), or NULL */
+        const char *accept_weaker_isolation; /* security: --accept-weaker-isolation: "yes" (every key),
+                                              * "KEY,…" (borrowed from argv), NULL: none (tend(8)) */
         /* tini and dumb-init's options (entrypoint mode only; docs/tend.8.md, COMING FROM
          * TINI OR DUMB-INIT) */
         bool single_child;        /* -c (dumb-init): signals to CMD alone, the default */

@@ -71,6 +71,7 @@ static const struct {
         [VERB_TRY_RESTART] = { "try-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
         [VERB_RELOAD_OR_RESTART] = { "reload-or-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX,
                                      EXIT_NOT_INSTALLED },
+        [VERB_SECURITY] = { "security", CONTROL_CMD_SECURITY, OPT_JSON, 1, SIZE_MAX, EXIT_NOT_FOUND },
 };
 
 const char *verb_name(enum verb v) {
@@ -119,6 +120,7 @@ static void help(void) {
                "  show NAME… [-p PROP…] [--value] the unit's properties, systemd's names\n"
                "  cat NAME…                      the unit file and its drop-ins\n"
                "  list-dependencies NAME         the units NAME requires and wants, as a tree\n"
+               "  security NAME…                 the unit's hardening and exposure, as systemd-analyze security\n"
                "  kill NAME [--signal SIG] [--main]\n"
                "                                 signal every process of the unit, or only the main one\n"
                "  reset-failed [NAME…]           failed units become inactive; start limits reset\n"
@@ -663,7 +665,9 @@ int main(int argc, char **argv) {
         colour = isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && !(term && streq(term, "dumb"));
 
         r = connect_tend(&a, &fd);
-        if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0 && !a.json)))
+        if (r == 0 && a.verb == VERB_SECURITY)
+                r = run_security_verb(&a, fd);
+        else if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0 && !a.json)))
                 r = run_show_verb(&a, fd);
         else if (r == 0)
                 r = run_session(&a, fd);

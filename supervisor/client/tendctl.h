@@ -49,6 +49,7 @@ enum verb {
         VERB_LIST_DEPENDENCIES,
         VERB_TRY_RESTART,
         VERB_RELOAD_OR_RESTART,
+        VERB_SECURITY, /* security: tendctl-security.c */
         _VERB_MAX,
 };
 
@@ -111,6 +112,11 @@ void print_line(json *m, bool as_json);
  * is-enabled, cat, list-dependencies, status NAME…, try-restart,
  * reload-or-restart): runs the verb on fd, returns the exit status. */
 int run_show_verb(const struct args *a, int fd);
+
+/* security: tendctl security NAME… (tendctl-security.c): tend's assessment
+ * printed as systemd-analyze security does, or as a JSON array with -o json.
+ * Returns the exit status (0; 3 a unit not found; …). */
+int run_security_verb(const struct args *a, int fd);
 
 /* ---- tendctl.c ---- */
 

@@ -523,18 +523,23 @@ static void handle_global(struct conn *c, const struct control_request *q) {
 /* --- ctl: show --- */
 
 /* One "properties" message per unit found; the result lists the others
- * (not-found), as status does. */
-static int show_one(struct conn *c, const char *given, json *missing) {
+ * (not-found), as status does. security: the same with one "security"
+ * message (field "assessment") per unit. */
+static int show_one(struct conn *c, const char *given, json *missing, bool security) {
         struct control_server *s = c->s;
         char name[256];
         int r = request_resolve(s, given, name);
         if (r >= 0) {
-                _cleanup_json_ json *msg = control_message_new("properties"), *props = json_object_new_object();
+                _cleanup_json_ json *msg = control_message_new(security ? "security" : "properties"),
+                                    *props = json_object_new_object();
                 if (!msg || !props || control_add_string(msg, "name", name) < 0)
                         return -ENOMEM;
-                r = s->ops.describe ? s->ops.describe(s->userdata, name, props) : -ENOENT;
+                if (security)
+                        r = s->ops.assess ? s->ops.assess(s->userdata, name, props) : -ENOENT;
+                else
+                        r = s->ops.describe ? s->ops.describe(s->userdata, name, props) : -ENOENT;
                 if (r >= 0) {
-                        if (json_object_object_add(msg, "properties", TAKE_PTR(props)) < 0)
+                        if (json_object_object_add(msg, security ? "assessment" : "properties", TAKE_PTR(props)) < 0)
                                 return -ENOMEM;
                         conn_queue(c, TAKE_PTR(msg));
                         return 0;
@@ -542,7 +547,7 @@ static int show_one(struct conn *c, const char *given, json *missing) {
         }
         if (r == -ENOMEM)
                 return r;
-        json *e = answer_unit_error(given, "show", -ENOENT);
+        json *e = answer_unit_error(given, security ? "security" : "show", -ENOENT);
         if (!e || json_object_array_add(missing, e) < 0)
                 return -ENOMEM;
         return 0;
@@ -558,7 +563,7 @@ static void handle_show(struct conn *c, const struct control_request *q) {
         }
         for (size_t i = 0; i < q->n_units && !c->dead; i++) {
                 size_t before = json_object_array_length(missing);
-                if (show_one(c, unit_arg(q, i), missing) < 0) {
+                if (show_one(c, unit_arg(q, i), missing, q->cmd == CONTROL_CMD_SECURITY) < 0) {
                         conn_queue(c, NULL);
                         return;
                 }
@@ -648,6 +653,7 @@ void conn_request(struct conn *c, const char *buf, size_t size) {
                 handle_global(c, &q);
                 break;
         case CONTROL_CMD_SHOW:
+        case CONTROL_CMD_SECURITY: /* security */
                 handle_show(c, &q);
                 break;
         default:

@@ -82,6 +82,10 @@ struct control_ops {
          * object, borrowed), named as systemd names them where it has the
          * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
         int (*describe)(void *userdata, const char *unit, struct json_object *props);
+        /* security: optional (NULL: not-found). Adds the unit's exposure and
+         * checks to ret (an empty JSON object, borrowed; docs/control-protocol.md
+         * "security"). 0, -ENOENT, -ENOMEM. */
+        int (*assess)(void *userdata, const char *unit, struct json_object *ret);
 };
 
 struct control_options {

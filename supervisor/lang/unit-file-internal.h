@@ -78,6 +78,8 @@ struct parse_ctx {
         size_t n_texts;
         unsigned line_base;
         uint64_t differs_warned[2]; /* unit-file-known.c: keys already warned about, by table index */
+        /* security: the refused keys, the opt-out, the assessed assignments (unit-file-refused.c) */
+        struct uf_hardening_parse *hardening; /* NULL until one is assigned */
 };
 
 /* A line number's text index and its line in that text. */
@@ -280,6 +282,21 @@ enum {
         UF_NS_PRIVATE_MOUNTS,
 };
 int uf_parse_namespace(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* security: unit-file-refused.c (unit-hardening.h) */
+/* Keeps "key=value" if `tendctl security` reads key (security_assess_reads()). 0 or -ENOMEM (reported). */
+int uf_hardening_note(struct parse_ctx *c, const char *key, const char *value);
+/* A key tend refuses (or one that never asks for anything): true, and
+ * remembered until the end of the parse; false if key is none of those. */
+bool uf_refused_key(struct parse_ctx *c, enum section section, const char *key, const char *value);
+/* RemoveIPC=: a boolean, kept in c->u->hardening. */
+int uf_parse_remove_ipc(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* [X-Tend] AcceptWeakerIsolation=: yes, no, or keys with or without '='. */
+int uf_parse_accept_weaker(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* At the end of a parse: each refused key set is reported as the unit's error,
+ * or named in one warning if accepted; c->u->hardening is set. 0 or -ENOMEM. */
+int uf_finish_hardening(struct parse_ctx *c);
+/* Frees c->hardening. */
+void uf_hardening_parse_free(struct parse_ctx *c);
 
 /* ------------------------------------------------------------------------ */
 /* unit-file-lines.c                                                         */

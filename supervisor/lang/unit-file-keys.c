@@ -438,6 +438,13 @@ static const struct key_def unit_keys[] = {
         { S, "ProtectKernelTunables", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_KERNEL_TUNABLES) },
         { S, "ProtectControlGroups", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PROTECT_CONTROL_GROUPS) },
         { S, "PrivateMounts", uf_parse_namespace, 0, 0, RESOURCE(UF_NS_PRIVATE_MOUNTS) },
+        /* their old names (systemd.exec(5): "ReadWriteDirectories=… are deprecated aliases"; redis-server's unit uses one) */
+        { S, "ReadWriteDirectories", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_READ_WRITE) },
+        { S, "ReadOnlyDirectories", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_READ_ONLY) },
+        { S, "InaccessibleDirectories", uf_parse_namespace, 0, 0, RESOURCE(UNIT_NS_INACCESSIBLE) },
+        /* security: the operator's opt-out, RemoveIPC= (unit-file-refused.c; unit-hardening.h) */
+        { SECTION_TEND, "AcceptWeakerIsolation", uf_parse_accept_weaker, 0, 0, NULL },
+        { S, "RemoveIPC", uf_parse_remove_ipc, 0, 0, NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

@@ -102,7 +102,6 @@ static const struct known_key differs_keys[] = {
         { S, "SetCredential", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
         { S, "SetCredentialEncrypted", "its credentials ($CREDENTIALS_DIRECTORY is not set; %d names a directory tend never makes)" },
         { S, "PAMName", "a PAM session (no pam_limits, pam_env or pam_systemd settings)" },
-        { S, "KeyringMode", "its own session keyring" },
         { S, "Personality", "the personality" },
         { S, "TimerSlackNSec", "the timer slack" },
         { S, "CoredumpFilter", "the core dump filter" },

@@ -88,11 +88,15 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                 return;
         if (strncmp(key, "X-", 2) == 0)
                 return;
+        if (section == SECTION_SERVICE || section == SECTION_UNIT) /* security: what tendctl security reads */
+                (void) uf_hardening_note(c, key, value);
         const struct key_def *k = uf_key_lookup(section, key);
         if (k) {
                 (void) k->parse(c, k, value); /* reports its own errors */
                 return;
         }
+        if (uf_refused_key(c, section, key, value)) /* security */
+                return;
         if (uf_known_key(c, section, key))
                 return;
         if (name_token(key, false))

@@ -380,6 +380,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         unit_conditions_free(u->conditions);
         strv_free(u->aliases);
         strv_free(u->dropins);
+        unit_hardening_free(u->hardening); /* security */
         free(u);
         return NULL;
 }
@@ -409,6 +410,7 @@ static void ctx_done(struct parse_ctx *c) {
         sandbox_keys_clear(&c->sb);
         free(c->prefix);
         free(c->message);
+        uf_hardening_parse_free(c); /* security */
         for (int i = 0; i < _LIST_MAX; i++)
                 strv_builder_clear(&c->lists[i]);
 }
@@ -488,6 +490,8 @@ int unit_file_parse_texts(const char *name, const struct unit_text *texts, size_
                 r = finish_lists(&c);
         if (r >= 0 && !c.error)
                 verify(&c);
+        if (r >= 0 && !c.error)
+                r = uf_finish_hardening(&c); /* security */
         if (r >= 0 && !c.error && c.sb_set) {
                 c.u->sandbox = malloc(sizeof *c.u->sandbox);
                 if (c.u->sandbox) {

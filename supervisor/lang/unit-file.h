@@ -30,6 +30,7 @@
 
 #include "macro.h"
 #include "sandbox-values.h"
+#include "unit-hardening.h"
 #include "time-util.h"
 #include "unit-exec.h"
 
@@ -198,6 +199,9 @@ struct unit_file {
         /* load: the unit's other names and the drop-ins read (docs/tend.service.5.md "LOADING") */
         char **aliases;                  /* alias symlinks in DIR and [Install] Alias=, sorted; NULL: none */
         char **dropins;                  /* the drop-in files parsed after path, in order; NULL: none */
+        /* security: the hardening keys tend refuses, the opt-out, what tendctl security reads
+         * (unit-hardening.h; docs/tend.service.5.md "HARDENING") */
+        struct unit_hardening *hardening; /* owned; NULL: none of them set */
 };
 
 /* deps: the lists of the dependency keys (service names, other unit types

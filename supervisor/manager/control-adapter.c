@@ -213,6 +213,10 @@ static int ctl_describe(void *userdata, const char *name, struct json_object *pr
         return manager_describe_unit(userdata, name, props);
 }
 
+static int ctl_assess(void *userdata, const char *name, struct json_object *ret) { /* security */
+        return manager_assess_unit(userdata, name, ret);
+}
+
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
@@ -226,6 +230,7 @@ static const struct control_ops control_ops = {
         .shutdown = ctl_shutdown,
         .waiters = ctl_waiters,
         .describe = ctl_describe,
+        .assess = ctl_assess,
 };
 
 int manager_setup_control(struct manager *m) {

@@ -13,3 +13,9 @@ struct manager;
  * control_ops.resolve gives it) to props (borrowed). 0, -ENOENT (no such
  * unit), -ENOMEM. */
 int manager_describe_unit(struct manager *m, const char *name, struct json_object *props);
+
+/* security: adds the exposure of the unit called name (security-assess.h)
+ * to ret (borrowed): "exposure" (tenths, 0–100), "level", "checks" (an
+ * array in systemd's order). 0, -ENOENT (no such unit, or no file loaded),
+ * -ENOMEM. manager/control-security.c. */
+int manager_assess_unit(struct manager *m, const char *name, struct json_object *ret);

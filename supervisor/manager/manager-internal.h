@@ -276,3 +276,8 @@ void manager_forking_changed(struct unit *u);
 /* unit.h ops->forking_main. */
 int manager_forking_main(void *userdata, struct unit *u, struct exit_process **ret, struct exit_reason *ret_reason);
 
+
+/* security: u, which has RemoveIPC=yes, stopped (not to restart): the IPC
+ * objects of its user are removed unless another live unit of that user
+ * has RemoveIPC=yes too (exec/remove-ipc.h; manager/remove-ipc-units.c). */
+void manager_remove_ipc(struct manager *m, struct unit *u);

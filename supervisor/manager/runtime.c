@@ -561,6 +561,8 @@ static void op_changed(void *userdata, struct unit *u) {
                        now.state != was && was != UNIT_INACTIVE && was != UNIT_FAILED;
         if (entered && unit_is_dead(u) && exec_dirs_any(u->file))
                 exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
+        if (entered && unit_is_dead(u) && !unit_is_restarting(u)) /* security: RemoveIPC= */
+                manager_remove_ipc(m, u);
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);
