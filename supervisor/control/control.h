@@ -82,6 +82,10 @@ struct control_ops {
          * object, borrowed), named as systemd names them where it has the
          * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
         int (*describe)(void *userdata, const char *unit, struct json_object *props);
+        /* pkg: enable/disable (optional; NULL: refused). Whether tend starts
+         * the unit on its own; never starts or stops it. 0, -ENOENT,
+         * -EADDRNOTAVAIL (its file is not in DIR), or the errno of writing DIR. */
+        int (*set_enabled)(void *userdata, const char *unit, bool enabled);
 };
 
 struct control_options {

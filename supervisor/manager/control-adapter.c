@@ -213,6 +213,13 @@ static int ctl_describe(void *userdata, const char *name, struct json_object *pr
         return manager_describe_unit(userdata, name, props);
 }
 
+/* pkg: enable/disable (enablement.c) */
+static int ctl_set_enabled(void *userdata, const char *name, bool enabled) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        return u ? manager_unit_set_enabled(m, u, enabled) : -ENOENT;
+}
+
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
@@ -226,6 +233,7 @@ static const struct control_ops control_ops = {
         .shutdown = ctl_shutdown,
         .waiters = ctl_waiters,
         .describe = ctl_describe,
+        .set_enabled = ctl_set_enabled,
 };
 
 int manager_setup_control(struct manager *m) {

@@ -116,7 +116,7 @@ static int add_file(struct json_object *props, const struct unit *u, const struc
         if (control_add_string(props, "Id", u->name) < 0 || add_names(props, u, r ? r->aliases : NULL) < 0 ||
             control_add_string(props, "Description", f->description ? f->description : u->name) < 0 ||
             control_add_string(props, "LoadState", "loaded") < 0 ||
-            control_add_string(props, "UnitFileState", "enabled") < 0 ||
+            control_add_string(props, "UnitFileState", unit_enablement_to_string(manager_unit_enablement(d->m, u))) < 0 ||
             control_add_string(props, "FragmentPath", f->path) < 0 || add_strv(props, "DropInPaths", f->dropins) < 0 ||
             control_add_bool(props, "CanReload", f->exec_reload.n > 0) < 0 ||
             control_add_bool(props, "RemainAfterExit", f->remain_after_exit) < 0 ||
