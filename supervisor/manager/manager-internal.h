@@ -54,6 +54,7 @@ struct unit_rare {
         unsigned long long forking_start_ticks; /* without cgroups: its start process's start time (forking.c) */
         /* prepare: a previous tend's leftovers dying: the start waits (op_prepare) */
         sd_event_source *leftovers_deadline;
+        struct unit_failure *failure;  /* pkg: its last failed command, path copied after it (control-describe.c) */
 };
 
 /* (The fields are ordered to leave no hole, and rarely used ones are in
@@ -276,6 +277,9 @@ void manager_forking_changed(struct unit *u);
 /* unit.h ops->forking_main. */
 int manager_forking_main(void *userdata, struct unit *u, struct exit_process **ret, struct exit_reason *ret_reason);
 
+
+/* pkg: unit.h ops->command_failed: keeps f in u's rare fields (control-describe.c). */
+void manager_command_failed(void *userdata, struct unit *u, const struct unit_failure *f);
 
 /* ---- enablement.c (pkg: enable/disable, issue 18; docs/tendctl.1.md "enable") ---- */
 
