@@ -213,6 +213,14 @@ static int verb_show(const struct args *a, struct units *u) {
 
 /* ---- is-active, is-failed, is-enabled ---- */
 
+/* Whether name (as given, with or without ".service") names the unit id by
+ * an alias: systemctl's is-enabled then says "alias". */
+static bool is_alias(const char *name, const char *id) {
+        size_t n = strlen(name), s = strlen(".service");
+        size_t base = n > s && streq(name + n - s, ".service") ? n - s : n;
+        return strlen(id) != base + s || strncmp(name, id, base) != 0;
+}
+
 static int verb_is(const struct args *a, struct units *u) {
         bool any = false;
         for (size_t i = 0; i < u->n; i++) {
@@ -223,7 +231,9 @@ static int verb_is(const struct args *a, struct units *u) {
                                         get_str(u->props[i], "Id", a->names[i]));
                                 continue;
                         }
-                        const char *state = get_str(u->props[i], "UnitFileState", "enabled");
+                        const char *id = get_str(u->props[i], "Id", a->names[i]);
+                        const char *state = is_alias(a->names[i], id) ? "alias"
+                                            : get_str(u->props[i], "UnitFileState", "enabled");
                         any |= streq(state, "enabled") || streq(state, "static") || streq(state, "alias") ||
                                streq(state, "linked") || streq(state, "generated");
                         if (!a->quiet)

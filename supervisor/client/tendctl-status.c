@@ -86,6 +86,44 @@ static void print_active(json *p) {
                get_str(p, "Result", "?"));
 }
 
+/* pkg: "status=1/FAILURE": an exit code with its LSB name, as systemctl. */
+static void exit_status_words(int64_t status, char *buf, size_t size) {
+        static const char *const lsb[] = { "SUCCESS",      "FAILURE",     "INVALIDARGUMENT", "NOTIMPLEMENTED",
+                                           "NOPERMISSION", "NOTINSTALLED", "NOTCONFIGURED",  "NOTRUNNING" };
+        if (status >= 0 && status < (int64_t) ELEMENTSOF(lsb))
+                snprintf(buf, size, "status=%" PRId64 "/%s", status, lsb[status]);
+        else
+                snprintf(buf, size, "status=%" PRId64, status);
+}
+
+/* pkg: the last command that failed (show's FailedCommand* properties), as
+ * systemctl's "Process:" line, with its place in its list and when. */
+static void print_failed_command(json *p) {
+        const char *key = get_str(p, "FailedCommand", NULL);
+        if (!key)
+                return;
+        int64_t code = get_int(p, "FailedCommandCode", 0), status = get_int(p, "FailedCommandStatus", 0);
+        int64_t pid = get_int(p, "FailedCommandPID", 0), err = get_int(p, "FailedCommandErrno", 0);
+        char how[96], sig[24], when[64], pidbuf[24] = "";
+        if (code == 0)
+                snprintf(how, sizeof how, "%s: %s", pid > 0 ? "exec failed" : "could not start", strerror((int) err));
+        else if (code == 1) {
+                char st[40];
+                exit_status_words(status, st, sizeof st);
+                snprintf(how, sizeof how, "code=exited, %s", st);
+        } else {
+                const char *s = signal_to_string((int) status, sig);
+                snprintf(how, sizeof how, "code=%s, signal=%s", code == 3 ? "dumped" : "killed",
+                         strncmp(s, "SIG", 3) == 0 ? s + 3 : s);
+        }
+        if (pid > 0)
+                snprintf(pidbuf, sizeof pidbuf, "%" PRId64 " ", pid);
+        format_time(get_int(p, "FailedCommandTimestamp", 0), TIME_STATUS, when, sizeof when);
+        printf("    Process: %s%s=%s (%s), command %" PRId64 " of %" PRId64 ", at %s\n", pidbuf, key,
+               get_str(p, "FailedCommandPath", "?"), how, get_int(p, "FailedCommandIndex", 0) + 1,
+               get_int(p, "FailedCommandCount", 1), when);
+}
+
 /* The last exit of the main process and, for a failed unit, why and when. */
 static void print_failure(json *p) {
         int64_t code = get_int(p, "ExecMainCode", 0), status = get_int(p, "ExecMainStatus", 0);
@@ -96,6 +134,7 @@ static void print_failure(json *p) {
         else if (code >= 2)
                 printf("  Last exit: code=%s, signal=%s\n", code == 3 ? "dumped" : "killed",
                        signal_to_string((int) status, sig));
+        print_failed_command(p);
         if (streq(result, "success") || !streq(get_str(p, "ActiveState", ""), "failed"))
                 return;
         format_time(get_int(p, "StateChangeTimestamp", 0), TIME_STATUS, when, sizeof when);

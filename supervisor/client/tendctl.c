@@ -38,6 +38,7 @@ enum {
         OPT_PROPS = 32,   /* -p, --value: show's properties, logs' priority */
         OPT_LINES = 64,   /* -n */
         OPT_FILTER = 128, /* logs --since */
+        OPT_NOW = 256,    /* enable/disable --now */
 };
 
 /* unknown: the exit status for a unit tend does not know (systemctl's);
@@ -72,6 +73,8 @@ static const struct {
         [VERB_RELOAD_OR_RESTART] = { "reload-or-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX,
                                      EXIT_NOT_INSTALLED },
         [VERB_SECURITY] = { "security", CONTROL_CMD_SECURITY, OPT_JSON, 1, SIZE_MAX, EXIT_NOT_FOUND },
+        [VERB_ENABLE] = { "enable", CONTROL_CMD_ENABLE, OPT_NOW, 1, SIZE_MAX, EXIT_FAILED },
+        [VERB_DISABLE] = { "disable", CONTROL_CMD_DISABLE, OPT_NOW, 1, SIZE_MAX, EXIT_FAILED },
 };
 
 const char *verb_name(enum verb v) {
@@ -116,7 +119,8 @@ static void help(void) {
                "  reload NAME…                   run ExecReload=\n"
                "  reload-or-restart NAME…        reload a running unit that has ExecReload=, else restart\n"
                "  is-active|is-failed NAME…      the state, as systemctl prints it (-q: only the exit status)\n"
-               "  is-enabled NAME…               whether tend starts the unit (every unit of DIR: enabled)\n"
+               "  is-enabled NAME…               whether tend starts the unit on its own (enabled, disabled, static)\n"
+               "  enable|disable [--now] NAME…   whether tend starts the unit on its own (--now: start/stop it too)\n"
                "  show NAME… [-p PROP…] [--value] the unit's properties, systemd's names\n"
                "  cat NAME…                      the unit file and its drop-ins\n"
                "  list-dependencies NAME         the units NAME requires and wants, as a tree\n"
@@ -237,14 +241,15 @@ static int parse_since(const char *s, int64_t *ret) {
         return 0;
 }
 
-enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_NO_BLOCK, ARG_NO_PAGER, ARG_MAIN, ARG_VALUE, ARG_EPHEMERAL, ARG_VERSION };
+enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_NO_BLOCK, ARG_NO_PAGER, ARG_MAIN, ARG_VALUE, ARG_EPHEMERAL, ARG_VERSION,
+       ARG_NOW };
 
 /* Checks the options given against the verb; 0 or a usage error. */
 static int check_verb(struct args *a, unsigned given) {
         unsigned allowed = verbs[a->verb].options;
         const char *v = verbs[a->verb].name;
         static const char *const names[] = { "--no-block", "--json", "-f", "--signal/--main", "--ephemeral",
-                                             "-p/--value", "-n", "--since" };
+                                             "-p/--value", "-n", "--since", "--now" };
 
         for (unsigned i = 0; i < ELEMENTSOF(names); i++)
                 if ((given & (1u << i)) && !(allowed & (1u << i)))
@@ -325,6 +330,9 @@ static int parse_option(int c, char **argv, struct args *a, unsigned *given) {
         case ARG_EPHEMERAL:
                 a->ephemeral = true, *given |= OPT_EPHEMERAL;
                 return 0;
+        case ARG_NOW:
+                a->now = true, *given |= OPT_NOW;
+                return 0;
         case ':':
                 return usage_error("%s needs an argument", argv[optind - 1]);
         default:
@@ -350,6 +358,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 { "value", no_argument, NULL, ARG_VALUE },
                 { "quiet", no_argument, NULL, 'q' },
                 { "ephemeral", no_argument, NULL, ARG_EPHEMERAL },
+                { "now", no_argument, NULL, ARG_NOW },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -671,6 +680,11 @@ int main(int argc, char **argv) {
                 r = run_show_verb(&a, fd);
         else if (r == 0)
                 r = run_session(&a, fd);
+        if (r == 0 && a.now) { /* enable --now, disable --now: then start or stop, as systemctl */
+                struct args b = a;
+                b.cmd = a.verb == VERB_ENABLE ? CONTROL_CMD_START : CONTROL_CMD_STOP;
+                r = run_session(&b, fd);
+        }
         free(a.props);
         return r;
 }

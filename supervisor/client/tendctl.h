@@ -50,6 +50,8 @@ enum verb {
         VERB_TRY_RESTART,
         VERB_RELOAD_OR_RESTART,
         VERB_SECURITY, /* security: tendctl-security.c */
+        VERB_ENABLE,  /* pkg */
+        VERB_DISABLE, /* pkg */
         _VERB_MAX,
 };
 
@@ -67,6 +69,7 @@ struct args {
         size_t n_props;
         int64_t since; /* logs --since: CLOCK_REALTIME µs, 0: none */
         int priority;  /* logs -p: 0–7 */
+        bool now;      /* pkg: enable --now starts, disable --now stops */
 };
 
 /* The verb's exit statuses where tend cannot answer (tendctl(1) "EXIT STATUS"). */

@@ -64,6 +64,9 @@ json *answer_unit_error(const char *unit, const char *verb, int error) {
                 r = answer_set_error(o, CONTROL_ERROR_NOT_FOUND, "unit \"%s\" not found", unit);
         else if (error == -EOPNOTSUPP && streq(verb, "reload"))
                 r = answer_set_error(o, CONTROL_ERROR_FAILED, "%s: no ExecReload=", unit);
+        else if (error == -EADDRNOTAVAIL) /* pkg: enable/disable of a unit pulled in */
+                r = answer_set_error(o, CONTROL_ERROR_FAILED, "%s: its file is not in the unit directory: "
+                                     "it starts only when a unit that needs it starts", unit);
         else if (error == -ESRCH)
                 r = answer_set_error(o, CONTROL_ERROR_FAILED, "%s: no process to signal", unit);
         else

@@ -25,6 +25,8 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_SHUTDOWN] = "shutdown",
         [CONTROL_CMD_SHOW] = "show",
         [CONTROL_CMD_SECURITY] = "security",
+        [CONTROL_CMD_ENABLE] = "enable",
+        [CONTROL_CMD_DISABLE] = "disable",
 };
 
 static const struct {
@@ -236,6 +238,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
         [CONTROL_CMD_SHOW] = UNITS_REQUIRED,
         [CONTROL_CMD_SECURITY] = UNITS_REQUIRED,
+        [CONTROL_CMD_ENABLE] = UNITS_REQUIRED,      [CONTROL_CMD_DISABLE] = UNITS_REQUIRED,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {

@@ -54,6 +54,8 @@ enum control_command {
         CONTROL_CMD_SHUTDOWN,
         CONTROL_CMD_SHOW, /* ctl: the units' properties, systemd's names (docs/control-protocol.md "show") */
         CONTROL_CMD_SECURITY, /* security: the units' exposure (docs/control-protocol.md "security") */
+        CONTROL_CMD_ENABLE,  /* pkg: whether tend starts the units on its own (docs/control-protocol.md "enable") */
+        CONTROL_CMD_DISABLE, /* pkg */
         _CONTROL_CMD_MAX,
 };
 

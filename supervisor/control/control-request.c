@@ -412,6 +412,10 @@ static int simple_op(struct conn *c, const struct control_request *q, const char
                 return s->ops.reload(s->userdata, unit);
         case CONTROL_CMD_KILL:
                 return s->ops.kill(s->userdata, unit, q->signal, q->main_only);
+        case CONTROL_CMD_ENABLE:
+        case CONTROL_CMD_DISABLE:
+                return s->ops.set_enabled ? s->ops.set_enabled(s->userdata, unit, q->cmd == CONTROL_CMD_ENABLE)
+                                          : -EOPNOTSUPP;
         default:
                 return -EINVAL;
         }

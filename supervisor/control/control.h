@@ -86,6 +86,10 @@ struct control_ops {
          * checks to ret (an empty JSON object, borrowed; docs/control-protocol.md
          * "security"). 0, -ENOENT, -ENOMEM. */
         int (*assess)(void *userdata, const char *unit, struct json_object *ret);
+        /* pkg: enable/disable (optional; NULL: refused). Whether tend starts
+         * the unit on its own; never starts or stops it. 0, -ENOENT,
+         * -EADDRNOTAVAIL (its file is not in DIR), or the errno of writing DIR. */
+        int (*set_enabled)(void *userdata, const char *unit, bool enabled);
 };
 
 struct control_options {

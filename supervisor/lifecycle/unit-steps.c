@@ -291,6 +291,7 @@ static void step_run(struct unit *u) {
         struct exit_process *p = NULL;
         int k = u->ops->spawn(u->userdata, u, cmd, main, &p);
         if (k < 0) { /* said by the spawn op */
+                unit_note_failure(u, l, u->cmd_index, 0, NULL, -k); /* pkg: status's "Process:" line */
                 if (u->pos == UNIT_POS_STOP_CMD || u->pos == UNIT_POS_RELOAD) {
                         u->cmd_index++;
                         unit_sm_queue_step(u, UNIT_STEP_RUN);

@@ -486,6 +486,11 @@ static void main_exited(struct unit *u, const struct exit_reason *r) {
         u->last_exit = *r;
         int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->main, &stage);
         bool exec_failed = exec < 0 && exec != -EINPROGRESS;
+        unsigned index = u->pos == UNIT_POS_START ? u->cmd_index : 0; /* a oneshot's current ExecStart= */
+        const struct unit_command *cmd = unit_sm_command(&u->file->exec_start, index);
+        if ((exec_failed || !unit_sm_exit_is_clean(u, r)) && cmd && !(cmd->flags & UNIT_COMMAND_IGNORE_FAILURE))
+                unit_note_failure(u, &u->file->exec_start, index, exit_process_pid(u->main), r, /* pkg */
+                                  exec_failed ? -exec : 0);
         unit_sm_set_main(u, NULL);
         if (exec_failed)
                 /* The one ExecStart= of a non-oneshot unit, or a oneshot's current one. */
@@ -527,9 +532,12 @@ static void control_exited(struct unit *u, const struct exit_reason *r) {
         const struct unit_command *cmd = l ? unit_sm_command(l, u->cmd_index) : NULL;
         int stage = EXIT_STAGE_EXEC, exec = exit_process_exec_result(u->control, &stage);
         bool exec_failed = exec < 0 && exec != -EINPROGRESS;
+        pid_t pid = exit_process_pid(u->control);
         u->control = exit_process_unref(u->control);
         bool ignore = cmd && (cmd->flags & UNIT_COMMAND_IGNORE_FAILURE);
         bool ok = (!exec_failed && unit_sm_exit_is_clean(u, r)) || ignore;
+        if (!ok && cmd) /* pkg: status's "Process:" line */
+                unit_note_failure(u, l, u->cmd_index, pid, r, exec_failed ? -exec : 0);
         if (exec_failed) /* said, as for the main process: the command and why */
                 log_exec_failure(u, cmd, exec, stage);
 

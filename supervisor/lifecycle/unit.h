@@ -240,6 +240,7 @@ struct unit_change {
 
 struct unit;
 struct notify_message;
+struct unit_failure; /* pkg */
 
 /* The seam: what the machine asks of the world (the manager implements it). */
 struct unit_ops {
@@ -327,7 +328,32 @@ struct unit_ops {
          * NULL): the requesters' answers are final. Called after the event, in
          * order with the changes. */
         void (*answered)(void *userdata, struct unit *u);
+        /* pkg: a command of u failed (unit_note_failure(); optional, may be
+         * NULL). f and its strings are borrowed for the call. */
+        void (*command_failed)(void *userdata, struct unit *u, const struct unit_failure *f);
 };
+
+/* pkg: the last Exec*= command of u that failed — exited unclean (not a
+ * SuccessExitStatus=, not a '-' command), was killed, or could not be
+ * executed — as `tendctl status` shows it ("Process: PID ExecStartPre=…").
+ * Handed to ops->command_failed, which keeps it (out of struct unit: few
+ * units have one, SPEC §8). */
+struct unit_failure {
+        const char *key;            /* "ExecStartPre", "ExecStart", "ExecStartPost", "ExecReload", "ExecStop" (static) */
+        unsigned index, n;          /* the command's index in its list (from 0), of n */
+        pid_t pid;                  /* 0: it never ran (spawn failed) */
+        int exec_errno;             /* > 0: its exec (or the set-up before it) failed with it; reason unset */
+        struct exit_reason reason;  /* how it ended */
+        usec_t realtime;            /* when it ended, µs since the epoch */
+        const char *path;           /* its executable as the file names it (borrowed for the call) */
+};
+
+/* pkg: tells ops->command_failed (if set) that the index-th command of l
+ * (one of u->file's Exec*= lists) failed; pid its pid (0: it never ran), r
+ * how it ended (NULL: it never ran), exec_errno > 0 when its exec or spawn
+ * failed. */
+void unit_note_failure(struct unit *u, const struct unit_command_list *l, unsigned index, pid_t pid,
+                       const struct exit_reason *r, int exec_errno);
 
 struct unit {
         char *name;

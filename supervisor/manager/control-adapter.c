@@ -217,6 +217,13 @@ static int ctl_assess(void *userdata, const char *name, struct json_object *ret)
         return manager_assess_unit(userdata, name, ret);
 }
 
+/* pkg: enable/disable (enablement.c) */
+static int ctl_set_enabled(void *userdata, const char *name, bool enabled) {
+        struct manager *m = userdata;
+        struct unit *u = find_loaded(m, name);
+        return u ? manager_unit_set_enabled(m, u, enabled) : -ENOENT;
+}
+
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
@@ -231,6 +238,7 @@ static const struct control_ops control_ops = {
         .waiters = ctl_waiters,
         .describe = ctl_describe,
         .assess = ctl_assess,
+        .set_enabled = ctl_set_enabled,
 };
 
 int manager_setup_control(struct manager *m) {

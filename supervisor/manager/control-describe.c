@@ -110,13 +110,52 @@ static int add_state(struct json_object *props, const struct unit *u) {
         return 0;
 }
 
+/* pkg: the last failed command (unit.h struct unit_failure), tend's own
+ * properties: FailedCommand ("ExecStartPre", …), its index (from 0) and the
+ * list's length, path, pid, code (1 exited, 2 killed, 3 dumped, 0 its exec
+ * failed: FailedCommandErrno), status (exit code or signal), timestamp. */
+void manager_command_failed(void *userdata, struct unit *u, const struct unit_failure *f) {
+        struct unit_rare *rare = unit_rare(u);
+        if (!rare)
+                return; /* out of memory: the status shows no failed command */
+        size_t len = strlen(f->path);
+        free(rare->failure);
+        rare->failure = malloc(sizeof *rare->failure + len + 1);
+        if (!rare->failure)
+                return;
+        char *path = (char *) (rare->failure + 1);
+        memcpy(path, f->path, len + 1);
+        *rare->failure = *f;
+        rare->failure->path = path;
+}
+
+static int add_failure(struct json_object *props, const struct unit *u) {
+        const struct unit_rare *rare = unit_rare_peek(u);
+        const struct unit_failure *f = rare ? rare->failure : NULL;
+        if (!f)
+                return 0;
+        const struct exit_reason *r = &f->reason;
+        int code = f->exec_errno > 0 ? 0 : r->kind == EXIT_REASON_EXITED ? 1 : r->core_dumped ? 3 : 2;
+        if (control_add_string(props, "FailedCommand", f->key) < 0 ||
+            control_add_int64(props, "FailedCommandIndex", f->index) < 0 ||
+            control_add_int64(props, "FailedCommandCount", f->n) < 0 ||
+            control_add_string(props, "FailedCommandPath", f->path) < 0 ||
+            control_add_int64(props, "FailedCommandPID", f->pid) < 0 ||
+            control_add_int64(props, "FailedCommandCode", code) < 0 ||
+            control_add_int64(props, "FailedCommandStatus", code ? r->status : 0) < 0 ||
+            control_add_int64(props, "FailedCommandErrno", f->exec_errno) < 0 ||
+            control_add_int64(props, "FailedCommandTimestamp", (int64_t) f->realtime) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static int add_file(struct json_object *props, const struct unit *u, const struct unit_data *d) {
         const struct unit_file *f = u->file;
         const struct unit_rare *r = unit_rare_peek(u); /* NULL: no alias, no file error */
         if (control_add_string(props, "Id", u->name) < 0 || add_names(props, u, r ? r->aliases : NULL) < 0 ||
             control_add_string(props, "Description", f->description ? f->description : u->name) < 0 ||
             control_add_string(props, "LoadState", "loaded") < 0 ||
-            control_add_string(props, "UnitFileState", "enabled") < 0 ||
+            control_add_string(props, "UnitFileState", unit_enablement_to_string(manager_unit_enablement(d->m, u))) < 0 ||
             control_add_string(props, "FragmentPath", f->path) < 0 || add_strv(props, "DropInPaths", f->dropins) < 0 ||
             control_add_bool(props, "CanReload", f->exec_reload.n > 0) < 0 ||
             control_add_bool(props, "RemainAfterExit", f->remain_after_exit) < 0 ||
@@ -135,7 +174,7 @@ int manager_describe_unit(struct manager *m, const char *name, struct json_objec
                 return -ENOENT;
         struct unit_data *d = data(u);
         _cleanup_free_ char *dir = unit_group_dir(d->group);
-        if (add_file(props, u, d) < 0 || add_state(props, u) < 0 ||
+        if (add_file(props, u, d) < 0 || add_state(props, u) < 0 || add_failure(props, u) < 0 ||
             control_add_string(props, "CGroupDirectory", dir) < 0)
                 return -ENOMEM;
         return 0;

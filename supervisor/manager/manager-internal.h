@@ -54,6 +54,7 @@ struct unit_rare {
         unsigned long long forking_start_ticks; /* without cgroups: its start process's start time (forking.c) */
         /* prepare: a previous tend's leftovers dying: the start waits (op_prepare) */
         sd_event_source *leftovers_deadline;
+        struct unit_failure *failure;  /* pkg: its last failed command, path copied after it (control-describe.c) */
 };
 
 /* (The fields are ordered to leave no hole, and rarely used ones are in
@@ -281,3 +282,27 @@ int manager_forking_main(void *userdata, struct unit *u, struct exit_process **r
  * objects of its user are removed unless another live unit of that user
  * has RemoveIPC=yes too (exec/remove-ipc.h; manager/remove-ipc-units.c). */
 void manager_remove_ipc(struct manager *m, struct unit *u);
+/* pkg: unit.h ops->command_failed: keeps f in u's rare fields (control-describe.c). */
+void manager_command_failed(void *userdata, struct unit *u, const struct unit_failure *f);
+
+/* ---- enablement.c (pkg: enable/disable, issue 18; docs/tendctl.1.md "enable") ---- */
+
+/* A unit's enablement, as systemctl's UnitFileState words say it. */
+enum unit_enablement {
+        UNIT_ENABLED,  /* its file is in DIR and no NAME.disabled marker: started at tend's start and daemon-reload */
+        UNIT_DISABLED, /* DIR/NAME.disabled exists: loaded, startable, not started by tend on its own */
+        UNIT_STATIC,   /* no file of its name in DIR (an instance pulled in): started only when pulled */
+};
+
+/* "enabled", "disabled", "static". */
+const char *unit_enablement_to_string(enum unit_enablement e);
+/* u's enablement, read from DIR now (one fstatat() or two). */
+enum unit_enablement manager_unit_enablement(const struct manager *m, const struct unit *u);
+/* Whether tend starts u on its own (at its start, at daemon-reload); logs
+ * the one line saying why not when it does not. */
+bool manager_unit_starts_on_its_own(const struct manager *m, const struct unit *u);
+/* tendctl enable/disable: removes/creates DIR/NAME.disabled. Never starts or
+ * stops u. 0 (also when it was so already); -EADDRNOTAVAIL: u's file is not
+ * in DIR (static); else the errno of creating or removing the marker
+ * (-EROFS, -EACCES, …). Logged at info. */
+int manager_unit_set_enabled(struct manager *m, struct unit *u, bool enabled);

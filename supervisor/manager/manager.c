@@ -260,7 +260,8 @@ int manager_run(const struct tend_options *given, const int *inherited, size_t n
                 size_t n_initial = m.n_units;
                 jobs_batch(m.jobs, true);
                 for (size_t i = 0; i < n_initial; i++)
-                        manager_start_unit(&m, m.units[i]);
+                        if (manager_unit_starts_on_its_own(&m, m.units[i])) /* pkg: tendctl disable */
+                                manager_start_unit(&m, m.units[i]);
                 jobs_batch(m.jobs, false);
                 m.initial_jobs_queued = true;
                 manager_maybe_start_cmd(&m);

@@ -146,7 +146,8 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                 (void) unit_set_next_file(u, f);
                 log_info("%s: back in %s: starting it", u->name, m->opts->config_dir);
                 report_add(report, "added", u->name, NULL);
-                manager_start_unit(m, u);
+                if (manager_unit_starts_on_its_own(m, u)) /* pkg: tendctl disable */
+                        manager_start_unit(m, u);
                 return;
         }
         manager_unit_names_update(m, u, f); /* its aliases: links in DIR may have changed */
@@ -188,7 +189,8 @@ int manager_reload(struct manager *m, struct json_object *report) {
                 report_add(report, "added", f->name, NULL);
         }
         for (size_t i = first_new, n = m->n_units; i < n; i++)
-                manager_start_unit(m, m->units[i]);
+                if (manager_unit_starts_on_its_own(m, m->units[i])) /* pkg: tendctl disable */
+                        manager_start_unit(m, m->units[i]);
         /* Files that do not load and belong to no loaded unit (those that do
          * were reported above). */
         for (size_t j = 0; j < set->n_errors; j++) {

@@ -656,4 +656,5 @@ const struct unit_ops manager_unit_ops = {
         .auto_restart = op_auto_restart,
         .answered = op_answered,
         .forking_main = manager_forking_main,
+        .command_failed = manager_command_failed, /* pkg */
 };

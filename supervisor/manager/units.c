@@ -79,6 +79,7 @@ static struct unit_data *unit_data_free(struct unit_data *d) {
                 notify_socket_free(d->rare->notify);
                 kept_env_done(&d->rare->main_env);
                 free(d->rare->file_error);
+                free(d->rare->failure);
                 strv_free(d->rare->aliases);
                 free(d->rare);
         }

@@ -38,13 +38,14 @@ UNITS = {
 }
 NAMES = ['act', 'ina', 'bad', 'nosuch']
 VERBS = ['status', 'is-active', 'is-failed', 'is-enabled', 'show', 'cat', 'list-dependencies', 'start', 'stop',
-         'restart', 'try-restart', 'reload-or-restart', 'reload', 'reset-failed', 'kill']
+         'restart', 'try-restart', 'reload-or-restart', 'reload', 'reset-failed', 'kill', 'enable', 'disable']
 PROPS = ['Id', 'LoadState', 'ActiveState', 'SubState', 'Result', 'ExecMainCode', 'ExecMainStatus', 'NRestarts',
          'Description']
 # Compared as "set or not": the values are each manager's own.
 PROPS_SET = ['MainPID', 'FragmentPath', 'ActiveEnterTimestamp']
 DIFFERENCES = {
-    'UnitFileState': 'a unit in tend\'s DIR is "enabled"; systemd says "static" for one without [Install]',
+    'UnitFileState': 'a unit in tend\'s DIR is "enabled" unless disabled (a DIR/NAME.disabled marker); systemd '
+                     'says "static" for one without [Install]',
     'NRestarts': 'compared before any restart: tend counts requested restarts too, systemd only automatic ones',
 }
 
@@ -86,6 +87,11 @@ DOCUMENTED = {
     # kill: 0 also when no process is left (bad); 1 for a unit that is not loaded
     # (ina: systemd unloaded it, see UNLOADED; nosuch)
     'kill': (0, 1, 0, 1),
+    # enable/disable (pkg): a unit file without [Install] is enabled with a warning, exit 0
+    # ("The unit files have no installation config"), disabled with nothing to do, 0; a
+    # unit file that does not exist: "Unit file nosuch.service does not exist.", 1
+    'enable': (0, 0, 0, 1),
+    'disable': (0, 0, 0, 1),
 }
 
 # The script, the same for both: $CTL is `systemctl --user` or `tendctl

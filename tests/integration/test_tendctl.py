@@ -1138,6 +1138,10 @@ class Completion(CtlTestCase):
         self.assertEqual(self.complete(*s, 'is-active', 'w'), ['web', 'worker'])
         self.assertEqual(self.complete(*s, 'show', 'web', '--v'), ['--value'])
         self.assertEqual(self.complete(*s, 'show', 'web', '--property', 'ActiveS'), ['ActiveState'])
+        # pkg (issue 18): enable/disable
+        self.assertEqual(self.complete('dis'), ['disable'])
+        self.assertEqual(self.complete(*s, 'enable', 'w'), ['web', 'worker'])
+        self.assertEqual(self.complete(*s, 'disable', 'web', '--n'), ['--now'])
         self.assertEqual(self.complete(*s, 'logs', 'web', '-p', 'er'), ['err'])
 
 
