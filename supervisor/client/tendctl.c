@@ -71,6 +71,7 @@ static const struct {
         [VERB_TRY_RESTART] = { "try-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
         [VERB_RELOAD_OR_RESTART] = { "reload-or-restart", CONTROL_CMD_SHOW, OPT_NO_BLOCK, 1, SIZE_MAX,
                                      EXIT_NOT_INSTALLED },
+        [VERB_DAEMON_REEXEC] = { "daemon-reexec", CONTROL_CMD_DAEMON_REEXEC, 0, 0, 0, 0 },
 };
 
 const char *verb_name(enum verb v) {
@@ -126,6 +127,7 @@ static void help(void) {
                "  logs NAME [-n N] [-f] [--since TIME] [-p PRIORITY]\n"
                "                                 recent lines of the unit's output, then follow\n"
                "  daemon-reload                  re-read the unit directory\n"
+               "  daemon-reexec                  execute tend's binary anew, every unit kept running\n"
                "  shutdown                       stop every unit, then exit tend\n\n"
                "Options:\n"
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"

@@ -49,6 +49,7 @@ enum verb {
         VERB_LIST_DEPENDENCIES,
         VERB_TRY_RESTART,
         VERB_RELOAD_OR_RESTART,
+        VERB_DAEMON_REEXEC, /* reexec */
         _VERB_MAX,
 };
 

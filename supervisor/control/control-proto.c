@@ -24,6 +24,7 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_DAEMON_RELOAD] = "daemon-reload",
         [CONTROL_CMD_SHUTDOWN] = "shutdown",
         [CONTROL_CMD_SHOW] = "show",
+        [CONTROL_CMD_DAEMON_REEXEC] = "daemon-reexec",
 };
 
 static const struct {
@@ -233,7 +234,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_KILL] = UNITS_REQUIRED,        [CONTROL_CMD_RELOAD] = UNITS_REQUIRED,
         [CONTROL_CMD_LOGS] = UNITS_ONE,             [CONTROL_CMD_WATCH] = UNITS_NONE,
         [CONTROL_CMD_DAEMON_RELOAD] = UNITS_NONE,   [CONTROL_CMD_SHUTDOWN] = UNITS_NONE,
-        [CONTROL_CMD_SHOW] = UNITS_REQUIRED,
+        [CONTROL_CMD_SHOW] = UNITS_REQUIRED,        [CONTROL_CMD_DAEMON_REEXEC] = UNITS_NONE,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
@@ -271,7 +272,7 @@ static int decode_envelope(struct control_request *q, char *reason, size_t size)
                 return refuse(-EBADMSG, reason, size, "%s takes exactly one unit", cmd);
         if (r == -EBADMSG || (rule == UNITS_NONE && q->n_units > 0) || (rule >= UNITS_REQUIRED && q->n_units == 0))
                 return refuse(-EBADMSG, reason, size, "%s: \"units\" must be an array of unit names, without NUL (required: "
-                              "start stop restart kill reload logs; not taken: list watch daemon-reload shutdown)", cmd);
+                              "start stop restart kill reload logs; not taken: list watch daemon-reload daemon-reexec shutdown)", cmd);
         return 0;
 }
 

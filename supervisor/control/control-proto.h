@@ -53,6 +53,7 @@ enum control_command {
         CONTROL_CMD_DAEMON_RELOAD,
         CONTROL_CMD_SHUTDOWN,
         CONTROL_CMD_SHOW, /* ctl: the units' properties, systemd's names (docs/control-protocol.md "show") */
+        CONTROL_CMD_DAEMON_REEXEC, /* reexec: tend executes its binary anew, keeping every unit (tend(8)) */
         _CONTROL_CMD_MAX,
 };
 

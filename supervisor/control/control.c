@@ -423,13 +423,28 @@ static bool ops_complete(const struct control_ops *o) {
                o->reload && o->logs && o->daemon_reload && o->shutdown;
 }
 
-static int server_listen(struct control_server *s) {
+/* reexec: the socket a previous tend bound at the same path, taken as it is. */
+static int socket_adopt(struct control_server *s, int fd) {
+        struct stat st;
+        if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        s->sock_dev = st.st_dev;
+        s->sock_ino = st.st_ino;
+        s->listen_fd = fd;
+        return 0;
+}
+
+int control_server_listen_fd(const struct control_server *s) {
+        return s ? s->listen_fd : -1;
+}
+
+static int server_listen(struct control_server *s, int adopt_fd) {
         int r = socket_dir_prepare(s);
         if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)
                 return r; /* said why */
         if (r < 0)
                 return log_error_errno(r, "control socket %s: cannot create its directory: %m", s->path);
-        r = socket_bind(s);
+        r = adopt_fd > 2 ? socket_adopt(s, adopt_fd) : socket_bind(s);
         if (r == -EADDRINUSE)
                 return log_error_errno(r, "control socket %s: tend is already running", s->path);
         if (r == -EEXIST)
@@ -481,7 +496,7 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
                  (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0)
                 log_error_errno(r, "control socket: cannot add an event source: %m");
         else
-                r = server_listen(s);
+                r = server_listen(s, opts ? opts->listen_fd : 0);
         if (r < 0) {
                 control_server_free(s);
                 return r;

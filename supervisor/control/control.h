@@ -82,6 +82,11 @@ struct control_ops {
          * object, borrowed), named as systemd names them where it has the
          * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
         int (*describe)(void *userdata, const char *unit, struct json_object *props);
+        /* reexec: daemon-reexec (optional: NULL refuses it). 0 when the
+         * re-exec is under way (the answer is written before the exec), or a
+         * negative errno with why (a buffer of size bytes) saying what
+         * refused it; tend runs on. */
+        int (*daemon_reexec)(void *userdata, char *why, size_t size);
 };
 
 struct control_options {
@@ -96,6 +101,10 @@ struct control_options {
          * cannot be held forever. 0: $TEND_CONTROL_IDLE_TIMEOUT_MS if set
          * (tests), else CONTROL_IDLE_TIMEOUT_USEC. */
         usec_t idle_timeout_usec;
+        /* reexec: > 2, a listening socket already bound at path, handed over
+         * by the tend that re-executed (taken: the server's from then on);
+         * 0: bind a new one. */
+        int listen_fd;
 };
 
 #define CONTROL_STALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
@@ -143,3 +152,11 @@ void control_server_unit_stopped(struct control_server *s, const char *unit);
  * it is still the one bound, removes the directory if the server created it.
  * Accepts NULL; returns NULL. */
 struct control_server *control_server_free(struct control_server *s);
+
+/* reexec: writes what every connection has queued, as far as its socket
+ * takes it now (never waits): the answers given before tend re-executes.
+ * Accepts NULL. */
+void control_server_flush(struct control_server *s);
+
+/* reexec: the listening socket's fd (owned by the server), -1 if none. */
+int control_server_listen_fd(const struct control_server *s);

@@ -77,6 +77,7 @@ struct unit_data {
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
         bool record_written;           /* record is that of the record in the store (or held to be) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
+        bool resumed;                  /* reexec: put back from the previous tend's state, not started */
 };
 
 /* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
@@ -147,6 +148,13 @@ struct manager {
         int exit_status;
 
         struct cmd_state cmd;          /* combined mode's CMD (cmd.c) */
+
+        /* reexec (reexec.h): a daemon-reexec under way (its retry while
+         * units settle, until reexec_until), and the previous tend's state
+         * while a re-executed tend puts its units back */
+        sd_event_source *reexec_retry;
+        usec_t reexec_until;
+        struct json_object *resumed;
 };
 
 static inline struct unit_data *data(const struct unit *u) {

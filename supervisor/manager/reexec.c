@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reexec: the old tend's side of daemon-reexec (reexec.h): settle, check
+ * the new binary, write the state into a memfd, execve.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "log.h"
+#include "logs-handover.h"
+#include "macro.h"
+#include "manager.h"
+#include "reexec.h"
+#include "unit-restore.h"
+
+extern char **environ;
+
+static struct {
+        char **argv;                 /* main's */
+        char path[PATH_MAX];         /* the binary tend was started from, resolved at start */
+        char *notify_socket, *watchdog_usec, *watchdog_pid; /* the service manager's, or NULL */
+} saved;
+
+static char *env_copy(const char *name) {
+        const char *v = getenv(name);
+        return v ? strdup(v) : NULL;
+}
+
+void reexec_remember(int argc, char **argv) {
+        saved.argv = argv;
+        ssize_t n = readlink("/proc/self/exe", saved.path, sizeof saved.path - 1);
+        saved.path[n > 0 ? n : 0] = '\0';
+        saved.notify_socket = env_copy("NOTIFY_SOCKET");
+        saved.watchdog_usec = env_copy("WATCHDOG_USEC");
+        saved.watchdog_pid = env_copy("WATCHDOG_PID");
+}
+
+int reexec_check_version(const char *arg) {
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        bool ok = !errno && *arg && !*end && v >= 1 && v <= TEND_STATE_VERSION;
+        printf("%d\n", TEND_STATE_VERSION);
+        return ok ? 0 : 1;
+}
+
+/* ---- the new binary's answer ---- */
+
+/* Waits for pid (pidfd fd) at most timeout_ms; its wait status, or -ETIMEDOUT (killed). */
+static int wait_bounded(pid_t pid, int fd, int timeout_ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int k = poll(&p, 1, timeout_ms);
+        if (k == 0)
+                (void) syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        return k == 0 ? -ETIMEDOUT : status;
+}
+
+/* `path --check-state-version N`, its output to /dev/null, a clean signal mask. */
+static int check_binary(const char *path, char *why, size_t size) {
+        char version[16], *argv[] = { (char *) path, (char *) "--check-state-version", version, NULL };
+        snprintf(version, sizeof version, "%d", TEND_STATE_VERSION);
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+        pid_t pid;
+        int k = -posix_spawn(&pid, path, &fa, &attr, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (k < 0) {
+                snprintf(why, size, "%s: %s", path, strerror(-k));
+                return k;
+        }
+        _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        int status = fd < 0 ? -errno : wait_bounded(pid, fd, REEXEC_CHECK_TIMEOUT_MS);
+        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        snprintf(why, size, "%s cannot read tend's state format %d (%s): tend runs on as it is", path,
+                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" : "it said so");
+        return -ENOEXEC;
+}
+
+/* ---- what is carried ---- */
+
+/* Whether u can be carried now: 1, 0 (wait: *why says for what), or
+ * -EOPNOTSUPP (what it holds cannot be carried yet: *why says it). */
+static int unit_carriable(const struct unit *u, const char **why) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        if (!unit_restorable(u, why) || (r && (r->pid_file_retry || r->leftovers_deadline)) ||
+            data(u)->removed) {
+                *why = *why ? *why : "is in transition";
+                return 0;
+        }
+        if (r && r->notify && u->main) {
+                *why = "holds a notify socket, which a re-exec does not carry yet";
+                return -EOPNOTSUPP;
+        }
+        if (u->watchdog_held) {
+                *why = "holds a watchdog lease, which a re-exec does not carry yet";
+                return -EOPNOTSUPP;
+        }
+        return 1;
+}
+
+/* 1 when every unit can be carried, 0 (wait) or -EOPNOTSUPP, naming the unit in why. */
+static int units_carriable(struct manager *m, char *why, size_t size) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                const char *w = NULL;
+                int k = unit_carriable(m->units[i], &w);
+                if (k <= 0) {
+                        snprintf(why, size, "%s %s", m->units[i]->name, w);
+                        return k;
+                }
+        }
+        return 1;
+}
+
+/* ---- the state document: one function per kind of thing carried ---- */
+
+static int add(json_object *o, const char *key, json_object *v) {
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static json_object *hex_string(const void *p, size_t n) {
+        static const char digits[] = "0123456789abcdef";
+        _cleanup_free_ char *s = malloc(2 * n + 1);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                s[2 * i] = digits[((const uint8_t *) p)[i] >> 4];
+                s[2 * i + 1] = digits[((const uint8_t *) p)[i] & 15];
+        }
+        s[2 * n] = '\0';
+        return json_object_new_string(s);
+}
+
+/* The unit's position, counts, times, outcome and start-limit history. */
+static int save_unit_position(json_object *o, const struct unit *u) {
+        struct unit_saved s;
+        unit_saved_get(u, &s);
+        json_object *starts = json_object_new_array();
+        for (unsigned i = 0; starts && i < s.n_starts; i++)
+                if (json_object_array_add(starts, json_object_new_uint64(s.starts[i])) < 0)
+                        break;
+        int k = 0;
+        if ((k = add(o, "pos", json_object_new_int(s.pos))) < 0 || (k = add(o, "result", json_object_new_int(s.result))) < 0 ||
+            (k = add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
+            (k = add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
+            (k = add(o, "main_pid", json_object_new_int(s.main_pid))) < 0 ||
+            (k = add(o, "since_realtime", json_object_new_uint64(s.since_realtime))) < 0 ||
+            (k = add(o, "since_monotonic", json_object_new_uint64(s.since_monotonic))) < 0 ||
+            (k = add(o, "deadline", json_object_new_uint64(s.deadline))) < 0 ||
+            (k = add(o, "restarts", json_object_new_uint64(s.restarts))) < 0 ||
+            (k = add(o, "restart_step", json_object_new_int64(s.restart_step))) < 0 || (k = add(o, "starts", starts)) < 0)
+                return k;
+        if (s.has_last_exit && ((k = add(o, "last_exit_kind", json_object_new_int(s.last_exit.kind))) < 0 ||
+                                (k = add(o, "last_exit_status", json_object_new_int(s.last_exit.status))) < 0 ||
+                                (k = add(o, "last_exit_core", json_object_new_int(s.last_exit.core_dumped))) < 0))
+                return k;
+        if (s.status_text && (k = add(o, "status_text", json_object_new_string(s.status_text))) < 0)
+                return k;
+        return 0;
+}
+
+/* The unit's log pipes (by fd number) and the bytes tend holds of them. */
+static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
+        struct logs_handover h;
+        int k = s ? logs_stream_handover_get(s, cloexec, &h) : 0;
+        if (!s || k < 0 || cloexec)
+                return k;
+        json_object *l = json_object_new_object(), *pipes = json_object_new_array();
+        if ((k = add(o, "logs", l)) < 0 || (k = add(l, "pipes", pipes)) < 0 ||
+            (k = add(l, "shared", json_object_new_boolean(h.shared))) < 0)
+                return k;
+        for (unsigned i = 0; i < h.n_pipes; i++) {
+                json_object *p = json_object_new_object();
+                if ((k = json_object_array_add(pipes, p)) < 0 || (k = add(p, "rfd", json_object_new_int(h.pipe[i].rfd))) < 0 ||
+                    (k = add(p, "wfd", json_object_new_int(h.pipe[i].wfd))) < 0 ||
+                    (k = add(p, "in", hex_string(h.pipe[i].in, h.pipe[i].in_len))) < 0)
+                        return k < 0 ? k : -ENOMEM;
+        }
+        if (h.ring && ((k = add(l, "ring", hex_string(h.ring, h.ring_cap))) < 0 ||
+                       (k = add(l, "ring_head", json_object_new_uint64(h.ring_head))) < 0 ||
+                       (k = add(l, "ring_used", json_object_new_uint64(h.ring_used))) < 0 ||
+                       (k = add(l, "ring_count", json_object_new_uint64(h.ring_count))) < 0))
+                return k;
+        return 0;
+}
+
+/* Every unit; with cloexec, only the fds' O_CLOEXEC put back (a failed exec). */
+static int save_units(struct manager *m, json_object *state, bool cloexec) {
+        json_object *units = cloexec ? NULL : json_object_new_array();
+        int k = cloexec ? 0 : add(state, "units", units);
+        for (size_t i = 0; k >= 0 && i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                json_object *o = cloexec ? NULL : json_object_new_object();
+                if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
+                                 (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
+                                 (k = save_unit_position(o, u)) < 0))
+                        break;
+                k = save_unit_logs(o, data(u)->logs, cloexec);
+        }
+        return k < 0 ? k : 0;
+}
+
+/* The control socket's listening fd. */
+static int save_control(struct manager *m, json_object *state, bool cloexec) {
+        int fd = control_server_listen_fd(m->control), f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
+        if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
+                return -errno;
+        return cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
+}
+
+/* The state in a memfd (O_CLOEXEC cleared: it is for the exec), its fd. */
+static int state_memfd(json_object *state) {
+        const char *text = json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN);
+        if (!text)
+                return -ENOMEM;
+        int fd = memfd_create("tend-state", 0);
+        if (fd < 0)
+                return -errno;
+        size_t n = strlen(text);
+        for (size_t off = 0; off < n;) {
+                ssize_t w = write(fd, text + off, n - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        int k = w < 0 ? -errno : -EIO;
+                        close(fd);
+                        return k;
+                }
+                off += (size_t) w;
+        }
+        return fd;
+}
+
+/* ---- the exec ---- */
+
+/* environ, without what the exec sets, plus fd's name and the service manager's variables. */
+static char **exec_environment(int fd) {
+        static const char *const set[] = { "TEND_REEXEC_STATE_FD=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=" };
+        size_t n = 0;
+        while (environ[n])
+                n++;
+        char **env = calloc(n + ELEMENTSOF(set) + 1, sizeof *env);
+        if (!env)
+                return NULL;
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool drop = false;
+                for (size_t s = 0; s < ELEMENTSOF(set); s++)
+                        drop = drop || strncmp(environ[i], set[s], strlen(set[s])) == 0;
+                if (!drop)
+                        env[j++] = environ[i];
+        }
+        const char *values[] = { NULL, saved.notify_socket, saved.watchdog_usec, saved.watchdog_pid };
+        char fdtext[16];
+        snprintf(fdtext, sizeof fdtext, "%d", fd);
+        values[0] = fdtext;
+        for (size_t s = 0; s < ELEMENTSOF(set); s++)
+                if (values[s] && asprintf(&env[j], "%s%s", set[s], values[s]) >= 0)
+                        j++;
+        return env; /* the asprintf'd entries leak only when the exec fails: a few bytes, once */
+}
+
+static int do_exec(struct manager *m) {
+        _cleanup_(json_object_putp) json_object *state = json_object_new_object();
+        int k = state ? add(state, "version", json_object_new_int(TEND_STATE_VERSION)) : -ENOMEM;
+        if (k >= 0)
+                k = save_control(m, state, false);
+        if (k >= 0)
+                k = save_units(m, state, false);
+        int fd = k < 0 ? k : state_memfd(state);
+        if (fd < 0)
+                return fd;
+        _cleanup_free_ char **env = exec_environment(fd);
+        log_info("re-executing %s (state: %zu bytes, %zu units)", saved.path,
+                 strlen(json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN)), m->n_units);
+        if (env)
+                execve(saved.path, saved.argv, env);
+        k = env ? -errno : -ENOMEM;
+        close(fd);
+        return k;
+}
+
+/* The exec failed: the fds get O_CLOEXEC back, tend runs on. */
+static void exec_failed(struct manager *m, int error) {
+        (void) save_control(m, NULL, true);
+        (void) save_units(m, NULL, true);
+        log_error_errno(error, "re-executing %s failed: %m: tend runs on as it was", saved.path);
+        notify_upstream_reloading(m->upstream, false);
+}
+
+static void reexec_end(struct manager *m) {
+        m->reexec_retry = sd_event_source_disable_unref(m->reexec_retry);
+        m->reexec_until = 0;
+}
+
+static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Every unit settled: the answers out, the state written, the exec. */
+static void reexec_now(struct manager *m) {
+        char why[256];
+        int k = units_carriable(m, why, sizeof why);
+        if (k == 0 && now_usec(CLOCK_MONOTONIC) < m->reexec_until) {
+                (void) sd_event_source_set_time_relative(m->reexec_retry, 10 * USEC_PER_MSEC);
+                (void) sd_event_source_set_enabled(m->reexec_retry, SD_EVENT_ONESHOT);
+                return;
+        }
+        if (k <= 0) {
+                log_error("not re-executing: %s%s", why, k == 0 ? " after 5 s" : "");
+                reexec_end(m);
+                return;
+        }
+        reexec_end(m);
+        notify_upstream_reloading(m->upstream, true);
+        records_flush(m);
+        (void) logs_manager_drain(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
+        control_server_flush(m->control); /* the daemon-reexec answer among them */
+        exec_failed(m, do_exec(m));
+}
+
+static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata) {
+        reexec_now(userdata);
+        return 0;
+}
+
+int manager_reexec_request(struct manager *m, char *why, size_t size) {
+        if (m->opts->cmd) {
+                snprintf(why, size, "%s", "combined mode (-- CMD) does not re-execute");
+                return -EOPNOTSUPP;
+        }
+        if (m->shutting_down) {
+                snprintf(why, size, "%s", "tend is shutting down");
+                return -EBUSY;
+        }
+        if (m->reexec_retry)
+                return 0; /* one under way: this request shares it */
+        if (!saved.path[0]) {
+                snprintf(why, size, "%s", "the path of tend's binary is unknown");
+                return -ENOENT;
+        }
+        char w[200] = "";
+        if (units_carriable(m, w, sizeof w) < 0) {
+                snprintf(why, size, "%s", w);
+                return -EOPNOTSUPP;
+        }
+        int k = check_binary(saved.path, why, size);
+        if (k < 0) {
+                log_error("not re-executing: %s", why);
+                return k;
+        }
+        /* After this event: its answer is queued first. */
+        k = sd_event_add_time_relative(m->event, &m->reexec_retry, CLOCK_MONOTONIC, 0, 1, reexec_try, m);
+        if (k < 0) {
+                snprintf(why, size, "%s", strerror(-k));
+                return k;
+        }
+        m->reexec_until = now_usec(CLOCK_MONOTONIC) + REEXEC_SETTLE_USEC;
+        log_info("daemon-reexec: %s", saved.path);
+        return 0;
+}
