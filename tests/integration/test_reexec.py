@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""daemon-reexec (issue 19; tend(8) "RE-EXECUTING"): tend executes its binary
+anew and resumes with no unit restarted, no log line lost, no exit lost.
+
+tend runs from a copy of the built binary in the test's temp dir; before the
+re-exec the copy is replaced on disk (a new file renamed over it: a new inode,
+with a marker appended, so its bytes differ too), and the test checks that the
+process now runs that file (/proc/PID/exe names the new inode, not a deleted
+one). 100 units run: 80 idle, 10 crash loops (Restart=always, exit 1 after
+50 ms) and 10 writers of 1,000 numbered lines/s each to append: files; one
+more unit exits (status 7) the moment tend's binary changes, i.e. during the
+exec. A client loops on `tendctl list` throughout and the test reports the
+longest call (tend's unavailability) and the exec's own time (tend's log).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svctest import TENDCTL, ServiceTestCase  # noqa: E402
+from tendtest import TEND, wait_until, zombies_of  # noqa: E402
+
+N_IDLE, N_CRASH, N_WRITE = 80, 10, 10
+
+WRITER = r'''
+import os, signal, sys, time
+i = 0
+
+
+def last(*_):  # the number of the last line written, for the test to compare
+    with open(sys.argv[1], 'w') as f:
+        f.write('%d\n' % i)
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, last)
+t0 = time.monotonic()
+while True:
+    i += 1
+    os.write(1, b"%d\n" % i)
+    d = t0 + i / 1000.0 - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+'''
+
+
+class ListLoop(threading.Thread):
+    """`tendctl list` in a loop: every call's duration and status."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock, self.calls, self.halt = sock, [], threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            t = time.monotonic()
+            p = subprocess.run([TENDCTL, '--control-socket', self.sock, 'list'], stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=30)
+            self.calls.append((t, time.monotonic() - t, p.returncode, p.stderr[-300:]))
+
+
+class Reexec(ServiceTestCase):
+    def binary_copy(self):
+        os.mkdir(self.path('bin'))
+        b = self.path('bin/tend')
+        shutil.copy2(TEND, b)
+        return b
+
+    def replace_binary(self, b, data):
+        """A new file renamed over b, as a package upgrade does; its inode."""
+        with open(b + '.new', 'wb') as f:
+            f.write(data)
+        os.chmod(b + '.new', 0o755)
+        os.rename(b + '.new', b)
+        return os.stat(b).st_ino
+
+    def exe_inode(self):
+        return os.stat('/proc/%d/exe' % self.tend_pid).st_ino
+
+    def make_units(self):
+        for i in range(N_IDLE):
+            self.unit('idle%d' % i, '[Service]\nExecStart=/bin/sleep 1000')
+        for i in range(N_CRASH):
+            self.unit('crash%d' % i, """
+                [Unit]
+                StartLimitIntervalSec=0
+                [Service]
+                ExecStart=/bin/sh -c 'echo $$$$ >> %s; sleep 0.05; exit 1'
+                Restart=always
+                RestartSec=50ms
+            """ % self.path('crash%d.runs' % i))
+        writer = self.path('writer.py')
+        with open(writer, 'w') as f:
+            f.write(WRITER)
+        for i in range(N_WRITE):
+            self.unit('writer%d' % i, """
+                [Service]
+                ExecStart=/usr/bin/python3 %s %s
+                StandardOutput=append:%s
+            """ % (writer, self.path('writer%d.last' % i), self.path('writer%d.log' % i)))
+        # Exits 7 once tend's binary is another inode: during the exec.
+        self.unit('atexec', """
+            [Service]
+            ExecStart=/bin/sh -c 'i=$$(stat -L -c %%i /proc/$$PPID/exe); while [ "$$(stat -L -c %%i /proc/$$PPID/exe)" = "$$i" ]; do sleep 0.005; done; exit 7'
+        """)
+
+    def all_up(self):
+        s = self.statuses()
+        want = ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)] + ['atexec']
+        if any(s.get(n + '.service', {}).get('state') != 'running' for n in want):
+            return None
+        if any(s['crash%d.service' % i]['restarts'] < 2 for i in range(N_CRASH)):
+            return None
+        return s
+
+    def check_lines(self, name):
+        with open(self.path(name + '.log')) as f:
+            text = f.read()
+        got = [int(x) for x in text.split()]
+        self.assertTrue(got, '%s wrote nothing' % name)
+        written = int(wait_until(lambda: ''.join(self.lines(self.path(name + '.last'))), 5,
+                                 '%s never said how many lines it wrote (SIGTERM not delivered?)' % name))
+        self.assertEqual(got[-1:], [written], '%s: its last lines never reached its file (%d of %d)'
+                         % (name, len(got), written))
+        missing = sorted(set(range(1, got[-1] + 1)) - set(got))
+        self.assertEqual(got, list(range(1, len(got) + 1)),
+                         '%s: lines lost, repeated or out of order across the re-exec: %d lines, last %d, '
+                         'missing %r' % (name, len(got), got[-1], missing[:20]))
+        return len(got)
+
+    def test_reexec_keeps_everything(self):
+        b = self.binary_copy()
+        self.make_units()
+        self.start_tend(binary=b)
+        before = wait_until(self.all_up, 30, lambda: 'units never all up; tend stderr %r' % self.stderr()[-3000:],
+                            interval=0.1)
+        pid = self.tend_pid
+        with open(b, 'rb') as f:
+            new_ino = self.replace_binary(b, f.read() + b'\0tend-test-reexec-marker\0')
+        self.assertNotEqual(self.exe_inode(), new_ino)
+
+        loop = ListLoop(self.sock)
+        loop.start()
+        time.sleep(0.3)
+        t = time.monotonic()
+        self.ctl('daemon-reexec')
+        wait_until(lambda: self.exe_inode() == new_ino, 10,
+                   lambda: 'tend never ran the replaced binary; tend stderr %r' % self.stderr()[-3000:])
+        self.assertEqual(self.tend_proc.running(), True, 'tend exited: %r' % self.stderr()[-3000:])
+        self.assertFalse(os.readlink('/proc/%d/exe' % pid).endswith('(deleted)'))
+        time.sleep(1.0)
+        loop.halt.set()
+        loop.join(30)
+        after = self.statuses()
+
+        # pids and counts of every steady unit unchanged; nothing restarted.
+        for n in ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)]:
+            a, z = before[n + '.service'], after[n + '.service']
+            self.assertEqual((z['state'], z['main_pid'], z['restarts'], z['since']),
+                             ('running', a['main_pid'], a['restarts'], a['since']), n)
+        # The exit during the exec: seen, with its status.
+        r = self.wait_state('atexec', lambda r: r['state'] in ('failed', 'inactive'), 5,
+                            'its exit during the exec was lost')
+        self.assertEqual((r['result'], r['last_exit']), ('exit-code', {'code': 7}))
+        self.assertEqual(zombies_of(pid), [], 'an exit left unreaped after the re-exec')
+
+        # Crash loops go on, their counts consistent with their runs.
+        for i in range(N_CRASH):
+            self.assertGreater(after['crash%d.service' % i]['restarts'], before['crash%d.service' % i]['restarts'])
+        self.ctl('stop', *['crash%d' % i for i in range(N_CRASH)] + ['writer%d' % i for i in range(N_WRITE)])
+        final = self.statuses()
+        for i in range(N_CRASH):
+            runs = len(self.lines(self.path('crash%d.runs' % i)))
+            restarts = final['crash%d.service' % i]['restarts']
+            self.assertIn(runs - restarts, (0, 1), 'crash%d: %d runs but %d restarts: an exit lost or counted twice'
+                          % (i, runs, restarts))
+
+        # Every line, once, in order.
+        n_lines = [self.check_lines('writer%d' % i) for i in range(N_WRITE)]
+
+        # What it cost: tendctl's longest call around the exec, and the exec's own time.
+        failed = [c for c in loop.calls if c[2] != 0]
+        self.assertEqual(failed, [], 'tendctl list failed during the re-exec')
+        around = [c[1] for c in loop.calls if c[0] + c[1] >= t - 0.05 and c[0] <= t + 2]
+        err = self.stderr()
+        stamps = re.findall(r'T\d\d:(\d\d):(\d\d\.\d+)\S* tend: info: (re-executing|re-executed: \d+ units resumed)', err)
+        secs = [int(m) * 60 + float(s) for m, s, _ in stamps]
+        exec_ms = (secs[-1] - secs[0]) * 1000 if len(secs) >= 2 else float('nan')
+        sys.stderr.write('reexec: %d units; exec (state written → units resumed) %.1f ms; tendctl list: %d calls, '
+                         'longest around the exec %.1f ms, median %.1f ms; lines per writer %d..%d\n'
+                         % (len(after), exec_ms, len(loop.calls), max(around) * 1000,
+                            sorted(c[1] for c in loop.calls)[len(loop.calls) // 2] * 1000, min(n_lines), max(n_lines)))
+
+    def test_incompatible_state_refused(self):
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        old_ino = self.exe_inode()
+        # A "new build" that cannot read the running tend's state format.
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
+        rc, out, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(rc, 0, 'an incompatible binary was not refused: %r' % out)
+        self.assertIn('cannot read', err)
+        self.assertEqual(out, '')
+        os.kill(self.tend_pid, 12)  # SIGUSR2: the same check, refused too
+        wait_until(lambda: self.stderr().count('cannot read tend\'s state format') >= 2, 5,
+                   lambda: 'SIGUSR2 was not refused: %r' % self.stderr()[-2000:])
+        self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed the incompatible binary')
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+
+
+if __name__ == '__main__':
+    unittest.main()
