@@ -24,8 +24,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svctest import TENDCTL, ServiceTestCase  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase, cgroup_usable  # noqa: E402
 from tendtest import TEND, wait_until, zombies_of  # noqa: E402
+from test_systemctl_compat import SYSTEMCTL, SYSTEMD, _enter_cgroup, _remove_cgroup  # noqa: E402
 
 N_IDLE, N_CRASH, N_WRITE = 80, 10, 10
 
@@ -218,6 +219,100 @@ class Reexec(ServiceTestCase):
         z = self.st('idle')
         self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
 
+
+# Inside a cgroup namespace rooted at the test's own cgroup, with a pure
+# cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
+# the private systemd --user never sees the host's cgroups.
+UNDER_SYSTEMD = r'''
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 90
+mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 90
+"$SYSTEMD" --user >"$TMP/systemd.log" 2>&1 &
+pid=$!
+for i in $(seq 200); do
+    systemctl --user show -p Version >/dev/null 2>&1 && break
+    kill -0 $pid 2>/dev/null || { echo "systemd --user exited: $(cat "$TMP/systemd.log")" >&2; exit 91; }
+    sleep 0.05
+done
+systemctl --user show -p Version >/dev/null 2>&1 || { echo "systemd --user never answered" >&2; kill $pid; exit 91; }
+show() { systemctl --user show -p MainPID -p ActiveState -p SubState -p NRestarts \
+         -p ExecMainStartTimestampMonotonic tend-it.service | sed "s/^/$1 /"; }
+rc=0
+systemctl --user start tend-it.service || rc=92
+if [ $rc = 0 ]; then
+    show before
+    echo "idle_before $("$TENDCTL" --control-socket "$SOCK" show -p MainPID --value idle)"
+    mv "$BIN.new" "$BIN"
+    ino=$(stat -c %i "$BIN")
+    "$TENDCTL" --control-socket "$SOCK" daemon-reexec || rc=93
+    main=$(systemctl --user show -p MainPID --value tend-it.service)
+    for i in $(seq 200); do [ "$(stat -L -c %i /proc/$main/exe)" = "$ino" ] && break; sleep 0.05; done
+    echo "exe_is_new $([ "$(stat -L -c %i /proc/$main/exe)" = "$ino" ] && echo yes || echo no)"
+    for i in $(seq 200); do [ "$(systemctl --user show -p SubState --value tend-it.service)" = running ] && break; sleep 0.05; done
+    show after
+    echo "idle_after $("$TENDCTL" --control-socket "$SOCK" show -p MainPID --value idle)"
+    systemctl --user stop tend-it.service
+fi
+kill $pid
+for i in $(seq 200); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null
+wait $pid
+exit $rc
+'''
+
+
+class ReexecUnderSystemd(ServiceTestCase):
+    """tend.service (Type=notify) under a private systemd --user manager:
+    active, the same MainPID, no restart across daemon-reexec."""
+
+    def test_same_main_pid(self):
+        if os.geteuid() != 0:
+            self.skipTest('not root: cannot mount a tmpfs on /run/systemd')
+        for exe in (SYSTEMD, SYSTEMCTL, shutil.which('unshare')):
+            if not exe or not os.access(exe, os.X_OK):
+                self.skipTest('missing %s' % exe)
+        parent, why = cgroup_usable()
+        if not parent:
+            self.skipTest('no cgroup of its own for systemd --user: %s' % why)
+        home, rt, b = self.path('home'), self.path('rt'), self.path('tend-copy')
+        os.makedirs(os.path.join(home, '.config/systemd/user'))
+        os.mkdir(rt, 0o700)
+        shutil.copy2(TEND, b)
+        with open(TEND, 'rb') as f, open(b + '.new', 'wb') as g:
+            g.write(f.read() + b'\0tend-test-reexec-marker\0')
+        os.chmod(b + '.new', 0o755)
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        with open(os.path.join(home, '.config/systemd/user/tend-it.service'), 'w') as f:
+            f.write('[Service]\nType=notify\nExecStart=%s --config-dir %s --control-socket %s\n'
+                    % (b, self.dir, self.sock))
+        cg = os.path.join(parent, 'tend-sd-reexec.%d' % os.getpid())
+        os.mkdir(cg)
+        env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=self.tmp.name, SYSTEMD=SYSTEMD, BIN=b,
+                   TENDCTL=TENDCTL, SOCK=self.sock)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        try:
+            p = subprocess.run(['unshare', '-C', '-m', '--propagation', 'private', 'bash', '-c', UNDER_SYSTEMD],
+                               env=env, capture_output=True, text=True, timeout=60,
+                               preexec_fn=lambda: _enter_cgroup(cg))
+        finally:
+            _remove_cgroup(cg)
+        if p.returncode in (90, 91):
+            self.skipTest('systemd --user could not run here: %s' % p.stderr.strip())
+        self.assertEqual(p.returncode, 0, 'under systemd --user (%d): %s; %s' % (p.returncode, p.stdout, p.stderr))
+        shown, said = {}, {}
+        for line in p.stdout.splitlines():
+            when, rest = line.split(' ', 1)
+            if '=' in rest:
+                k, v = rest.split('=', 1)
+                shown[(when, k)] = v
+            else:
+                said[when] = rest
+        self.assertEqual(said.get('exe_is_new'), 'yes', 'the replaced binary never ran: %r' % p.stdout)
+        for k in ('MainPID', 'ExecMainStartTimestampMonotonic', 'NRestarts'):
+            self.assertEqual(shown[('after', k)], shown[('before', k)], '%s changed: %r' % (k, p.stdout))
+        self.assertEqual((shown[('after', 'ActiveState')], shown[('after', 'SubState')], shown[('after', 'NRestarts')]),
+                         ('active', 'running', '0'), p.stdout)
+        self.assertEqual(said.get('idle_after'), said.get('idle_before'), 'a unit restarted: %r' % p.stdout)
+        self.assertNotIn(said.get('idle_after'), (None, '', '0'), p.stdout)
 
 if __name__ == '__main__':
     unittest.main()
