@@ -438,6 +438,34 @@ int control_server_listen_fd(const struct control_server *s) {
         return s ? s->listen_fd : -1;
 }
 
+static bool conn_quiet(const struct conn *c) {
+        return c->phase == CONN_IDLE && !c->out_head && !c->dead && !c->eof;
+}
+
+size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec) {
+        size_t n = 0;
+        for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
+                if (!conn_quiet(c) || n >= max) {
+                        if (!cloexec && !c->dead)
+                                answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
+                        continue;
+                }
+                int f = fcntl(c->fd, F_GETFD);
+                if (f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0)
+                        fds[n++] = c->fd;
+        }
+        return n;
+}
+
+void control_server_adopt(struct control_server *s, int fd) {
+        int f = fcntl(fd, F_GETFD);
+        if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) < 0) {
+                safe_close(fd);
+                return;
+        }
+        conn_new(s, fd);
+}
+
 static int server_listen(struct control_server *s, int adopt_fd) {
         int r = socket_dir_prepare(s);
         if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)

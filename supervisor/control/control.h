@@ -158,5 +158,16 @@ struct control_server *control_server_free(struct control_server *s);
  * Accepts NULL. */
 void control_server_flush(struct control_server *s);
 
+/* reexec: the connections a re-executed tend goes on serving — no request
+ * in progress, nothing queued — into fds (at most max; still the server's),
+ * their O_CLOEXEC cleared (set again with cloexec true, after a failed
+ * exec). Every other connection gets an answer "tend re-executes: retry"
+ * (written by control_server_flush()). Returns how many. */
+size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec);
+
+/* reexec: a connection handed over by the previous tend (fd taken), served
+ * as a new one (its peer authorised again; refused like any other if not). */
+void control_server_adopt(struct control_server *s, int fd);
+
 /* reexec: the listening socket's fd (owned by the server), -1 if none. */
 int control_server_listen_fd(const struct control_server *s);

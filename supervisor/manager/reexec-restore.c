@@ -196,6 +196,14 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         return 0;
 }
 
+/* The control connections the previous tend was serving, served on. */
+static void resume_control_conns(struct manager *m) {
+        json_object *conns = NULL;
+        if (json_object_object_get_ex(m->resumed, "control_conns", &conns))
+                for (size_t i = 0; i < json_object_array_length(conns); i++)
+                        control_server_adopt(m->control, json_object_get_int(json_object_array_get_idx(conns, i)));
+}
+
 size_t manager_resume_units(struct manager *m) {
         json_object *units = NULL;
         size_t n = 0;
@@ -213,6 +221,7 @@ size_t manager_resume_units(struct manager *m) {
                         } else if (resume_unit(m, u, o) >= 0)
                                 n++;
                 }
+        resume_control_conns(m);
         json_object_put(m->resumed);
         m->resumed = NULL;
         log_info("re-executed: %zu units resumed", n);

@@ -228,12 +228,20 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
         return k < 0 ? k : 0;
 }
 
-/* The control socket's listening fd. */
+/* The control socket's listening fd, and the connections the new tend goes on serving. */
 static int save_control(struct manager *m, json_object *state, bool cloexec) {
         int fd = control_server_listen_fd(m->control), f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
         if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
                 return -errno;
-        return cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
+        int fds[CONTROL_MAX_CLIENTS_DEFAULT];
+        size_t n = control_server_handover(m->control, fds, ELEMENTSOF(fds), cloexec);
+        json_object *conns = cloexec ? NULL : json_object_new_array();
+        int k = cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
+        if (k >= 0 && !cloexec)
+                k = add(state, "control_conns", conns);
+        for (size_t i = 0; k >= 0 && conns && i < n; i++)
+                k = json_object_array_add(conns, json_object_new_int(fds[i]));
+        return k;
 }
 
 /* The state in a memfd (O_CLOEXEC cleared: it is for the exec), its fd. */
@@ -299,6 +307,7 @@ static int do_exec(struct manager *m) {
         if (fd < 0)
                 return fd;
         _cleanup_free_ char **env = exec_environment(fd);
+        control_server_flush(m->control); /* the answers "tend re-executes: retry" */
         log_info("re-executing %s (state: %zu bytes, %zu units)", saved.path,
                  strlen(json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN)), m->n_units);
         if (env)
