@@ -94,7 +94,6 @@ int unit_restore(struct unit *u, const struct unit_saved *s, struct exit_process
         u->want_up = s->want_up;
         u->finished = s->finished;
         u->has_last_exit = s->has_last_exit;
-        u->watchdog_held = s->watchdog_held;
         u->last_exit = s->last_exit;
         u->restarts = s->restarts;
         u->restart_step = s->restart_step;
@@ -108,6 +107,11 @@ int unit_restore(struct unit *u, const struct unit_saved *s, struct exit_process
         u->since_realtime = s->since_realtime;
         u->since_monotonic = s->since_monotonic;
         unit_sm_queue_changed(u);
+        /* The watchdog's lease anew, its period from now (the store is the
+         * new tend's): at most one WatchdogSec= more for the unit. */
+        usec_t ttl = unit_watchdog_usec(u->file);
+        if (s->watchdog_held && u->main && ttl > 0)
+                u->watchdog_held = u->ops->watchdog(u->userdata, u, ttl) >= 0;
         if (s->deadline != USEC_INFINITY) {
                 u->deadline = s->deadline;
                 u->ops->arm(u->userdata, u, u->deadline);

@@ -45,6 +45,7 @@ void unit_saved_get(const struct unit *u, struct unit_saved *ret);
  * its main process tracked again (a new reference taken; NULL when none),
  * resolution the restart flight a BACKOFF unit holds (taken; NULL
  * otherwise). The deadline is re-armed through ops->arm at its absolute
- * time; the record is queued as a change (ops->changed runs at once).
+ * time; a watchdog lease is made anew (ops->watchdog, its period from now);
+ * the record is queued as a change (ops->changed runs at once).
  * 0, -EINVAL (a position unit_restorable() refuses), -ENOMEM. */
 int unit_restore(struct unit *u, const struct unit_saved *s, struct exit_process *main, sf_resolution *resolution);

@@ -196,6 +196,10 @@ void manager_on_lease_expired(void *userdata, const char *name, uint64_t revisio
 /* tend's own manager hears the counts and READY=1 once settled (SPEC §1). */
 void manager_upstream_update(struct manager *m);
 
+/* runtime.c (reexec): u's notify socket is fd, made by the tend that
+ * re-executed (taken on success). 0 or a negative errno (notify.h). */
+int manager_notify_adopt(struct manager *m, struct unit *u, int fd);
+
 /* units.c */
 struct logs_target manager_output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out);
 /* A new log stream for u when its output settings changed (before each start). */

@@ -105,6 +105,7 @@ static void saved_of(json_object *o, struct unit_saved *s) {
                 .result = (enum unit_result) get_int(o, "result", 0),
                 .want_up = get_int(o, "want_up", 0),
                 .finished = get_int(o, "finished", 0),
+                .watchdog_held = get_int(o, "watchdog_held", 0),
                 .main_pid = (pid_t) get_int(o, "main_pid", 0),
                 .since_realtime = get_uint(o, "since_realtime", 0),
                 .since_monotonic = get_uint(o, "since_monotonic", 0),
@@ -178,10 +179,24 @@ static int resume_unit_main(struct manager *m, struct unit *u, pid_t pid, struct
         return 0;
 }
 
+/* The unit's notify socket (u NULL: a unit gone from DIR: closed). */
+static void resume_unit_notify(struct manager *m, struct unit *u, json_object *o) {
+        int fd = (int) get_int(o, "notify_fd", -1);
+        if (fd < 0)
+                return;
+        int k = u ? manager_notify_adopt(m, u, fd) : -ESTALE;
+        if (k < 0) {
+                if (u)
+                        log_error_errno(k, "%s: its notify socket cannot be taken back: %m", u->name);
+                safe_close(fd);
+        }
+}
+
 static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         struct unit_saved s;
         saved_of(o, &s);
         (void) resume_unit_logs(u, o);
+        resume_unit_notify(m, u, o);
         struct exit_process *main = NULL;
         int k = resume_unit_main(m, u, s.main_pid, &main);
         if (k < 0 && s.pos == UNIT_POS_RUNNING)
@@ -216,6 +231,7 @@ size_t manager_resume_units(struct manager *m) {
                         struct unit *u = manager_find_unit(m, json_object_get_string(name));
                         if (!u) {
                                 (void) resume_unit_logs(NULL, o);
+                                resume_unit_notify(m, NULL, o);
                                 log_warning("%s: in the previous tend's state but not in %s any more: its processes "
                                             "are left to run unsupervised", json_object_get_string(name), m->opts->config_dir);
                         } else if (resume_unit(m, u, o) >= 0)

@@ -103,34 +103,24 @@ static int check_binary(const char *path, char *why, size_t size) {
 
 /* ---- what is carried ---- */
 
-/* Whether u can be carried now: 1, 0 (wait: *why says for what), or
- * -EOPNOTSUPP (what it holds cannot be carried yet: *why says it). */
-static int unit_carriable(const struct unit *u, const char **why) {
+/* Whether u can be carried now: 1, or 0 (wait: *why says for what). */
+static bool unit_carriable(const struct unit *u, const char **why) {
         const struct unit_rare *r = unit_rare_peek(u);
         if (!unit_restorable(u, why) || (r && (r->pid_file_retry || r->leftovers_deadline)) ||
             data(u)->removed) {
                 *why = *why ? *why : "is in transition";
-                return 0;
+                return false;
         }
-        if (r && r->notify && u->main) {
-                *why = "holds a notify socket, which a re-exec does not carry yet";
-                return -EOPNOTSUPP;
-        }
-        if (u->watchdog_held) {
-                *why = "holds a watchdog lease, which a re-exec does not carry yet";
-                return -EOPNOTSUPP;
-        }
-        return 1;
+        return true;
 }
 
-/* 1 when every unit can be carried, 0 (wait) or -EOPNOTSUPP, naming the unit in why. */
+/* 1 when every unit can be carried, else 0 (wait), naming the unit in why. */
 static int units_carriable(struct manager *m, char *why, size_t size) {
         for (size_t i = 0; i < m->n_units; i++) {
                 const char *w = NULL;
-                int k = unit_carriable(m->units[i], &w);
-                if (k <= 0) {
+                if (!unit_carriable(m->units[i], &w)) {
                         snprintf(why, size, "%s %s", m->units[i]->name, w);
-                        return k;
+                        return 0;
                 }
         }
         return 1;
@@ -171,6 +161,7 @@ static int save_unit_position(json_object *o, const struct unit *u) {
         if ((k = add(o, "pos", json_object_new_int(s.pos))) < 0 || (k = add(o, "result", json_object_new_int(s.result))) < 0 ||
             (k = add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
             (k = add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
+            (k = add(o, "watchdog_held", json_object_new_boolean(s.watchdog_held))) < 0 ||
             (k = add(o, "main_pid", json_object_new_int(s.main_pid))) < 0 ||
             (k = add(o, "since_realtime", json_object_new_uint64(s.since_realtime))) < 0 ||
             (k = add(o, "since_monotonic", json_object_new_uint64(s.since_monotonic))) < 0 ||
@@ -212,6 +203,17 @@ static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
         return 0;
 }
 
+/* The unit's notify socket (by fd number): its processes keep its address. */
+static int save_unit_notify(json_object *o, const struct unit *u, bool cloexec) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        int fd = r && r->notify ? notify_socket_fd(r->notify) : -1, f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
+        if (fd < 0)
+                return 0;
+        if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
+                return -errno;
+        return cloexec ? 0 : add(o, "notify_fd", json_object_new_int(fd));
+}
+
 /* Every unit; with cloexec, only the fds' O_CLOEXEC put back (a failed exec). */
 static int save_units(struct manager *m, json_object *state, bool cloexec) {
         json_object *units = cloexec ? NULL : json_object_new_array();
@@ -224,6 +226,8 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
                                  (k = save_unit_position(o, u)) < 0))
                         break;
                 k = save_unit_logs(o, data(u)->logs, cloexec);
+                if (k >= 0)
+                        k = save_unit_notify(o, u, cloexec);
         }
         return k < 0 ? k : 0;
 }
@@ -341,8 +345,8 @@ static void reexec_now(struct manager *m) {
                 (void) sd_event_source_set_enabled(m->reexec_retry, SD_EVENT_ONESHOT);
                 return;
         }
-        if (k <= 0) {
-                log_error("not re-executing: %s%s", why, k == 0 ? " after 5 s" : "");
+        if (k == 0) {
+                log_error("not re-executing: %s after 5 s", why);
                 reexec_end(m);
                 return;
         }
@@ -373,11 +377,6 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
         if (!saved.path[0]) {
                 snprintf(why, size, "%s", "the path of tend's binary is unknown");
                 return -ENOENT;
-        }
-        char w[200] = "";
-        if (units_carriable(m, w, sizeof w) < 0) {
-                snprintf(why, size, "%s", w);
-                return -EOPNOTSUPP;
         }
         int k = check_binary(saved.path, why, size);
         if (k < 0) {

@@ -51,6 +51,20 @@ while True:
         time.sleep(d)
 '''
 
+# READY=1, then WATCHDOG=1 and a counting STATUS= every 50 ms, on $NOTIFY_SOCKET.
+NOTIFIER = r'''
+import os, socket, time
+addr = os.environ['NOTIFY_SOCKET']
+addr = '\0' + addr[1:] if addr.startswith('@') else addr
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.sendto(b'READY=1', addr)
+n = 0
+while True:
+    n += 1
+    s.sendto(b'WATCHDOG=1\nSTATUS=n=%d' % n, addr)
+    time.sleep(0.05)
+'''
+
 
 class ListLoop(threading.Thread):
     """`tendctl list` in a loop: every call's duration and status."""
@@ -198,6 +212,33 @@ class Reexec(ServiceTestCase):
                          'longest around the exec %.1f ms, median %.1f ms; lines per writer %d..%d\n'
                          % (len(after), exec_ms, len(loop.calls), max(around) * 1000,
                             sorted(c[1] for c in loop.calls)[len(loop.calls) // 2] * 1000, min(n_lines), max(n_lines)))
+
+    def test_notify_and_watchdog_carried(self):
+        """A Type=notify unit with WatchdogSec= keeps notifying through the
+        same socket after the re-exec: its STATUS= goes on counting, its
+        watchdog does not fire, its pid stays."""
+        b = self.binary_copy()
+        notifier = self.path('notifier.py')
+        with open(notifier, 'w') as f:
+            f.write(NOTIFIER)
+        self.unit('notifier', """
+            [Service]
+            Type=notify
+            WatchdogSec=1s
+            ExecStart=/usr/bin/python3 %s
+        """ % notifier)
+        self.start_tend(binary=b)
+        r = self.wait_state('notifier', lambda r: r['state'] == 'running' and (r['status'] or '').startswith('n='),
+                            10, 'never ready with a STATUS=')
+        before = int(r['status'][2:])
+        self.ctl('daemon-reexec')
+        wait_until(lambda: 're-executed: ' in self.stderr(), 10,
+                   lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+        time.sleep(2.5)  # past two WatchdogSec= periods
+        z = self.wait_state('notifier', lambda z: int((z['status'] or 'n=0')[2:]) > before + 10, 5,
+                            'its notifications stopped reaching tend after the re-exec')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0),
+                         'the unit was restarted (its watchdog fired?): %r' % self.stderr()[-2000:])
 
     def test_incompatible_state_refused(self):
         b = self.binary_copy()
