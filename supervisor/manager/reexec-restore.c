@@ -197,6 +197,8 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         saved_of(o, &s);
         (void) resume_unit_logs(u, o);
         resume_unit_notify(m, u, o);
+        data(u)->started_text_size = (size_t) get_uint(o, "started_text_size", 0);
+        data(u)->started_text_hash = get_uint(o, "started_text_hash", 0);
         struct exit_process *main = NULL;
         int k = resume_unit_main(m, u, s.main_pid, &main);
         if (k < 0 && s.pos == UNIT_POS_RUNNING)

@@ -178,6 +178,12 @@ static int save_unit_position(json_object *o, const struct unit *u) {
         return 0;
 }
 
+/* Which text of its file the running instance started from (file_changed). */
+static int save_unit_started_text(json_object *o, const struct unit_data *d) {
+        int k = add(o, "started_text_size", json_object_new_uint64(d->started_text_size));
+        return k < 0 ? k : add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
+}
+
 /* The unit's log pipes (by fd number) and the bytes tend holds of them. */
 static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
         struct logs_handover h;
@@ -223,7 +229,7 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
                 json_object *o = cloexec ? NULL : json_object_new_object();
                 if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
                                  (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
-                                 (k = save_unit_position(o, u)) < 0))
+                                 (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, data(u))) < 0))
                         break;
                 k = save_unit_logs(o, data(u)->logs, cloexec);
                 if (k >= 0)

@@ -178,8 +178,8 @@ class Reexec(ServiceTestCase):
         # pids and counts of every steady unit unchanged; nothing restarted.
         for n in ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)]:
             a, z = before[n + '.service'], after[n + '.service']
-            self.assertEqual((z['state'], z['main_pid'], z['restarts'], z['since']),
-                             ('running', a['main_pid'], a['restarts'], a['since']), n)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts'], z['since'], z['file_changed']),
+                             ('running', a['main_pid'], a['restarts'], a['since'], False), n)
         # The exit during the exec: seen, with its status.
         r = self.wait_state('atexec', lambda r: r['state'] in ('failed', 'inactive'), 5,
                             'its exit during the exec was lost')
