@@ -228,12 +228,17 @@ class Reexec(ServiceTestCase):
             ExecStart=/usr/bin/python3 %s
         """ % notifier)
         self.start_tend(binary=b)
+        w = self.watch_records('notifier')
         r = self.wait_state('notifier', lambda r: r['state'] == 'running' and (r['status'] or '').startswith('n='),
                             10, 'never ready with a STATUS=')
         before = int(r['status'][2:])
         self.ctl('daemon-reexec')
         wait_until(lambda: 're-executed: ' in self.stderr(), 10,
                    lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+        # A watch is a request in progress: answered "retry", then closed.
+        out = w.read_until_eof(10, 'tendctl watch was not ended by the re-exec')
+        self.assertNotEqual(w.wait(5, 'tendctl watch did not exit'), 0)
+        self.assertIn('tend re-executes: retry', w.stderr_text(), out[-500:])
         time.sleep(2.5)  # past two WatchdogSec= periods
         z = self.wait_state('notifier', lambda z: int((z['status'] or 'n=0')[2:]) > before + 10, 5,
                             'its notifications stopped reaching tend after the re-exec')
@@ -246,6 +251,10 @@ class Reexec(ServiceTestCase):
         self.start_tend(binary=b)
         r = self.wait_running('idle')
         old_ino = self.exe_inode()
+        # The question the old tend asks the new binary: the built one reads format 1 (this one's), not 2.
+        for version, status in (('1', 0), ('2', 1), ('0', 1), ('x', 1)):
+            p = subprocess.run([TEND, '--check-state-version', version], capture_output=True, text=True, timeout=10)
+            self.assertEqual((p.returncode, p.stdout), (status, '1\n'), 'tend --check-state-version %s' % version)
         # A "new build" that cannot read the running tend's state format.
         self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
         rc, out, err = self.ctl('daemon-reexec', check=False)
