@@ -197,6 +197,7 @@ class Reexec(ServiceTestCase):
             self.assertIn(runs - restarts, (0, 1), 'crash%d: %d runs but %d restarts: an exit lost or counted twice'
                           % (i, runs, restarts))
 
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
         # Every line, once, in order.
         n_lines = [self.check_lines('writer%d' % i) for i in range(N_WRITE)]
 
@@ -244,6 +245,7 @@ class Reexec(ServiceTestCase):
                             'its notifications stopped reaching tend after the re-exec')
         self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0),
                          'the unit was restarted (its watchdog fired?): %r' % self.stderr()[-2000:])
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
 
     def test_incompatible_state_refused(self):
         b = self.binary_copy()
