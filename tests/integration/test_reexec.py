@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -215,9 +216,9 @@ class Reexec(ServiceTestCase):
                             sorted(c[1] for c in loop.calls)[len(loop.calls) // 2] * 1000, min(n_lines), max(n_lines)))
 
     def test_notify_and_watchdog_carried(self):
-        """A Type=notify unit with WatchdogSec= keeps notifying through the
-        same socket after the re-exec: its STATUS= goes on counting, its
-        watchdog does not fire, its pid stays."""
+        """SIGUSR2: a Type=notify unit with WatchdogSec= keeps notifying
+        through the same socket after the re-exec: its STATUS= goes on
+        counting, its watchdog does not fire, its pid stays."""
         b = self.binary_copy()
         notifier = self.path('notifier.py')
         with open(notifier, 'w') as f:
@@ -233,7 +234,7 @@ class Reexec(ServiceTestCase):
         r = self.wait_state('notifier', lambda r: r['state'] == 'running' and (r['status'] or '').startswith('n='),
                             10, 'never ready with a STATUS=')
         before = int(r['status'][2:])
-        self.ctl('daemon-reexec')
+        os.kill(self.tend_pid, signal.SIGUSR2)  # the signal's way, as `tendctl daemon-reexec`
         wait_until(lambda: 're-executed: ' in self.stderr(), 10,
                    lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
         # A watch is a request in progress: answered "retry", then closed.
@@ -263,7 +264,7 @@ class Reexec(ServiceTestCase):
         self.assertNotEqual(rc, 0, 'an incompatible binary was not refused: %r' % out)
         self.assertIn('cannot read', err)
         self.assertEqual(out, '')
-        os.kill(self.tend_pid, 12)  # SIGUSR2: the same check, refused too
+        os.kill(self.tend_pid, signal.SIGUSR2)  # the same check, refused too
         wait_until(lambda: self.stderr().count('cannot read tend\'s state format') >= 2, 5,
                    lambda: 'SIGUSR2 was not refused: %r' % self.stderr()[-2000:])
         self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
