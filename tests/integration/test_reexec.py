@@ -121,6 +121,8 @@ class Reexec(ServiceTestCase):
                 ExecStart=/usr/bin/python3 %s %s
                 StandardOutput=append:%s
             """ % (writer, self.path('writer%d.last' % i), self.path('writer%d.log' % i)))
+        # Its ring of recent lines (console target) is carried over.
+        self.unit('talker', "[Service]\nExecStart=/bin/sh -c 'echo said-before-the-exec; exec sleep 1000'")
         # Exits 7 once tend's binary is another inode: during the exec.
         self.unit('atexec', """
             [Service]
@@ -129,7 +131,7 @@ class Reexec(ServiceTestCase):
 
     def all_up(self):
         s = self.statuses()
-        want = ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)] + ['atexec']
+        want = ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)] + ['atexec', 'talker']
         if any(s.get(n + '.service', {}).get('state') != 'running' for n in want):
             return None
         if any(s['crash%d.service' % i]['restarts'] < 2 for i in range(N_CRASH)):
@@ -186,6 +188,7 @@ class Reexec(ServiceTestCase):
                             'its exit during the exec was lost')
         self.assertEqual((r['result'], r['last_exit']), ('exit-code', {'code': 7}))
         self.assertEqual(zombies_of(pid), [], 'an exit left unreaped after the re-exec')
+        self.assertIn('said-before-the-exec', self.ctl('logs', 'talker')[1], 'its ring was not carried over')
 
         # Crash loops go on, their counts consistent with their runs.
         for i in range(N_CRASH):
