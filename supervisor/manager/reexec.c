@@ -254,12 +254,12 @@ static int save_control(struct manager *m, json_object *state, bool cloexec) {
         return k;
 }
 
-/* The state in a memfd (O_CLOEXEC cleared: it is for the exec), its fd. */
+/* The state in a memfd (O_CLOEXEC until the exec), its fd. */
 static int state_memfd(json_object *state) {
         const char *text = json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN);
         if (!text)
                 return -ENOMEM;
-        int fd = memfd_create("tend-state", 0);
+        int fd = memfd_create("tend-state", MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
         size_t n = strlen(text);
@@ -279,8 +279,10 @@ static int state_memfd(json_object *state) {
 
 /* ---- the exec ---- */
 
-/* environ, without what the exec sets, plus fd's name and the service manager's variables. */
-static char **exec_environment(int fd) {
+/* environ, without what the exec sets, plus fd's name and the service
+ * manager's variables: *ret_own is the index of the first entry of its own
+ * (allocated: env_free()), the others are environ's. */
+static char **exec_environment(int fd, size_t *ret_own) {
         static const char *const set[] = { "TEND_REEXEC_STATE_FD=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=" };
         size_t n = 0;
         while (environ[n])
@@ -296,6 +298,7 @@ static char **exec_environment(int fd) {
                 if (!drop)
                         env[j++] = environ[i];
         }
+        *ret_own = j;
         const char *values[] = { NULL, saved.notify_socket, saved.watchdog_usec, saved.watchdog_pid };
         char fdtext[16];
         snprintf(fdtext, sizeof fdtext, "%d", fd);
@@ -303,7 +306,13 @@ static char **exec_environment(int fd) {
         for (size_t s = 0; s < ELEMENTSOF(set); s++)
                 if (values[s] && asprintf(&env[j], "%s%s", set[s], values[s]) >= 0)
                         j++;
-        return env; /* the asprintf'd entries leak only when the exec fails: a few bytes, once */
+        return env;
+}
+
+static void env_free(char **env, size_t own) {
+        for (size_t i = own; env && env[i]; i++)
+                free(env[i]);
+        free(env);
 }
 
 static int do_exec(struct manager *m) {
@@ -316,13 +325,16 @@ static int do_exec(struct manager *m) {
         int fd = k < 0 ? k : state_memfd(state);
         if (fd < 0)
                 return fd;
-        _cleanup_free_ char **env = exec_environment(fd);
+        size_t own = 0;
+        char **env = exec_environment(fd, &own);
         control_server_flush(m->control); /* the answers "tend re-executes: retry" */
         log_info("re-executing %s (state: %zu bytes, %zu units)", saved.path,
                  strlen(json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN)), m->n_units);
-        if (env)
+        int f = fcntl(fd, F_GETFD); /* O_CLOEXEC off only now, for the exec */
+        if (env && f >= 0 && fcntl(fd, F_SETFD, f & ~FD_CLOEXEC) >= 0)
                 execve(saved.path, saved.argv, env);
         k = env ? -errno : -ENOMEM;
+        env_free(env, own);
         close(fd);
         return k;
 }

@@ -251,6 +251,34 @@ class Reexec(ServiceTestCase):
                          'the unit was restarted (its watchdog fired?): %r' % self.stderr()[-2000:])
         self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
 
+    def test_failed_exec_runs_on(self):
+        """The binary passes the check, then cannot be executed (it makes
+        itself non-executable while answering): tend runs on as it was, and
+        the fds it had opened up for the exec are O_CLOEXEC again."""
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && exit 0\nexit 99\n')
+        self.ctl('daemon-reexec')
+        wait_until(lambda: 'tend runs on as it was' in self.stderr(), 10,
+                   lambda: 'no failed exec in tend\'s log: %r' % self.stderr()[-2000:])
+        self.assertTrue(self.tend_proc.running())
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid']), ('running', r['main_pid']))
+        open_fds = []
+        for fd in os.listdir('/proc/%d/fdinfo' % self.tend_pid):
+            try:
+                with open('/proc/%d/fdinfo/%s' % (self.tend_pid, fd)) as f:
+                    flags = int(re.search(r'^flags:\s+(\d+)', f.read(), re.M).group(1), 8)
+            except FileNotFoundError:
+                continue
+            if int(fd) > 2 and not flags & 0o2000000:
+                open_fds.append((fd, os.readlink('/proc/%d/fd/%s' % (self.tend_pid, fd))))
+        self.assertEqual(open_fds, [], 'fds of tend left without O_CLOEXEC after the failed exec')
+        self.ctl('restart', 'idle')
+        self.wait_running('idle', other_than=r['main_pid'])
+
     def test_incompatible_state_refused(self):
         b = self.binary_copy()
         self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
