@@ -98,11 +98,30 @@ static int unhex(json_object *o, uint8_t **ret, size_t *ret_n) {
 
 /* ---- one function per kind of thing carried ---- */
 
+/* A position or result by its name (unit_pos_to_string(), unit_result_to_string()); def if unknown. */
+static int get_named(json_object *o, const char *key, const char *(*name_of)(int), int max, int def) {
+        json_object *v;
+        const char *s = json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+        for (int i = 0; s && i < max; i++)
+                if (name_of(i) && streq(name_of(i), s))
+                        return i;
+        return def;
+}
+
+static const char *pos_name(int p) {
+        return unit_pos_to_string((enum unit_pos) p);
+}
+
+static const char *result_name(int r) {
+        return unit_result_to_string((enum unit_result) r);
+}
+
 static void saved_of(json_object *o, struct unit_saved *s) {
         json_object *starts = NULL, *text = NULL;
         *s = (struct unit_saved) {
-                .pos = (enum unit_pos) get_int(o, "pos", UNIT_POS_INACTIVE),
-                .result = (enum unit_result) get_int(o, "result", 0),
+                .pos = (enum unit_pos) get_named(o, "pos", pos_name, _UNIT_POS_MAX, -1),
+                .result = (enum unit_result) get_named(o, "result", result_name, _UNIT_RESULT_MAX,
+                                                       UNIT_RESULT_RESOURCES),
                 .want_up = get_int(o, "want_up", 0),
                 .finished = get_int(o, "finished", 0),
                 .watchdog_held = get_int(o, "watchdog_held", 0),

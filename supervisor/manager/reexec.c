@@ -158,7 +158,9 @@ static int save_unit_position(json_object *o, const struct unit *u) {
                 if (json_object_array_add(starts, json_object_new_uint64(s.starts[i])) < 0)
                         break;
         int k = 0;
-        if ((k = add(o, "pos", json_object_new_int(s.pos))) < 0 || (k = add(o, "result", json_object_new_int(s.result))) < 0 ||
+        /* Positions and results by name: the document does not depend on the enums' order. */
+        if ((k = add(o, "pos", json_object_new_string(unit_pos_to_string(s.pos)))) < 0 ||
+            (k = add(o, "result", json_object_new_string(unit_result_to_string(s.result)))) < 0 ||
             (k = add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
             (k = add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
             (k = add(o, "watchdog_held", json_object_new_boolean(s.watchdog_held))) < 0 ||

@@ -66,6 +66,25 @@ while True:
     time.sleep(0.05)
 '''
 
+# A state document of format 1, frozen as tend 0.1 wrote it: every later tend
+# must resume from it (tend(8) "RE-EXECUTING", the state format's rule). No
+# process, no fd: the units are put back as the document says.
+STATE_V1 = '''{"version": 1, "control_fd": 0, "control_conns": [], "units": [
+ {"name": "kept-failed.service", "pos": "failed", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 5, "restart_step": 0, "starts": [],
+  "last_exit_kind": 1, "last_exit_status": 3, "last_exit_core": 0, "status_text": "was failing",
+  "started_text_size": 0, "started_text_hash": 0},
+ {"name": "kept-inactive.service", "pos": "inactive", "result": "success", "want_up": false, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 0, "restart_step": 0, "starts": [],
+  "started_text_size": 0, "started_text_hash": 0},
+ {"name": "in-backoff.service", "pos": "backoff", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 1000, "restarts": 2, "restart_step": 1, "starts": [900, 950],
+  "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
+  "started_text_size": 0, "started_text_hash": 0}]}'''
+
 
 class ListLoop(threading.Thread):
     """`tendctl list` in a loop: every call's duration and status."""
@@ -281,6 +300,26 @@ class Reexec(ServiceTestCase):
         self.assertEqual(open_fds, [], 'fds of tend left without O_CLOEXEC after the failed exec')
         self.ctl('restart', 'idle')
         self.wait_running('idle', other_than=r['main_pid'])
+
+    def test_format_1_read(self):
+        """A frozen format-1 document (STATE_V1) is read: units are put back
+        as it says, not started as at a first start."""
+        for name in ('kept-failed', 'kept-inactive', 'in-backoff'):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
+        with open(self.path('state-v1.json'), 'w') as f:
+            f.write(STATE_V1)
+        # fd 7: the document, as the memfd a re-executing tend leaves (read with fstat and pread).
+        self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" && exec "$@"', self.path('state-v1.json')],
+                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'))
+        z = self.st('kept-failed')
+        self.assertEqual((z['state'], z['result'], z['restarts'], z['last_exit'], z['status'], z['main_pid']),
+                         ('failed', 'exit-code', 5, {'code': 3}, 'was failing', None))
+        z = self.st('kept-inactive')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('inactive', None, 0))
+        # Its back-off was due: it restarts, counted on from the document's count.
+        z = self.wait_state('in-backoff', lambda z: z['state'] == 'running', 5, 'its due restart never came')
+        self.assertEqual(z['restarts'], 3)
+        self.assertIn('resuming from the previous tend\'s state (format 1)', self.stderr())
 
     def test_incompatible_state_refused(self):
         b = self.binary_copy()
