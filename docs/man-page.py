@@ -25,6 +25,10 @@ def fix(roff):
             in_cell = line.endswith('T{')  # "T}@T{" ends a cell and opens the next
         elif in_cell and not line.startswith('.'):
             line = re.sub(r'([/_])(?=[^\s\\])', r'\1\\:', line)
+        if line == '.TS':
+            # A table never starts in the last lines of a page: tbl warns "table text block
+            # will not fit on one page" when a row's text block is cut by the page's end.
+            out.append('.ne 12v')
         out.append(line)
     return '\n'.join(out)
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "entrypoint.h"
 #include "log.h"
@@ -40,6 +41,12 @@ static int guard_stdio(void) {
 }
 
 int main(int argc, char **argv) {
+#ifndef TEND_ENTRYPOINT_ONLY
+        /* reexec: tend(8) "RE-EXECUTING" */
+        if (argc == 3 && strcmp(argv[1], "--check-state-version") == 0)
+                return reexec_check_version(argv[2]);
+        reexec_remember(argc, argv);
+#endif
         int *inherited = NULL;
         size_t n_inherited = 0;
         if (guard_stdio() < 0 || entrypoint_collect_inherited_fds(&inherited, &n_inherited) < 0)

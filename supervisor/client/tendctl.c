@@ -75,6 +75,7 @@ static const struct {
         [VERB_SECURITY] = { "security", CONTROL_CMD_SECURITY, OPT_JSON, 1, SIZE_MAX, EXIT_NOT_FOUND },
         [VERB_ENABLE] = { "enable", CONTROL_CMD_ENABLE, OPT_NOW, 1, SIZE_MAX, EXIT_FAILED },
         [VERB_DISABLE] = { "disable", CONTROL_CMD_DISABLE, OPT_NOW, 1, SIZE_MAX, EXIT_FAILED },
+        [VERB_DAEMON_REEXEC] = { "daemon-reexec", CONTROL_CMD_DAEMON_REEXEC, 0, 0, 0, 0 },
 };
 
 const char *verb_name(enum verb v) {
@@ -132,6 +133,7 @@ static void help(void) {
                "  logs NAME [-n N] [-f] [--since TIME] [-p PRIORITY]\n"
                "                                 recent lines of the unit's output, then follow\n"
                "  daemon-reload                  re-read the unit directory\n"
+               "  daemon-reexec                  execute tend's binary anew, every unit kept running\n"
                "  shutdown                       stop every unit, then exit tend\n\n"
                "Options:\n"
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"

@@ -52,6 +52,7 @@ enum verb {
         VERB_SECURITY, /* security: tendctl-security.c */
         VERB_ENABLE,  /* pkg */
         VERB_DISABLE, /* pkg */
+        VERB_DAEMON_REEXEC, /* reexec */
         _VERB_MAX,
 };
 

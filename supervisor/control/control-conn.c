@@ -237,6 +237,11 @@ static int conn_flush(struct conn *c) {
         return blocked;
 }
 
+void control_server_flush(struct control_server *s) {
+        for (struct conn *c = s ? s->conns : NULL; c; c = c->next)
+                (void) conn_flush(c);
+}
+
 static void out_free(struct conn *c) {
         while (c->out_head) {
                 struct outmsg *m = c->out_head;

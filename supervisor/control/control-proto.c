@@ -27,6 +27,7 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_SECURITY] = "security",
         [CONTROL_CMD_ENABLE] = "enable",
         [CONTROL_CMD_DISABLE] = "disable",
+        [CONTROL_CMD_DAEMON_REEXEC] = "daemon-reexec",
 };
 
 static const struct {
@@ -239,6 +240,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_SHOW] = UNITS_REQUIRED,
         [CONTROL_CMD_SECURITY] = UNITS_REQUIRED,
         [CONTROL_CMD_ENABLE] = UNITS_REQUIRED,      [CONTROL_CMD_DISABLE] = UNITS_REQUIRED,
+        [CONTROL_CMD_DAEMON_REEXEC] = UNITS_NONE,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
@@ -276,7 +278,7 @@ static int decode_envelope(struct control_request *q, char *reason, size_t size)
                 return refuse(-EBADMSG, reason, size, "%s takes exactly one unit", cmd);
         if (r == -EBADMSG || (rule == UNITS_NONE && q->n_units > 0) || (rule >= UNITS_REQUIRED && q->n_units == 0))
                 return refuse(-EBADMSG, reason, size, "%s: \"units\" must be an array of unit names, without NUL (required: "
-                              "start stop restart kill reload logs; not taken: list watch daemon-reload shutdown)", cmd);
+                              "start stop restart kill reload logs; not taken: list watch daemon-reload daemon-reexec shutdown)", cmd);
         return 0;
 }
 

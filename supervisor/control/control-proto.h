@@ -56,6 +56,7 @@ enum control_command {
         CONTROL_CMD_SECURITY, /* security: the units' exposure (docs/control-protocol.md "security") */
         CONTROL_CMD_ENABLE,  /* pkg: whether tend starts the units on its own (docs/control-protocol.md "enable") */
         CONTROL_CMD_DISABLE, /* pkg */
+        CONTROL_CMD_DAEMON_REEXEC, /* reexec: tend executes its binary anew, keeping every unit (tend(8)) */
         _CONTROL_CMD_MAX,
 };
 

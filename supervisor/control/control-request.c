@@ -505,12 +505,29 @@ static void handle_daemon_reload(struct conn *c) {
         conn_queue(c, reload_result(report));
 }
 
+/* reexec: daemon-reexec is answered before the exec (the answer written
+ * out by control_server_flush()); a refusal says why, tend running on. */
+static void handle_daemon_reexec(struct conn *c) {
+        struct control_server *s = c->s;
+        char why[256] = "";
+        int r = s->ops.daemon_reexec ? s->ops.daemon_reexec(s->userdata, why, sizeof why) : -EOPNOTSUPP;
+        if (r < 0) {
+                answer_error(c, CONTROL_ERROR_FAILED, "not re-executing: %s", why[0] ? why : strerror(-r));
+                return;
+        }
+        conn_queue(c, answer_result(true));
+}
+
 /* reset-failed without a name: every unit. */
 static void handle_global(struct conn *c, const struct control_request *q) {
         struct control_server *s = c->s;
         int r;
         if (q->cmd == CONTROL_CMD_DAEMON_RELOAD) {
                 handle_daemon_reload(c);
+                return;
+        }
+        if (q->cmd == CONTROL_CMD_DAEMON_REEXEC) {
+                handle_daemon_reexec(c);
                 return;
         }
         if (q->cmd == CONTROL_CMD_RESET_FAILED)
@@ -653,6 +670,7 @@ void conn_request(struct conn *c, const char *buf, size_t size) {
                         handle_units(c, &q);
                 break;
         case CONTROL_CMD_DAEMON_RELOAD:
+        case CONTROL_CMD_DAEMON_REEXEC:
         case CONTROL_CMD_SHUTDOWN:
                 handle_global(c, &q);
                 break;

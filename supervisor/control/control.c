@@ -423,13 +423,56 @@ static bool ops_complete(const struct control_ops *o) {
                o->reload && o->logs && o->daemon_reload && o->shutdown;
 }
 
-static int server_listen(struct control_server *s) {
+/* reexec: the socket a previous tend bound at the same path, taken as it is. */
+static int socket_adopt(struct control_server *s, int fd) {
+        struct stat st;
+        if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        s->sock_dev = st.st_dev;
+        s->sock_ino = st.st_ino;
+        s->listen_fd = fd;
+        return 0;
+}
+
+int control_server_listen_fd(const struct control_server *s) {
+        return s ? s->listen_fd : -1;
+}
+
+static bool conn_quiet(const struct conn *c) {
+        return c->phase == CONN_IDLE && !c->out_head && !c->dead && !c->eof;
+}
+
+size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec) {
+        size_t n = 0;
+        for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
+                if (!conn_quiet(c) || n >= max) {
+                        if (!cloexec && !c->dead)
+                                answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
+                        continue;
+                }
+                int f = fcntl(c->fd, F_GETFD);
+                if (f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0)
+                        fds[n++] = c->fd;
+        }
+        return n;
+}
+
+void control_server_adopt(struct control_server *s, int fd) {
+        int f = fcntl(fd, F_GETFD);
+        if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) < 0) {
+                safe_close(fd);
+                return;
+        }
+        conn_new(s, fd);
+}
+
+static int server_listen(struct control_server *s, int adopt_fd) {
         int r = socket_dir_prepare(s);
         if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)
                 return r; /* said why */
         if (r < 0)
                 return log_error_errno(r, "control socket %s: cannot create its directory: %m", s->path);
-        r = socket_bind(s);
+        r = adopt_fd > 2 ? socket_adopt(s, adopt_fd) : socket_bind(s);
         if (r == -EADDRINUSE)
                 return log_error_errno(r, "control socket %s: tend is already running", s->path);
         if (r == -EEXIST)
@@ -481,7 +524,7 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
                  (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0)
                 log_error_errno(r, "control socket: cannot add an event source: %m");
         else
-                r = server_listen(s);
+                r = server_listen(s, opts ? opts->listen_fd : 0);
         if (r < 0) {
                 control_server_free(s);
                 return r;

@@ -90,6 +90,11 @@ struct control_ops {
          * the unit on its own; never starts or stops it. 0, -ENOENT,
          * -EADDRNOTAVAIL (its file is not in DIR), or the errno of writing DIR. */
         int (*set_enabled)(void *userdata, const char *unit, bool enabled);
+        /* reexec: daemon-reexec (optional: NULL refuses it). 0 when the
+         * re-exec is under way (the answer is written before the exec), or a
+         * negative errno with why (a buffer of size bytes) saying what
+         * refused it; tend runs on. */
+        int (*daemon_reexec)(void *userdata, char *why, size_t size);
 };
 
 struct control_options {
@@ -104,6 +109,10 @@ struct control_options {
          * cannot be held forever. 0: $TEND_CONTROL_IDLE_TIMEOUT_MS if set
          * (tests), else CONTROL_IDLE_TIMEOUT_USEC. */
         usec_t idle_timeout_usec;
+        /* reexec: > 2, a listening socket already bound at path, handed over
+         * by the tend that re-executed (taken: the server's from then on);
+         * 0: bind a new one. */
+        int listen_fd;
 };
 
 #define CONTROL_STALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
@@ -151,3 +160,22 @@ void control_server_unit_stopped(struct control_server *s, const char *unit);
  * it is still the one bound, removes the directory if the server created it.
  * Accepts NULL; returns NULL. */
 struct control_server *control_server_free(struct control_server *s);
+
+/* reexec: writes what every connection has queued, as far as its socket
+ * takes it now (never waits): the answers given before tend re-executes.
+ * Accepts NULL. */
+void control_server_flush(struct control_server *s);
+
+/* reexec: the connections a re-executed tend goes on serving — no request
+ * in progress, nothing queued — into fds (at most max; still the server's),
+ * their O_CLOEXEC cleared (set again with cloexec true, after a failed
+ * exec). Every other connection gets an answer "tend re-executes: retry"
+ * (written by control_server_flush()). Returns how many. */
+size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec);
+
+/* reexec: a connection handed over by the previous tend (fd taken), served
+ * as a new one (its peer authorised again; refused like any other if not). */
+void control_server_adopt(struct control_server *s, int fd);
+
+/* reexec: the listening socket's fd (owned by the server), -1 if none. */
+int control_server_listen_fd(const struct control_server *s);

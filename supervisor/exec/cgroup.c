@@ -301,8 +301,9 @@ static int tree_probe(struct cgroup_tree *t, const char **ret_step) {
 
         *ret_step = "writing its cgroup.procs";
         /* A no-op move of tend into its own cgroup: checks the delegation
-         * (write access to the cgroup.procs of the common ancestor). */
-        int r = cgroup_write_string_at(t->dir_fd, "cgroup.procs", pid);
+         * (write access to the cgroup.procs of the common ancestor). A
+         * re-executed tend already in its leaf stays there (reexec). */
+        int r = t->in_leaf ? 0 : cgroup_write_string_at(t->dir_fd, "cgroup.procs", pid);
         if (r < 0)
                 return r;
         *ret_step = "mkdir";
@@ -370,7 +371,18 @@ static char *locate_failure(int r, const char *self) {
         }
 }
 
-int cgroup_tree_open(struct cgroup_tree **ret_tree) {
+/* reexec: a re-executed tend is in its leaf already: its cgroup is the leaf's parent. */
+static int leaf_strip(struct cgroup_tree *t, struct cgroup_location *loc) {
+        char *d = strrchr(loc->dir, '/'), *p = strrchr(loc->path, '/');
+        if (!d || !p || !streq(d + 1, CGROUP_TEND_LEAF) || !streq(p + 1, CGROUP_TEND_LEAF))
+                return 0;
+        *d = '\0';
+        *(p == loc->path ? p + 1 : p) = '\0';
+        t->in_leaf = true;
+        return 1;
+}
+
+static int tree_open(struct cgroup_tree **ret_tree, bool resumed) {
         if (!ret_tree)
                 return -EINVAL;
         _cleanup_(cgroup_tree_freep) struct cgroup_tree *t = tree_alloc();
@@ -389,13 +401,25 @@ int cgroup_tree_open(struct cgroup_tree **ret_tree) {
                 r = cgroup_locate(mountinfo, self, &loc);
                 if (r == -ENOMEM)
                         return r;
+                if (r >= 0 && resumed)
+                        (void) leaf_strip(t, &loc);
                 r = r < 0 ? tree_set_fallback(t, locate_failure(r, self)) : tree_try(t, &loc);
                 cgroup_location_done(&loc);
         }
         if (r < 0)
                 return r;
+        if (t->mode != CGROUP_MODE_CGROUP)
+                t->in_leaf = false;
         *ret_tree = TAKE_PTR(t);
         return 0;
+}
+
+int cgroup_tree_open(struct cgroup_tree **ret_tree) {
+        return tree_open(ret_tree, false);
+}
+
+int cgroup_tree_open_resumed(struct cgroup_tree **ret_tree) {
+        return tree_open(ret_tree, true);
 }
 
 enum cgroup_mode cgroup_tree_mode(const struct cgroup_tree *tree) {

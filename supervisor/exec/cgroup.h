@@ -87,6 +87,10 @@ struct cgroup_tree;
  * Errors: -ENOMEM, -EINVAL (ret_tree NULL). Never fails for lack of cgroups.
  */
 int cgroup_tree_open(struct cgroup_tree **ret_tree);
+/* reexec: cgroup_tree_open for a re-executed tend, which may be in its leaf
+ * (CGROUP_TEND_LEAF) already: the leaf's parent is then tend's cgroup, and
+ * tend is in its leaf (cgroup_tree_in_leaf()). */
+int cgroup_tree_open_resumed(struct cgroup_tree **ret_tree);
 
 /*
  * A tree in FALLBACK mode without looking at cgroups (a configuration that

@@ -424,8 +424,10 @@ int logs_journal_connect(logs_manager *m) {
 int logs_file_sink_open(logs_manager *m, const logs_stream *s, const struct logs_target *t,
                    struct logs_sink **ret) {
         int flags = O_WRONLY | O_CREAT | O_NOCTTY | O_CLOEXEC | O_NONBLOCK |
-                    (t->type == LOGS_TARGET_APPEND ? O_APPEND : O_TRUNC);
+                    (t->type == LOGS_TARGET_APPEND ? O_APPEND : m->resumed ? 0 : O_TRUNC);
         _cleanup_close_ int fd = open(t->path, flags, 0644);
+        if (fd >= 0 && m->resumed && t->type != LOGS_TARGET_APPEND)
+                (void) lseek(fd, 0, SEEK_END); /* reexec: on after the first tend's lines */
         struct stat st;
         char desc[PATH_MAX + 16];
 

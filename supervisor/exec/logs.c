@@ -364,6 +364,7 @@ int logs_manager_new(sd_event *event, const struct logs_manager_options *o, logs
         m->console_orig = o->console_fd >= 0 ? o->console_fd : STDOUT_FILENO;
         m->ring_bytes = ring;
         m->follower_bytes = follow;
+        m->resumed = o->resumed;
         m->journal_path = strdup(o->journal_socket ?: LOGS_JOURNAL_SOCKET);
         if (!m->journal_path)
                 return -ENOMEM;

@@ -207,6 +207,10 @@ struct logs_manager_options {
         size_t follower_queue_bytes; /* per follower; 0 = LOGS_FOLLOWER_QUEUE_DEFAULT */
         const char *journal_socket;  /* journald's native socket; NULL = LOGS_JOURNAL_SOCKET (tests
                                       * give their own); copied */
+        /* reexec: the manager of a re-executed tend: file: targets are opened
+         * without truncating them (the first tend did, once: tend(8)
+         * "RE-EXECUTING"). */
+        bool resumed;
 };
 
 /* Creates the manager on event (a reference is taken). o may be NULL (all

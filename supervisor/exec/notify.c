@@ -5,6 +5,7 @@
  * the manager that started it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,11 +297,9 @@ static int on_readable(sd_event_source *src, int fd, uint32_t revents, void *use
         return 0;
 }
 
-static int bind_autobind(int fd, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
+/* The abstract address fd is bound to, as "@NAME". */
+static int socket_address(int fd, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        /* Only the family: the kernel picks a free abstract name (5 hex digits). */
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa_family_t)) < 0)
-                return negative_errno();
         socklen_t len = sizeof sa;
         if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0)
                 return negative_errno();
@@ -311,6 +310,14 @@ static int bind_autobind(int fd, char ret[static sizeof(((struct sockaddr_un *) 
         memcpy(ret + 1, sa.sun_path + 1, n - 1);
         ret[n] = '\0';
         return 0;
+}
+
+static int bind_autobind(int fd, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        /* Only the family: the kernel picks a free abstract name (5 hex digits). */
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa_family_t)) < 0)
+                return negative_errno();
+        return socket_address(fd, ret);
 }
 
 int notify_socket_new(sd_event *event, const char *name, notify_handler_t handler, void *userdata,
@@ -334,6 +341,31 @@ int notify_socket_new(sd_event *event, const char *name, notify_handler_t handle
         if (k >= 0 && event)
                 k = sd_event_add_io(event, &s->source, s->fd, EPOLLIN, on_readable, s);
         if (k < 0) {
+                notify_socket_free(s);
+                return k;
+        }
+        *ret = s;
+        return 0;
+}
+
+int notify_socket_adopt(sd_event *event, const char *name, notify_handler_t handler, void *userdata, int fd,
+                        struct notify_socket **ret) {
+        if (!event || !name || !handler || fd < 0 || !ret)
+                return -EINVAL;
+        struct notify_socket *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        *s = (struct notify_socket) { .handler = handler, .userdata = userdata, .fd = -1, .name = strdup(name) };
+        int f = fcntl(fd, F_GETFD);
+        int k = !s->name ? -ENOMEM : f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 ? negative_errno() : 0;
+        if (k >= 0)
+                k = socket_address(fd, s->address);
+        if (k >= 0) {
+                s->fd = fd;
+                k = sd_event_add_io(event, &s->source, s->fd, EPOLLIN, on_readable, s);
+        }
+        if (k < 0) {
+                s->fd = -1; /* the caller's on failure */
                 notify_socket_free(s);
                 return k;
         }

@@ -100,6 +100,13 @@ typedef void (*notify_handler_t)(void *userdata, pid_t sender, const struct noti
 int notify_socket_new(sd_event *event, const char *name, notify_handler_t handler, void *userdata,
                       struct notify_socket **ret);
 
+/* reexec: a unit's socket made by the tend that re-executed (fd: bound as
+ * notify_socket_new() binds, SO_PASSCRED on), taken on success (O_CLOEXEC
+ * again); the processes that have its address go on notifying. Errors:
+ * -EINVAL, -ENOMEM, -EPROTO (not an abstract address), getsockname errors. */
+int notify_socket_adopt(sd_event *event, const char *name, notify_handler_t handler, void *userdata, int fd,
+                        struct notify_socket **ret);
+
 /* The address for NOTIFY_SOCKET= ("@" and the abstract name), valid until freed. */
 const char *notify_socket_address(const struct notify_socket *s);
 

@@ -30,6 +30,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "manager-internal.h"
+#include "reexec.h"
 #include "record.h"
 #include "notify.h"
 #include "sandbox.h"
@@ -224,6 +225,10 @@ static int ctl_set_enabled(void *userdata, const char *name, bool enabled) {
         return u ? manager_unit_set_enabled(m, u, enabled) : -ENOENT;
 }
 
+static int ctl_daemon_reexec(void *userdata, char *why, size_t size) {
+        return manager_reexec_request(userdata, why, size);
+}
+
 static const struct control_ops control_ops = {
         .resolve = ctl_resolve,
         .start = ctl_start,
@@ -239,6 +244,7 @@ static const struct control_ops control_ops = {
         .describe = ctl_describe,
         .assess = ctl_assess,
         .set_enabled = ctl_set_enabled,
+        .daemon_reexec = ctl_daemon_reexec,
 };
 
 int manager_setup_control(struct manager *m) {
@@ -246,7 +252,8 @@ int manager_setup_control(struct manager *m) {
         int k = control_socket_path(m->opts->control_socket, &path);
         if (k < 0)
                 return log_error_errno(k, "no control socket path: set --control-socket or $TEND_SOCKET");
-        struct control_options o = { .path = path, .control_group = m->opts->control_group };
+        struct control_options o = { .path = path, .control_group = m->opts->control_group,
+                                     .listen_fd = manager_resume_control_fd(m) };
         k = control_server_new(m->event, m->store, &control_ops, m, &o, &m->control);
         if (k == -EADDRINUSE)
                 return log_error_errno(k, "already running: %s answers", path);

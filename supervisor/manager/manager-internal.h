@@ -78,6 +78,7 @@ struct unit_data {
         struct jobs_unit jobs;         /* its start and stop jobs' state (jobs.h) */
         bool record_written;           /* record is that of the record in the store (or held to be) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
+        bool resumed;                  /* reexec: put back from the previous tend's state, not started */
 };
 
 /* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
@@ -148,6 +149,13 @@ struct manager {
         int exit_status;
 
         struct cmd_state cmd;          /* combined mode's CMD (cmd.c) */
+
+        /* reexec (reexec.h): a daemon-reexec under way (its retry while
+         * units settle, until reexec_until), and the previous tend's state
+         * while a re-executed tend puts its units back */
+        sd_event_source *reexec_retry;
+        usec_t reexec_until;
+        struct json_object *resumed;
 };
 
 static inline struct unit_data *data(const struct unit *u) {
@@ -188,6 +196,10 @@ void own_waiter_settle(struct unit_data *d);
 void manager_on_lease_expired(void *userdata, const char *name, uint64_t revision);
 /* tend's own manager hears the counts and READY=1 once settled (SPEC §1). */
 void manager_upstream_update(struct manager *m);
+
+/* runtime.c (reexec): u's notify socket is fd, made by the tend that
+ * re-executed (taken on success). 0 or a negative errno (notify.h). */
+int manager_notify_adopt(struct manager *m, struct unit *u, int fd);
 
 /* units.c */
 struct logs_target manager_output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out);

@@ -35,6 +35,7 @@
 #include "manager.h"
 #include "notify.h"
 #include "record.h"
+#include "reexec.h"
 #include "signal-util.h"
 #include "singleflight.h"
 #include "store.h"
@@ -61,6 +62,12 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
                 }
                 log_info("%s: shutting down", signal_to_string(sig, b));
                 manager_begin_shutdown(m, m->cmd.done ? m->cmd.status : 0);
+                return 0;
+        }
+        if (sig == SIGUSR2) { /* reexec: daemon-reexec (tend(8) "RE-EXECUTING") */
+                char why[256] = "";
+                if (manager_reexec_request(m, why, sizeof why) < 0)
+                        log_error("SIGUSR2: not re-executing: %s", why);
                 return 0;
         }
         if (sig == SIGHUP) {
@@ -109,7 +116,7 @@ static void enter_leaf(struct manager *m) {
 }
 
 static int setup_cgroups(struct manager *m) {
-        int k = cgroup_tree_open(&m->cgroups);
+        int k = m->resumed ? cgroup_tree_open_resumed(&m->cgroups) : cgroup_tree_open(&m->cgroups);
         if (k < 0)
                 return log_error_errno(k, "cgroups: %m");
         if (cgroup_tree_mode(m->cgroups) == CGROUP_MODE_FALLBACK) {
@@ -167,7 +174,8 @@ static int manager_setup(struct manager *m) {
         struct store_options so = { .watch_queue_capacity = watch_queue_capacity() };
         if ((k = sf_table_new(&unit_outcome_ops, NULL, &m->flights)) < 0 ||
             (k = store_new(&so, &m->store)) < 0 || (k = record_writer_new(&m->records)) < 0 ||
-            (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1 }, &m->logs)) < 0)
+            (k = logs_manager_new(m->event, &(struct logs_manager_options) { .console_fd = -1, .resumed = m->resumed },
+                                  &m->logs)) < 0)
                 return log_error_errno(k, "setting up: %m");
         if ((k = setup_cgroups(m)) < 0 || (k = manager_setup_control(m)) < 0)
                 return k;
@@ -202,6 +210,7 @@ static void manager_done(struct manager *m) {
         m->sweep = sd_event_source_disable_unref(m->sweep);
         m->jobs = jobs_free(m->jobs);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
+        m->reexec_retry = sd_event_source_disable_unref(m->reexec_retry);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
         exit_process_unref(m->cmd.process);
@@ -247,12 +256,18 @@ int manager_run(const struct tend_options *given, const int *inherited, size_t n
          * leaves a hole in the heap that the small allocations made meanwhile pin (up to
          * 0.5 MiB with 1,000 units and ten watchers attaching; SPEC §8's footprint). */
         (void) mallopt(M_MMAP_THRESHOLD, 32 * 1024);
-        if (!opts->cmd)
+        /* reexec: a re-executed tend's inherited fds are the ones its state
+         * names (every other fd of the previous tend was O_CLOEXEC). */
+        int k = manager_resume_begin(&m); /* before the set-up, which takes its control socket */
+        if (!opts->cmd && !m.resumed)
                 for (size_t i = 0; i < n_inherited; i++)
                         close(inherited[i]);
-        int k = manager_setup(&m);
+        if (k >= 0)
+                k = manager_setup(&m);
         if (k >= 0)
                 k = manager_load_units(&m);
+        if (k >= 0)
+                (void) manager_resume_units(&m);
         if (k >= 0) {
                 /* Every non-template unit in DIR gets a start job (SPEC §3),
                  * all queued before any waits for another. Instances loaded
@@ -260,7 +275,7 @@ int manager_run(const struct tend_options *given, const int *inherited, size_t n
                 size_t n_initial = m.n_units;
                 jobs_batch(m.jobs, true);
                 for (size_t i = 0; i < n_initial; i++)
-                        if (manager_unit_starts_on_its_own(&m, m.units[i])) /* pkg: tendctl disable */
+                        if (!data(m.units[i])->resumed && manager_unit_starts_on_its_own(&m, m.units[i])) /* pkg: tendctl disable */
                                 manager_start_unit(&m, m.units[i]);
                 jobs_batch(m.jobs, false);
                 m.initial_jobs_queued = true;

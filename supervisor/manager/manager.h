@@ -17,3 +17,14 @@
  * combined mode, or 1 when tend itself could not run.
  */
 int manager_run(const struct tend_options *opts, const int *inherited, size_t n_inherited);
+
+/* reexec: remembers tend's command line (argv borrowed: main's) and the
+ * path of the running binary, resolved now, for a later re-exec; and the
+ * service manager's $NOTIFY_SOCKET / $WATCHDOG_* that the manager removes
+ * from tend's environment at set-up, so the re-executed tend gets them
+ * again. Call first thing in main(). */
+void reexec_remember(int argc, char **argv);
+
+/* reexec: `tend --check-state-version N`: 0 when this binary reads state
+ * format N (printing its own), else 1 (tend(8) "RE-EXECUTING"). */
+int reexec_check_version(const char *arg);

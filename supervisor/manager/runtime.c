@@ -71,6 +71,15 @@ static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, ch
         return notify_env_add(envp, notify_socket_address(r->notify), main ? unit_watchdog_usec(u->file) : 0);
 }
 
+int manager_notify_adopt(struct manager *m, struct unit *u, int fd) {
+        struct unit_rare *r = unit_rare(u);
+        if (!r)
+                return -ENOMEM;
+        notify_socket_free(r->notify);
+        r->notify = NULL;
+        return notify_socket_adopt(m->event, u->name, on_unit_notify, u, fd, &r->notify);
+}
+
 static int op_contains(void *userdata, struct unit *u, pid_t pid) {
         return unit_group_contains(data(u)->group, pid);
 }

@@ -243,11 +243,13 @@ class ServiceTestCase(TendTestCase):
             raise AssertionError('%s (%s)' % (message() if callable(message) else message, e)) from None
         return json.loads(line)
 
-    def start_tend(self, *extra, cmd=None, cgroup=True, wrap=None, wait_ready=True, log_level='info', env=None):
+    def start_tend(self, *extra, cmd=None, cgroup=True, wrap=None, wait_ready=True, log_level='info', env=None,
+                   binary=None):
         """Starts tend in service mode (combined mode with cmd), in a fresh
         cgroup of its own when possible (cgroup=True) or in the given cgroup
-        directory; wrap is a prefix argv (e.g. unshare …) run before tend."""
-        argv = [TEND, '--config-dir', self.dir, '--control-socket', self.sock] + list(extra)
+        directory; wrap is a prefix argv (e.g. unshare …) run before tend;
+        binary: another tend binary than TEND (reexec: a copy it replaces)."""
+        argv = [binary or TEND, '--config-dir', self.dir, '--control-socket', self.sock] + list(extra)
         if log_level:  # None: tend's own default
             argv[1:1] = ['--log-level', log_level]
         if cmd:

@@ -1119,7 +1119,7 @@ class Completion(CtlTestCase):
         self.unit('db', '[Service]\nExecStart=%s pause' % PROBE)
         self.start_tend()
         self.assertEqual(self.complete('st'), ['start', 'status', 'stop'])
-        self.assertEqual(self.complete('daemon'), ['daemon-reload'])
+        self.assertEqual(self.complete('daemon'), ['daemon-reexec', 'daemon-reload'])
         self.assertEqual(self.complete('--control-s'), ['--control-socket'])
         s = ['--control-socket', self.sock]
         self.assertEqual(self.complete(*s, 'restart', 'w'), ['web', 'worker'])

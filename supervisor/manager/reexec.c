@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reexec: the old tend's side of daemon-reexec (reexec.h): settle, check
+ * the new binary, write the state into a memfd, execve.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "log.h"
+#include "logs-handover.h"
+#include "macro.h"
+#include "manager.h"
+#include "reexec.h"
+#include "unit-restore.h"
+
+extern char **environ;
+
+static struct {
+        char **argv;                 /* main's */
+        char path[PATH_MAX];         /* the binary tend was started from, resolved at start */
+        char *notify_socket, *watchdog_usec, *watchdog_pid; /* the service manager's, or NULL */
+} saved;
+
+static char *env_copy(const char *name) {
+        const char *v = getenv(name);
+        return v ? strdup(v) : NULL;
+}
+
+void reexec_remember(int argc, char **argv) {
+        saved.argv = argv;
+        ssize_t n = readlink("/proc/self/exe", saved.path, sizeof saved.path - 1);
+        saved.path[n > 0 ? n : 0] = '\0';
+        saved.notify_socket = env_copy("NOTIFY_SOCKET");
+        saved.watchdog_usec = env_copy("WATCHDOG_USEC");
+        saved.watchdog_pid = env_copy("WATCHDOG_PID");
+}
+
+int reexec_check_version(const char *arg) {
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        bool ok = !errno && *arg && !*end && v >= 1 && v <= TEND_STATE_VERSION;
+        printf("%d\n", TEND_STATE_VERSION);
+        return ok ? 0 : 1;
+}
+
+/* ---- the new binary's answer ---- */
+
+/* Waits for pid (pidfd fd) at most timeout_ms; its wait status, or -ETIMEDOUT (killed). */
+static int wait_bounded(pid_t pid, int fd, int timeout_ms) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int k = poll(&p, 1, timeout_ms);
+        if (k == 0)
+                (void) syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        return k == 0 ? -ETIMEDOUT : status;
+}
+
+/* `path --check-state-version N`, its output to /dev/null, a clean signal mask. */
+static int check_binary(const char *path, char *why, size_t size) {
+        char version[16], *argv[] = { (char *) path, (char *) "--check-state-version", version, NULL };
+        snprintf(version, sizeof version, "%d", TEND_STATE_VERSION);
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+        pid_t pid;
+        int k = -posix_spawn(&pid, path, &fa, &attr, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (k < 0) {
+                snprintf(why, size, "%s: %s", path, strerror(-k));
+                return k;
+        }
+        _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        int status = fd < 0 ? -errno : wait_bounded(pid, fd, REEXEC_CHECK_TIMEOUT_MS);
+        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+        snprintf(why, size, "%s cannot read tend's state format %d (%s): tend runs on as it is", path,
+                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" : "it said so");
+        return -ENOEXEC;
+}
+
+/* ---- what is carried ---- */
+
+/* Whether u can be carried now: 1, or 0 (wait: *why says for what). */
+static bool unit_carriable(const struct unit *u, const char **why) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        if (!unit_restorable(u, why) || (r && (r->pid_file_retry || r->leftovers_deadline)) ||
+            data(u)->removed) {
+                *why = *why ? *why : "is in transition";
+                return false;
+        }
+        return true;
+}
+
+/* 1 when every unit can be carried, else 0 (wait), naming the unit in why. */
+static int units_carriable(struct manager *m, char *why, size_t size) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                const char *w = NULL;
+                if (!unit_carriable(m->units[i], &w)) {
+                        snprintf(why, size, "%s %s", m->units[i]->name, w);
+                        return 0;
+                }
+        }
+        return 1;
+}
+
+/* ---- the state document: one function per kind of thing carried ---- */
+
+static int add(json_object *o, const char *key, json_object *v) {
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static json_object *hex_string(const void *p, size_t n) {
+        static const char digits[] = "0123456789abcdef";
+        _cleanup_free_ char *s = malloc(2 * n + 1);
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                s[2 * i] = digits[((const uint8_t *) p)[i] >> 4];
+                s[2 * i + 1] = digits[((const uint8_t *) p)[i] & 15];
+        }
+        s[2 * n] = '\0';
+        return json_object_new_string(s);
+}
+
+/* The unit's position, counts, times, outcome and start-limit history. */
+static int save_unit_position(json_object *o, const struct unit *u) {
+        struct unit_saved s;
+        unit_saved_get(u, &s);
+        json_object *starts = json_object_new_array();
+        for (unsigned i = 0; starts && i < s.n_starts; i++)
+                if (json_object_array_add(starts, json_object_new_uint64(s.starts[i])) < 0)
+                        break;
+        int k = 0;
+        /* Positions and results by name: the document does not depend on the enums' order. */
+        if ((k = add(o, "pos", json_object_new_string(unit_pos_to_string(s.pos)))) < 0 ||
+            (k = add(o, "result", json_object_new_string(unit_result_to_string(s.result)))) < 0 ||
+            (k = add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
+            (k = add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
+            (k = add(o, "watchdog_held", json_object_new_boolean(s.watchdog_held))) < 0 ||
+            (k = add(o, "main_pid", json_object_new_int(s.main_pid))) < 0 ||
+            (k = add(o, "since_realtime", json_object_new_uint64(s.since_realtime))) < 0 ||
+            (k = add(o, "since_monotonic", json_object_new_uint64(s.since_monotonic))) < 0 ||
+            (k = add(o, "deadline", json_object_new_uint64(s.deadline))) < 0 ||
+            (k = add(o, "restarts", json_object_new_uint64(s.restarts))) < 0 ||
+            (k = add(o, "restart_step", json_object_new_int64(s.restart_step))) < 0 || (k = add(o, "starts", starts)) < 0)
+                return k;
+        if (s.has_last_exit && ((k = add(o, "last_exit_kind", json_object_new_int(s.last_exit.kind))) < 0 ||
+                                (k = add(o, "last_exit_status", json_object_new_int(s.last_exit.status))) < 0 ||
+                                (k = add(o, "last_exit_core", json_object_new_int(s.last_exit.core_dumped))) < 0))
+                return k;
+        if (s.status_text && (k = add(o, "status_text", json_object_new_string(s.status_text))) < 0)
+                return k;
+        return 0;
+}
+
+/* Which text of its file the running instance started from (file_changed). */
+static int save_unit_started_text(json_object *o, const struct unit_data *d) {
+        int k = add(o, "started_text_size", json_object_new_uint64(d->started_text_size));
+        return k < 0 ? k : add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
+}
+
+/* The unit's log pipes (by fd number) and the bytes tend holds of them. */
+static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
+        struct logs_handover h;
+        int k = s ? logs_stream_handover_get(s, cloexec, &h) : 0;
+        if (!s || k < 0 || cloexec)
+                return k;
+        json_object *l = json_object_new_object(), *pipes = json_object_new_array();
+        if ((k = add(o, "logs", l)) < 0 || (k = add(l, "pipes", pipes)) < 0 ||
+            (k = add(l, "shared", json_object_new_boolean(h.shared))) < 0)
+                return k;
+        for (unsigned i = 0; i < h.n_pipes; i++) {
+                json_object *p = json_object_new_object();
+                if ((k = json_object_array_add(pipes, p)) < 0 || (k = add(p, "rfd", json_object_new_int(h.pipe[i].rfd))) < 0 ||
+                    (k = add(p, "wfd", json_object_new_int(h.pipe[i].wfd))) < 0 ||
+                    (k = add(p, "in", hex_string(h.pipe[i].in, h.pipe[i].in_len))) < 0)
+                        return k < 0 ? k : -ENOMEM;
+        }
+        if (h.ring && ((k = add(l, "ring", hex_string(h.ring, h.ring_cap))) < 0 ||
+                       (k = add(l, "ring_head", json_object_new_uint64(h.ring_head))) < 0 ||
+                       (k = add(l, "ring_used", json_object_new_uint64(h.ring_used))) < 0 ||
+                       (k = add(l, "ring_count", json_object_new_uint64(h.ring_count))) < 0))
+                return k;
+        return 0;
+}
+
+/* The unit's notify socket (by fd number): its processes keep its address. */
+static int save_unit_notify(json_object *o, const struct unit *u, bool cloexec) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        int fd = r && r->notify ? notify_socket_fd(r->notify) : -1, f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
+        if (fd < 0)
+                return 0;
+        if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
+                return -errno;
+        return cloexec ? 0 : add(o, "notify_fd", json_object_new_int(fd));
+}
+
+/* Every unit; with cloexec, only the fds' O_CLOEXEC put back (a failed exec). */
+static int save_units(struct manager *m, json_object *state, bool cloexec) {
+        json_object *units = cloexec ? NULL : json_object_new_array();
+        int k = cloexec ? 0 : add(state, "units", units);
+        for (size_t i = 0; k >= 0 && i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                json_object *o = cloexec ? NULL : json_object_new_object();
+                if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
+                                 (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
+                                 (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, data(u))) < 0))
+                        break;
+                k = save_unit_logs(o, data(u)->logs, cloexec);
+                if (k >= 0)
+                        k = save_unit_notify(o, u, cloexec);
+        }
+        return k < 0 ? k : 0;
+}
+
+/* The control socket's listening fd, and the connections the new tend goes on serving. */
+static int save_control(struct manager *m, json_object *state, bool cloexec) {
+        int fd = control_server_listen_fd(m->control), f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
+        if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
+                return -errno;
+        int fds[CONTROL_MAX_CLIENTS_DEFAULT];
+        size_t n = control_server_handover(m->control, fds, ELEMENTSOF(fds), cloexec);
+        json_object *conns = cloexec ? NULL : json_object_new_array();
+        int k = cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
+        if (k >= 0 && !cloexec)
+                k = add(state, "control_conns", conns);
+        for (size_t i = 0; k >= 0 && conns && i < n; i++)
+                k = json_object_array_add(conns, json_object_new_int(fds[i]));
+        return k;
+}
+
+/* The state in a memfd (O_CLOEXEC until the exec), its fd. */
+static int state_memfd(json_object *state) {
+        const char *text = json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN);
+        if (!text)
+                return -ENOMEM;
+        int fd = memfd_create("tend-state", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t n = strlen(text);
+        for (size_t off = 0; off < n;) {
+                ssize_t w = write(fd, text + off, n - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        int k = w < 0 ? -errno : -EIO;
+                        close(fd);
+                        return k;
+                }
+                off += (size_t) w;
+        }
+        return fd;
+}
+
+/* ---- the exec ---- */
+
+/* environ, without what the exec sets, plus fd's name and the service
+ * manager's variables: *ret_own is the index of the first entry of its own
+ * (allocated: env_free()), the others are environ's. */
+static char **exec_environment(int fd, size_t *ret_own) {
+        static const char *const set[] = { "TEND_REEXEC_STATE_FD=", "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=" };
+        size_t n = 0;
+        while (environ[n])
+                n++;
+        char **env = calloc(n + ELEMENTSOF(set) + 1, sizeof *env);
+        if (!env)
+                return NULL;
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool drop = false;
+                for (size_t s = 0; s < ELEMENTSOF(set); s++)
+                        drop = drop || strncmp(environ[i], set[s], strlen(set[s])) == 0;
+                if (!drop)
+                        env[j++] = environ[i];
+        }
+        *ret_own = j;
+        const char *values[] = { NULL, saved.notify_socket, saved.watchdog_usec, saved.watchdog_pid };
+        char fdtext[16];
+        snprintf(fdtext, sizeof fdtext, "%d", fd);
+        values[0] = fdtext;
+        for (size_t s = 0; s < ELEMENTSOF(set); s++)
+                if (values[s] && asprintf(&env[j], "%s%s", set[s], values[s]) >= 0)
+                        j++;
+        return env;
+}
+
+static void env_free(char **env, size_t own) {
+        for (size_t i = own; env && env[i]; i++)
+                free(env[i]);
+        free(env);
+}
+
+static int do_exec(struct manager *m) {
+        _cleanup_(json_object_putp) json_object *state = json_object_new_object();
+        int k = state ? add(state, "version", json_object_new_int(TEND_STATE_VERSION)) : -ENOMEM;
+        if (k >= 0)
+                k = save_control(m, state, false);
+        if (k >= 0)
+                k = save_units(m, state, false);
+        int fd = k < 0 ? k : state_memfd(state);
+        if (fd < 0)
+                return fd;
+        size_t own = 0;
+        char **env = exec_environment(fd, &own);
+        control_server_flush(m->control); /* the answers "tend re-executes: retry" */
+        log_info("re-executing %s (state: %zu bytes, %zu units)", saved.path,
+                 strlen(json_object_to_json_string_ext(state, JSON_C_TO_STRING_PLAIN)), m->n_units);
+        int f = fcntl(fd, F_GETFD); /* O_CLOEXEC off only now, for the exec */
+        if (env && f >= 0 && fcntl(fd, F_SETFD, f & ~FD_CLOEXEC) >= 0)
+                execve(saved.path, saved.argv, env);
+        k = env ? -errno : -ENOMEM;
+        env_free(env, own);
+        close(fd);
+        return k;
+}
+
+/* The exec failed: the fds get O_CLOEXEC back, tend runs on. */
+static void exec_failed(struct manager *m, int error) {
+        (void) save_control(m, NULL, true);
+        (void) save_units(m, NULL, true);
+        log_error_errno(error, "re-executing %s failed: %m: tend runs on as it was", saved.path);
+        notify_upstream_reloading(m->upstream, false);
+}
+
+static void reexec_end(struct manager *m) {
+        m->reexec_retry = sd_event_source_disable_unref(m->reexec_retry);
+        m->reexec_until = 0;
+}
+
+static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Every unit settled: the answers out, the state written, the exec. */
+static void reexec_now(struct manager *m) {
+        char why[256];
+        int k = units_carriable(m, why, sizeof why);
+        if (k == 0 && now_usec(CLOCK_MONOTONIC) < m->reexec_until) {
+                (void) sd_event_source_set_time_relative(m->reexec_retry, 10 * USEC_PER_MSEC);
+                (void) sd_event_source_set_enabled(m->reexec_retry, SD_EVENT_ONESHOT);
+                return;
+        }
+        if (k == 0) {
+                log_error("not re-executing: %s after 5 s", why);
+                reexec_end(m);
+                return;
+        }
+        reexec_end(m);
+        notify_upstream_reloading(m->upstream, true);
+        records_flush(m);
+        (void) logs_manager_drain(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
+        control_server_flush(m->control); /* the daemon-reexec answer among them */
+        exec_failed(m, do_exec(m));
+}
+
+static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata) {
+        reexec_now(userdata);
+        return 0;
+}
+
+int manager_reexec_request(struct manager *m, char *why, size_t size) {
+        if (m->opts->cmd) {
+                snprintf(why, size, "%s", "combined mode (-- CMD) does not re-execute");
+                return -EOPNOTSUPP;
+        }
+        if (m->shutting_down) {
+                snprintf(why, size, "%s", "tend is shutting down");
+                return -EBUSY;
+        }
+        if (m->reexec_retry)
+                return 0; /* one under way: this request shares it */
+        if (!saved.path[0]) {
+                snprintf(why, size, "%s", "the path of tend's binary is unknown");
+                return -ENOENT;
+        }
+        int k = check_binary(saved.path, why, size);
+        if (k < 0) {
+                log_error("not re-executing: %s", why);
+                return k;
+        }
+        /* After this event: its answer is queued first. */
+        k = sd_event_add_time_relative(m->event, &m->reexec_retry, CLOCK_MONOTONIC, 0, 1, reexec_try, m);
+        if (k < 0) {
+                snprintf(why, size, "%s", strerror(-k));
+                return k;
+        }
+        m->reexec_until = now_usec(CLOCK_MONOTONIC) + REEXEC_SETTLE_USEC;
+        log_info("daemon-reexec: %s", saved.path);
+        return 0;
+}

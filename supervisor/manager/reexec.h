@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reexec: `tendctl daemon-reexec` and SIGUSR2 (SPEC §1's table, tend(8)
+ * "RE-EXECUTING"). The old tend waits until every unit is in a settled
+ * position (at most REEXEC_SETTLE_USEC), asks the new binary whether it
+ * reads this state format (`BINARY --check-state-version N`), writes its
+ * state as one JSON document into a memfd, clears O_CLOEXEC on the memfd and
+ * on the fds the state names (the control socket, the units' log pipes:
+ * they keep their numbers through execve, so the state names them by
+ * number), and executes the binary at the path it was started from
+ * (resolved at start: a binary replaced on disk is the one run). The pid
+ * stays: every unit's processes stay tend's children, and one that exits
+ * meanwhile stays a zombie, reaped by the new tend with its status.
+ * The new tend finds the memfd in $TEND_REEXEC_STATE_FD, loads DIR as at
+ * any start, and instead of starting the units the state names puts each
+ * back (position, counts, times, start-limit history, main process tracked
+ * again by pid, log pipes, ring).
+ * Single-threaded (tend's loop). Only the manager's files include this.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "manager-internal.h"
+
+/* The state format this tend writes; it reads 1 … this. */
+#define TEND_STATE_VERSION 1
+/* How long a re-exec waits for units in transition (starting, stopping) to settle. */
+#define REEXEC_SETTLE_USEC (5 * USEC_PER_SEC)
+/* How long the new binary gets to answer --check-state-version. */
+#define REEXEC_CHECK_TIMEOUT_MS 5000
+
+/* reexec.c: daemon-reexec asked (the control socket's op, or SIGUSR2): 0
+ * when it is under way, or a negative errno with why (size bytes) filled:
+ * -EOPNOTSUPP (combined mode), -EBUSY (shutting down), -ENOEXEC (the binary
+ * at tend's path cannot read this state: tend runs on), -ENOENT (the path is
+ * gone). */
+int manager_reexec_request(struct manager *m, char *why, size_t size);
+
+/* reexec-restore.c: the previous tend's state, if this tend was started by
+ * a re-exec: m->resumed set (1) or not (0); an unreadable state is an error
+ * (logged: tend cannot know its units' processes). Before manager_setup(). */
+int manager_resume_begin(struct manager *m);
+/* The control socket's fd the state names, 0 when none. */
+int manager_resume_control_fd(const struct manager *m);
+/* After the units are loaded: each unit the state names is put back
+ * (unit_data.resumed); the state is let go. Returns the number put back. */
+size_t manager_resume_units(struct manager *m);

@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""daemon-reexec (issue 19; tend(8) "RE-EXECUTING"): tend executes its binary
+anew and resumes with no unit restarted, no log line lost, no exit lost.
+
+tend runs from a copy of the built binary in the test's temp dir; before the
+re-exec the copy is replaced on disk (a new file renamed over it: a new inode,
+with a marker appended, so its bytes differ too), and the test checks that the
+process now runs that file (/proc/PID/exe names the new inode, not a deleted
+one). 100 units run: 80 idle, 10 crash loops (Restart=always, exit 1 after
+50 ms) and 10 writers of 1,000 numbered lines/s each to append: files; one
+more unit exits (status 7) the moment tend's binary changes, i.e. during the
+exec. A client loops on `tendctl list` throughout and the test reports the
+longest call (tend's unavailability) and the exec's own time (tend's log).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svctest import TENDCTL, ServiceTestCase, cgroup_usable  # noqa: E402
+from tendtest import TEND, wait_until, zombies_of  # noqa: E402
+from test_systemctl_compat import SYSTEMCTL, SYSTEMD, _enter_cgroup, _remove_cgroup  # noqa: E402
+
+N_IDLE, N_CRASH, N_WRITE = 80, 10, 10
+
+WRITER = r'''
+import os, signal, sys, time
+i = 0
+
+
+def last(*_):  # the number of the last line written, for the test to compare
+    with open(sys.argv[1], 'w') as f:
+        f.write('%d\n' % i)
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, last)
+t0 = time.monotonic()
+while True:
+    i += 1
+    os.write(1, b"%d\n" % i)
+    d = t0 + i / 1000.0 - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+'''
+
+# READY=1, then WATCHDOG=1 and a counting STATUS= every 50 ms, on $NOTIFY_SOCKET.
+NOTIFIER = r'''
+import os, socket, time
+addr = os.environ['NOTIFY_SOCKET']
+addr = '\0' + addr[1:] if addr.startswith('@') else addr
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.sendto(b'READY=1', addr)
+n = 0
+while True:
+    n += 1
+    s.sendto(b'WATCHDOG=1\nSTATUS=n=%d' % n, addr)
+    time.sleep(0.05)
+'''
+
+# A state document of format 1, frozen as tend 0.1 wrote it: every later tend
+# must resume from it (tend(8) "RE-EXECUTING", the state format's rule). No
+# process, no fd: the units are put back as the document says.
+STATE_V1 = '''{"version": 1, "control_fd": 0, "control_conns": [], "units": [
+ {"name": "kept-failed.service", "pos": "failed", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 5, "restart_step": 0, "starts": [],
+  "last_exit_kind": 1, "last_exit_status": 3, "last_exit_core": 0, "status_text": "was failing",
+  "started_text_size": 0, "started_text_hash": 0},
+ {"name": "kept-inactive.service", "pos": "inactive", "result": "success", "want_up": false, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 0, "restart_step": 0, "starts": [],
+  "started_text_size": 0, "started_text_hash": 0},
+ {"name": "in-backoff.service", "pos": "backoff", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 1000, "restarts": 2, "restart_step": 1, "starts": [900, 950],
+  "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
+  "started_text_size": 0, "started_text_hash": 0}]}'''
+
+
+class ListLoop(threading.Thread):
+    """`tendctl list` in a loop: every call's duration and status."""
+
+    def __init__(self, sock):
+        super().__init__(daemon=True)
+        self.sock, self.calls, self.halt = sock, [], threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            t = time.monotonic()
+            p = subprocess.run([TENDCTL, '--control-socket', self.sock, 'list'], stdin=subprocess.DEVNULL,
+                               capture_output=True, timeout=30)
+            self.calls.append((t, time.monotonic() - t, p.returncode, p.stderr[-300:]))
+
+
+class Reexec(ServiceTestCase):
+    def binary_copy(self):
+        os.mkdir(self.path('bin'))
+        b = self.path('bin/tend')
+        shutil.copy2(TEND, b)
+        return b
+
+    def replace_binary(self, b, data):
+        """A new file renamed over b, as a package upgrade does; its inode."""
+        with open(b + '.new', 'wb') as f:
+            f.write(data)
+        os.chmod(b + '.new', 0o755)
+        os.rename(b + '.new', b)
+        return os.stat(b).st_ino
+
+    def exe_inode(self):
+        return os.stat('/proc/%d/exe' % self.tend_pid).st_ino
+
+    def make_units(self):
+        for i in range(N_IDLE):
+            self.unit('idle%d' % i, '[Service]\nExecStart=/bin/sleep 1000')
+        for i in range(N_CRASH):
+            self.unit('crash%d' % i, """
+                [Unit]
+                StartLimitIntervalSec=0
+                [Service]
+                ExecStart=/bin/sh -c 'echo $$$$ >> %s; sleep 0.05; exit 1'
+                Restart=always
+                RestartSec=50ms
+            """ % self.path('crash%d.runs' % i))
+        writer = self.path('writer.py')
+        with open(writer, 'w') as f:
+            f.write(WRITER)
+        for i in range(N_WRITE):
+            self.unit('writer%d' % i, """
+                [Service]
+                ExecStart=/usr/bin/python3 %s %s
+                StandardOutput=append:%s
+            """ % (writer, self.path('writer%d.last' % i), self.path('writer%d.log' % i)))
+        # Its ring of recent lines (console target) is carried over.
+        self.unit('talker', "[Service]\nExecStart=/bin/sh -c 'echo said-before-the-exec; exec sleep 1000'")
+        # Exits 7 once tend's binary is another inode: during the exec.
+        self.unit('atexec', """
+            [Service]
+            ExecStart=/bin/sh -c 'i=$$(stat -L -c %%i /proc/$$PPID/exe); while [ "$$(stat -L -c %%i /proc/$$PPID/exe)" = "$$i" ]; do sleep 0.005; done; exit 7'
+        """)
+
+    def all_up(self):
+        s = self.statuses()
+        want = ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)] + ['atexec', 'talker']
+        if any(s.get(n + '.service', {}).get('state') != 'running' for n in want):
+            return None
+        if any(s['crash%d.service' % i]['restarts'] < 2 for i in range(N_CRASH)):
+            return None
+        return s
+
+    def check_lines(self, name):
+        with open(self.path(name + '.log')) as f:
+            text = f.read()
+        got = [int(x) for x in text.split()]
+        self.assertTrue(got, '%s wrote nothing' % name)
+        written = int(wait_until(lambda: ''.join(self.lines(self.path(name + '.last'))), 5,
+                                 '%s never said how many lines it wrote (SIGTERM not delivered?)' % name))
+        self.assertEqual(got[-1:], [written], '%s: its last lines never reached its file (%d of %d)'
+                         % (name, len(got), written))
+        missing = sorted(set(range(1, got[-1] + 1)) - set(got))
+        self.assertEqual(got, list(range(1, len(got) + 1)),
+                         '%s: lines lost, repeated or out of order across the re-exec: %d lines, last %d, '
+                         'missing %r' % (name, len(got), got[-1], missing[:20]))
+        return len(got)
+
+    def test_reexec_keeps_everything(self):
+        b = self.binary_copy()
+        self.make_units()
+        self.start_tend(binary=b)
+        before = wait_until(self.all_up, 30, lambda: 'units never all up; tend stderr %r' % self.stderr()[-3000:],
+                            interval=0.1)
+        pid = self.tend_pid
+        with open(b, 'rb') as f:
+            new_ino = self.replace_binary(b, f.read() + b'\0tend-test-reexec-marker\0')
+        self.assertNotEqual(self.exe_inode(), new_ino)
+
+        loop = ListLoop(self.sock)
+        loop.start()
+        time.sleep(0.3)
+        t = time.monotonic()
+        self.ctl('daemon-reexec')
+        wait_until(lambda: self.exe_inode() == new_ino, 10,
+                   lambda: 'tend never ran the replaced binary; tend stderr %r' % self.stderr()[-3000:])
+        self.assertEqual(self.tend_proc.running(), True, 'tend exited: %r' % self.stderr()[-3000:])
+        self.assertFalse(os.readlink('/proc/%d/exe' % pid).endswith('(deleted)'))
+        time.sleep(1.0)
+        loop.halt.set()
+        loop.join(30)
+        after = self.statuses()
+
+        # pids and counts of every steady unit unchanged; nothing restarted.
+        for n in ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)]:
+            a, z = before[n + '.service'], after[n + '.service']
+            self.assertEqual((z['state'], z['main_pid'], z['restarts'], z['since'], z['file_changed']),
+                             ('running', a['main_pid'], a['restarts'], a['since'], False), n)
+        # The exit during the exec: seen, with its status.
+        r = self.wait_state('atexec', lambda r: r['state'] in ('failed', 'inactive'), 5,
+                            'its exit during the exec was lost')
+        self.assertEqual((r['result'], r['last_exit']), ('exit-code', {'code': 7}))
+        # The crash loops' exits make zombies all the while; none may stay one.
+        seen = set(zombies_of(pid))
+        wait_until(lambda: not seen & set(zombies_of(pid)), 5,
+                   lambda: 'exits left unreaped after the re-exec: %r' % sorted(seen & set(zombies_of(pid))))
+        self.assertIn('said-before-the-exec', self.ctl('logs', 'talker')[1], 'its ring was not carried over')
+
+        # Crash loops go on, their counts consistent with their runs.
+        for i in range(N_CRASH):
+            self.assertGreater(after['crash%d.service' % i]['restarts'], before['crash%d.service' % i]['restarts'])
+        self.ctl('stop', *['crash%d' % i for i in range(N_CRASH)] + ['writer%d' % i for i in range(N_WRITE)])
+        final = self.statuses()
+        for i in range(N_CRASH):
+            runs = len(self.lines(self.path('crash%d.runs' % i)))
+            restarts = final['crash%d.service' % i]['restarts']
+            self.assertIn(runs - restarts, (0, 1), 'crash%d: %d runs but %d restarts: an exit lost or counted twice'
+                          % (i, runs, restarts))
+
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
+        # Every line, once, in order.
+        n_lines = [self.check_lines('writer%d' % i) for i in range(N_WRITE)]
+
+        # What it cost: tendctl's longest call around the exec, and the exec's own time.
+        failed = [c for c in loop.calls if c[2] != 0]
+        self.assertEqual(failed, [], 'tendctl list failed during the re-exec')
+        around = [c[1] for c in loop.calls if c[0] + c[1] >= t - 0.05 and c[0] <= t + 2]
+        err = self.stderr()
+        stamps = re.findall(r'T\d\d:(\d\d):(\d\d\.\d+)\S* tend: info: (re-executing|re-executed: \d+ units resumed)', err)
+        secs = [int(m) * 60 + float(s) for m, s, _ in stamps]
+        exec_ms = (secs[-1] - secs[0]) * 1000 if len(secs) >= 2 else float('nan')
+        sys.stderr.write('reexec: %d units; exec (state written → units resumed) %.1f ms; tendctl list: %d calls, '
+                         'longest around the exec %.1f ms, median %.1f ms; lines per writer %d..%d\n'
+                         % (len(after), exec_ms, len(loop.calls), max(around) * 1000,
+                            sorted(c[1] for c in loop.calls)[len(loop.calls) // 2] * 1000, min(n_lines), max(n_lines)))
+
+    def test_notify_and_watchdog_carried(self):
+        """SIGUSR2: a Type=notify unit with WatchdogSec= keeps notifying
+        through the same socket after the re-exec: its STATUS= goes on
+        counting, its watchdog does not fire, its pid stays."""
+        b = self.binary_copy()
+        notifier = self.path('notifier.py')
+        with open(notifier, 'w') as f:
+            f.write(NOTIFIER)
+        self.unit('notifier', """
+            [Service]
+            Type=notify
+            WatchdogSec=1s
+            ExecStart=/usr/bin/python3 %s
+        """ % notifier)
+        self.start_tend(binary=b)
+        w = self.watch_records('notifier')
+        r = self.wait_state('notifier', lambda r: r['state'] == 'running' and (r['status'] or '').startswith('n='),
+                            10, 'never ready with a STATUS=')
+        before = int(r['status'][2:])
+        os.kill(self.tend_pid, signal.SIGUSR2)  # the signal's way, as `tendctl daemon-reexec`
+        wait_until(lambda: 're-executed: ' in self.stderr(), 10,
+                   lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+        # A watch is a request in progress: answered "retry", then closed.
+        out = w.read_until_eof(10, 'tendctl watch was not ended by the re-exec')
+        self.assertNotEqual(w.wait(5, 'tendctl watch did not exit'), 0)
+        self.assertIn('tend re-executes: retry', w.stderr_text(), out[-500:])
+        time.sleep(2.5)  # past two WatchdogSec= periods
+        z = self.wait_state('notifier', lambda z: int((z['status'] or 'n=0')[2:]) > before + 10, 5,
+                            'its notifications stopped reaching tend after the re-exec')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0),
+                         'the unit was restarted (its watchdog fired?): %r' % self.stderr()[-2000:])
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
+
+    def test_failed_exec_runs_on(self):
+        """The binary passes the check, then cannot be executed (it makes
+        itself non-executable while answering): tend runs on as it was, and
+        the fds it had opened up for the exec are O_CLOEXEC again."""
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && exit 0\nexit 99\n')
+        self.ctl('daemon-reexec')
+        wait_until(lambda: 'tend runs on as it was' in self.stderr(), 10,
+                   lambda: 'no failed exec in tend\'s log: %r' % self.stderr()[-2000:])
+        self.assertTrue(self.tend_proc.running())
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid']), ('running', r['main_pid']))
+        open_fds = []
+        for fd in os.listdir('/proc/%d/fdinfo' % self.tend_pid):
+            try:
+                with open('/proc/%d/fdinfo/%s' % (self.tend_pid, fd)) as f:
+                    flags = int(re.search(r'^flags:\s+(\d+)', f.read(), re.M).group(1), 8)
+            except FileNotFoundError:
+                continue
+            if int(fd) > 2 and not flags & 0o2000000:
+                open_fds.append((fd, os.readlink('/proc/%d/fd/%s' % (self.tend_pid, fd))))
+        self.assertEqual(open_fds, [], 'fds of tend left without O_CLOEXEC after the failed exec')
+        self.ctl('restart', 'idle')
+        self.wait_running('idle', other_than=r['main_pid'])
+
+    def test_format_1_read(self):
+        """A frozen format-1 document (STATE_V1) is read: units are put back
+        as it says, not started as at a first start."""
+        for name in ('kept-failed', 'kept-inactive', 'in-backoff'):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
+        with open(self.path('state-v1.json'), 'w') as f:
+            f.write(STATE_V1)
+        # fd 7: the document, as the memfd a re-executing tend leaves (read with fstat and pread).
+        self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" && exec "$@"', self.path('state-v1.json')],
+                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'))
+        z = self.st('kept-failed')
+        self.assertEqual((z['state'], z['result'], z['restarts'], z['last_exit'], z['status'], z['main_pid']),
+                         ('failed', 'exit-code', 5, {'code': 3}, 'was failing', None))
+        z = self.st('kept-inactive')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('inactive', None, 0))
+        # Its back-off was due: it restarts, counted on from the document's count.
+        z = self.wait_state('in-backoff', lambda z: z['state'] == 'running', 5, 'its due restart never came')
+        self.assertEqual(z['restarts'], 3)
+        self.assertIn('resuming from the previous tend\'s state (format 1)', self.stderr())
+
+    def test_incompatible_state_refused(self):
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        old_ino = self.exe_inode()
+        # The question the old tend asks the new binary: the built one reads format 1 (this one's), not 2.
+        for version, status in (('1', 0), ('2', 1), ('0', 1), ('x', 1)):
+            p = subprocess.run([TEND, '--check-state-version', version], capture_output=True, text=True, timeout=10)
+            self.assertEqual((p.returncode, p.stdout), (status, '1\n'), 'tend --check-state-version %s' % version)
+        # A "new build" that cannot read the running tend's state format.
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
+        rc, out, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(rc, 0, 'an incompatible binary was not refused: %r' % out)
+        self.assertIn('cannot read', err)
+        self.assertEqual(out, '')
+        os.kill(self.tend_pid, signal.SIGUSR2)  # the same check, refused too
+        wait_until(lambda: self.stderr().count('cannot read tend\'s state format') >= 2, 5,
+                   lambda: 'SIGUSR2 was not refused: %r' % self.stderr()[-2000:])
+        self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed the incompatible binary')
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+
+
+# Inside a cgroup namespace rooted at the test's own cgroup, with a pure
+# cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
+# the private systemd --user never sees the host's cgroups.
+UNDER_SYSTEMD = r'''
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 90
+mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 90
+"$SYSTEMD" --user >"$TMP/systemd.log" 2>&1 &
+pid=$!
+for i in $(seq 200); do
+    systemctl --user show -p Version >/dev/null 2>&1 && break
+    kill -0 $pid 2>/dev/null || { echo "systemd --user exited: $(cat "$TMP/systemd.log")" >&2; exit 91; }
+    sleep 0.05
+done
+systemctl --user show -p Version >/dev/null 2>&1 || { echo "systemd --user never answered" >&2; kill $pid; exit 91; }
+show() { systemctl --user show -p MainPID -p ActiveState -p SubState -p NRestarts \
+         -p ExecMainStartTimestampMonotonic tend-it.service | sed "s/^/$1 /"; }
+rc=0
+systemctl --user start tend-it.service || rc=92
+if [ $rc = 0 ]; then
+    show before
+    echo "idle_before $("$TENDCTL" --control-socket "$SOCK" show -p MainPID --value idle)"
+    mv "$BIN.new" "$BIN"
+    ino=$(stat -c %i "$BIN")
+    "$TENDCTL" --control-socket "$SOCK" daemon-reexec || rc=93
+    main=$(systemctl --user show -p MainPID --value tend-it.service)
+    for i in $(seq 200); do [ "$(stat -L -c %i /proc/$main/exe)" = "$ino" ] && break; sleep 0.05; done
+    echo "exe_is_new $([ "$(stat -L -c %i /proc/$main/exe)" = "$ino" ] && echo yes || echo no)"
+    for i in $(seq 200); do [ "$(systemctl --user show -p SubState --value tend-it.service)" = running ] && break; sleep 0.05; done
+    show after
+    echo "idle_after $("$TENDCTL" --control-socket "$SOCK" show -p MainPID --value idle)"
+    systemctl --user stop tend-it.service
+fi
+kill $pid
+for i in $(seq 200); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+kill -KILL $pid 2>/dev/null
+wait $pid
+exit $rc
+'''
+
+
+class ReexecUnderSystemd(ServiceTestCase):
+    """tend.service (Type=notify) under a private systemd --user manager:
+    active, the same MainPID, no restart across daemon-reexec."""
+
+    def test_same_main_pid(self):
+        if os.geteuid() != 0:
+            self.skipTest('not root: cannot mount a tmpfs on /run/systemd')
+        for exe in (SYSTEMD, SYSTEMCTL, shutil.which('unshare')):
+            if not exe or not os.access(exe, os.X_OK):
+                self.skipTest('missing %s' % exe)
+        parent, why = cgroup_usable()
+        if not parent:
+            self.skipTest('no cgroup of its own for systemd --user: %s' % why)
+        home, rt, b = self.path('home'), self.path('rt'), self.path('tend-copy')
+        os.makedirs(os.path.join(home, '.config/systemd/user'))
+        os.mkdir(rt, 0o700)
+        shutil.copy2(TEND, b)
+        with open(TEND, 'rb') as f, open(b + '.new', 'wb') as g:
+            g.write(f.read() + b'\0tend-test-reexec-marker\0')
+        os.chmod(b + '.new', 0o755)
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        with open(os.path.join(home, '.config/systemd/user/tend-it.service'), 'w') as f:
+            f.write('[Service]\nType=notify\nExecStart=%s --config-dir %s --control-socket %s\n'
+                    % (b, self.dir, self.sock))
+        cg = os.path.join(parent, 'tend-sd-reexec.%d' % os.getpid())
+        os.mkdir(cg)
+        env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=self.tmp.name, SYSTEMD=SYSTEMD, BIN=b,
+                   TENDCTL=TENDCTL, SOCK=self.sock)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        try:
+            p = subprocess.run(['unshare', '-C', '-m', '--propagation', 'private', 'bash', '-c', UNDER_SYSTEMD],
+                               env=env, capture_output=True, text=True, timeout=60,
+                               preexec_fn=lambda: _enter_cgroup(cg))
+        finally:
+            _remove_cgroup(cg)
+        if p.returncode in (90, 91):
+            self.skipTest('systemd --user could not run here: %s' % p.stderr.strip())
+        self.assertEqual(p.returncode, 0, 'under systemd --user (%d): %s; %s' % (p.returncode, p.stdout, p.stderr))
+        shown, said = {}, {}
+        for line in p.stdout.splitlines():
+            when, rest = line.split(' ', 1)
+            if '=' in rest:
+                k, v = rest.split('=', 1)
+                shown[(when, k)] = v
+            else:
+                said[when] = rest
+        self.assertEqual(said.get('exe_is_new'), 'yes', 'the replaced binary never ran: %r' % p.stdout)
+        for k in ('MainPID', 'ExecMainStartTimestampMonotonic', 'NRestarts'):
+            self.assertEqual(shown[('after', k)], shown[('before', k)], '%s changed: %r' % (k, p.stdout))
+        self.assertEqual((shown[('after', 'ActiveState')], shown[('after', 'SubState')], shown[('after', 'NRestarts')]),
+                         ('active', 'running', '0'), p.stdout)
+        self.assertEqual(said.get('idle_after'), said.get('idle_before'), 'a unit restarted: %r' % p.stdout)
+        self.assertNotIn(said.get('idle_after'), (None, '', '0'), p.stdout)
+
+if __name__ == '__main__':
+    unittest.main()
