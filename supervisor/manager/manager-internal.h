@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
+#include "cluster.h"
 #include "control.h"
 #include "jobs.h"
 #include "due-timer.h"
@@ -147,6 +148,7 @@ struct manager {
         int exit_status;
 
         struct cmd_state cmd;          /* combined mode's CMD (cmd.c) */
+        struct cluster *cluster;       /* etcd: with --store, the cluster agent (cluster.h), else NULL */
 };
 
 static inline struct unit_data *data(const struct unit *u) {
