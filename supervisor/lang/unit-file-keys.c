@@ -404,6 +404,8 @@ static const struct key_def unit_keys[] = {
         { S, "PermissionsStartOnly", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_PERMISSIONS_START_ONLY) },
         { S, "TasksMax", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_TASKS_MAX) },
         { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
+        /* etcd: singleton units among the tends sharing an etcd prefix (issue 20, docs/cluster.md) */
+        { SECTION_TEND, "Singleton", parse_bool, F(singleton), NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

@@ -177,6 +177,8 @@ struct unit_file {
         uint8_t syslog_level_prefix;     /* SyslogLevelPrefix=: 1 no, 2 yes */
         bool stop_when_unneeded;         /* deps: StopWhenUnneeded=, no */
         bool on_failure_mode_fail;       /* deps: OnFailureJobMode=fail; no: replace (the default) */
+        bool singleton;                  /* etcd: [X-Tend] Singleton=, no: one host of the cluster runs it
+                                          * (docs/cluster.md; in the padding before standard_output) */
         struct unit_output standard_output;
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name (SyslogLevel= … are with the flags above) */

@@ -22,64 +22,19 @@
 
 #include <json-c/json.h>
 
-#include "cluster.h"
 #include "log.h"
 #include "macro.h"
 
+#include "cluster.h"
+
 #ifdef HAVE_STORE_ETCD
-#include "store-etcd.h"
+
+#include "cluster-internal.h"
 
 #define PUBLISH_INTERVAL_USEC USEC_PER_SEC /* at most one write per unit per this */
 #define BACKOFF_FIRST_USEC USEC_PER_SEC
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
 
-/* One unit's published copy (units/HOST/NAME). */
-struct published {
-        struct cluster *c;
-        char *name;
-        struct store_event *latest; /* the local record to publish next; NULL: delete it */
-        struct store_event *sending; /* the record op's value points into, while busy */
-        uint64_t revision;          /* of the etcd key as last written or read; 0: absent/unknown */
-        bool dirty;                 /* latest not yet on etcd */
-        bool busy;                  /* op in flight */
-        bool need_get;              /* a write LOST: read the key's revision first */
-        char *key;                  /* op's key while busy */
-        struct store_op op;
-};
-
-struct cluster {
-        sd_event *event;
-        const struct tend_cluster_options *o;
-        struct store *local;
-        char *endpoints, *prefix, *password, *host_id, *host_value;
-        struct store_etcd_options eo;
-
-        /* the registration thread; it alone writes etcd (once), lease and reg_error
-         * while it runs; the loop reads them after done_fd (then joins it) */
-        pthread_t thread;
-        bool thread_running;
-        int done_fd, stop_fd;
-        sd_event_source *done_src;
-        struct store *etcd;
-        struct store_lease *lease;
-        int reg_error;
-
-        sd_event_source *etcd_src;  /* the etcd store's completions */
-        sd_event_source *lease_timer; /* the host lease's local expiry (store_lease_expiry) */
-        bool registered;
-        bool lease_late;            /* past its local expiry, not known ended (said once) */
-
-        struct store_watch *local_watch; /* service/ of the local store */
-        sd_event_source *local_src;
-        struct published **pub;
-        size_t n_pub;
-        sd_event_source *flush_timer;
-        usec_t last_flush;
-        bool write_failing;          /* the last write failed (said once until one succeeds) */
-        bool closing;
-};
-
-static int start_registration(struct cluster *c);
 
 const char *cluster_host_id(const struct cluster *c) {
         return c->host_id;
@@ -227,7 +182,9 @@ static void *registration_thread(void *userdata) {
         usec_t delay = BACKOFF_FIRST_USEC;
 
         for (;;) {
-                int k = register_once(c);
+                int k = c->lease ? 0 : register_once(c);
+                if (k >= 0 && !c->single_watch)
+                        k = cluster_singles_watch_open(c);
                 if (k >= 0)
                         break;
                 c->reg_error = k;
@@ -242,7 +199,7 @@ static void *registration_thread(void *userdata) {
         return NULL;
 }
 
-static int start_registration(struct cluster *c) {
+int cluster_start_registration(struct cluster *c) {
         sigset_t all, old;
         /* Every signal blocked in the thread (and the store's I/O thread it starts):
          * tend's loop takes them through its signalfd. */
@@ -291,11 +248,15 @@ static int on_lease_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 arm_lease_timer(c, now + c->o->ttl / 3);
                 return 0;
         }
+        if (c->thread_running) { /* it hands over soon: look again then */
+                arm_lease_timer(c, now + c->o->ttl / 3);
+                return 0;
+        }
         log_warning("cluster: etcd %s: host %s's lease has ended on etcd: registering again",
                     c->endpoints, c->host_id);
         c->lease = store_lease_free(c->lease);
         c->registered = c->lease_late = false;
-        (void) start_registration(c);
+        (void) cluster_start_registration(c);
         return 0;
 }
 
@@ -468,20 +429,25 @@ static int on_registered(sd_event_source *s, int fd, uint32_t revents, void *use
         c->thread_running = false;
         if (!c->etcd_src && sd_event_add_io(c->event, &c->etcd_src, store_get_fd(c->etcd), EPOLLIN, on_etcd, c) < 0)
                 log_warning("cluster: cannot poll the etcd store: records not published");
-        log_info("cluster: host %s registered in etcd %s (prefix %s, lease %llu s)", c->host_id, c->endpoints,
-                 c->prefix, (unsigned long long) (c->o->ttl / USEC_PER_SEC));
+        if (!c->registered)
+                log_info("cluster: host %s registered in etcd %s (prefix %s, lease %llu s)", c->host_id,
+                         c->endpoints, c->prefix, (unsigned long long) (c->o->ttl / USEC_PER_SEC));
         c->registered = true;
         arm_lease_timer(c, store_lease_expiry(c->lease));
+        cluster_singles_start(c);
         for (size_t i = 0; i < c->n_pub; i++) /* each copy again: etcd may have lost them */
                 c->pub[i]->dirty = c->pub[i]->dirty || c->pub[i]->latest;
         flush_soon(c);
         return 0;
 }
 
-int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local, struct cluster **ret) {
+int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local,
+                const struct cluster_ops *ops, void *userdata, struct cluster **ret) {
         struct cluster *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->ops = ops;
+        c->userdata = userdata;
         c->event = sd_event_ref(e);
         c->o = o;
         c->local = local;
@@ -493,7 +459,7 @@ int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store 
         if (k >= 0)
                 k = watch_local(c);
         if (k >= 0)
-                k = start_registration(c);
+                k = cluster_start_registration(c);
         if (k < 0) {
                 cluster_free(c);
                 return k;
@@ -511,6 +477,7 @@ struct cluster *cluster_free(struct cluster *c) {
                 (void) eventfd_write(c->stop_fd, 1);
                 (void) pthread_join(c->thread, NULL);
         }
+        cluster_singles_free(c); /* fences stand down: the units are stopped by now */
         if (c->lease) {
                 int k = store_lease_revoke(c->lease);
                 if (k < 0)
@@ -548,7 +515,8 @@ struct cluster *cluster_free(struct cluster *c) {
 
 #else /* !HAVE_STORE_ETCD */
 
-int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local, struct cluster **ret) {
+int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local,
+                const struct cluster_ops *ops, void *userdata, struct cluster **ret) {
         log_error("--store %s: this tend was built without libcurl (no etcd client)", o->store);
         return -EOPNOTSUPP;
 }

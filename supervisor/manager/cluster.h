@@ -26,6 +26,14 @@
 
 struct cluster;
 
+/* What the agent asks of the manager (singletons), from tend's loop. */
+struct cluster_ops {
+        /* NAME is held by this host now: start it (cluster_singleton_may_run() says yes). */
+        void (*acquired)(void *userdata, const char *name);
+        /* NAME must stop now: its lease could not be renewed before the fencing deadline. */
+        void (*lost)(void *userdata, const char *name);
+};
+
 /*
  * Starts the cluster agent for o (o->store set; strings borrowed for the
  * agent's lifetime) on loop e; it watches `service/` of the local store
@@ -35,7 +43,8 @@ struct cluster;
  * or host id: logged), -EOPNOTSUPP (tend built without libcurl: logged),
  * -ENOMEM, sd-event's errors.
  */
-int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local, struct cluster **ret);
+int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local,
+                const struct cluster_ops *ops, void *userdata, struct cluster **ret);
 
 /*
  * Leaves the cluster: the registration thread is stopped (waited for: at
@@ -47,3 +56,26 @@ struct cluster *cluster_free(struct cluster *c);
 
 /* This host's id (never NULL once created). */
 const char *cluster_host_id(const struct cluster *c);
+
+/* ---- singleton units ([X-Tend] Singleton=yes; docs/cluster.md §5, §6) ---- */
+
+/*
+ * This host wants to run singleton NAME (idempotent; name copied): it tries
+ * to acquire singletons/NAME once registered, else waits on the watch of
+ * singletons/ and tries when the key goes; ops->acquired says when it holds
+ * it. stop_timeout (µs, the unit's TimeoutStopSec=) sizes the fencing margin.
+ * Returns 0, -ENOMEM, or -ERANGE when the lease TTL cannot cover the margin
+ * (logged: the unit is never started by this host).
+ */
+int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout);
+
+/* Whether this host holds NAME and is before its fencing deadline (may spawn
+ * it now); *ret_token (may be NULL): the key's revision, $TEND_FENCING_TOKEN. */
+bool cluster_singleton_may_run(struct cluster *c, const char *name, uint64_t *ret_token);
+
+/* NAME's main process (0: none now) and cgroup directory (NULL: none), for
+ * its fence. */
+void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, const char *cgroup_dir);
+
+/* The host holding NAME as last seen on the watch (NULL: none or unknown). */
+const char *cluster_singleton_holder(const struct cluster *c, const char *name);

@@ -255,6 +255,8 @@ int manager_add_unit(struct manager *m, struct unit_file *f);
 
 /* Starts u as one of tend's own requesters of its flight (SPEC §2.3). */
 void manager_start_unit(struct manager *m, struct unit *u);
+/* units.c, etcd: what the cluster agent asks of the manager (singletons). */
+extern const struct cluster_ops manager_cluster_ops;
 
 /* Stops u at once: its flight cancelled (or the stop queued behind a
  * publishing one), then the stop sequence. */

@@ -181,7 +181,8 @@ static int manager_setup(struct manager *m) {
         /* etcd: the cluster store beside tend's own (issue 20), after the signals are
          * blocked (its threads inherit the mask); registration runs in the background,
          * so units never wait for etcd. */
-        if (m->opts->cluster.store && (k = cluster_new(m->event, &m->opts->cluster, m->store, &m->cluster)) < 0)
+        if (m->opts->cluster.store &&
+            (k = cluster_new(m->event, &m->opts->cluster, m->store, &manager_cluster_ops, m, &m->cluster)) < 0)
                 return k;
         /* Before the first spawn: NOTIFY_SOCKET and WATCHDOG_* leave tend's
          * environment, so no child inherits them (SPEC §1). */

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Singleton units among three tends sharing an etcd prefix (issue 20,
+docs/cluster.md §5, §6).
+
+One etcd member on loopback (test_store_etcd.py's way, stopped by pid); three
+tends, each with its own DIR, control socket and cgroup (two tends in one
+cgroup would take each other's units for leftovers). The unit
+`[X-Tend] Singleton=yes` runs a probe that appends "HOST TOKEN PID TIME" to one
+shared file under flock(2) every 50 ms; a run is one (host, token, pid).
+
+1. exactly one host runs it;
+2. SIGKILL of the holder tend (and of its unit, by the pid the probe wrote)
+   → another host holds the key within TTL + 1 s and runs the unit;
+3. SIGSTOP of the holder tend for 2 × TTL → its fence kills the unit before
+   the lease can end on etcd: no two runs' intervals overlap, and a write
+   guarded by the stale $TEND_FENCING_TOKEN (an etcd txn comparing the key's
+   create revision) is rejected by etcd while the holder's token passes;
+4. etcd stopped for less than the TTL → the holder's run goes on (same pid,
+   same token), nobody else starts it.
+
+Root and cgroup2 (each tend in a cgroup of its own) and etcd: 77 otherwise.
+Env: TEND, ETCD.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from svctest import cgroup_remove, cgroup_usable  # noqa: E402
+from test_cluster_etcd import EtcdAt, etcd_get  # noqa: E402
+from test_store_etcd import ETCD, ETCDCTL, free_port  # noqa: E402
+from tendtest import TEND, wait_until  # noqa: E402
+
+TTL = 6  # s; the fencing margin (TimeoutStopSec=1s + 0.2 s + TTL/100) must stay under TTL/3
+PREFIX = "cs"
+UNIT = "solo.service"
+KEY = f"{PREFIX}/e/singletons/{UNIT}"
+
+PROBE = r'''
+import fcntl, os, sys, time
+path, host = sys.argv[1], sys.argv[2]
+token = os.environ.get("TEND_FENCING_TOKEN", "none")
+while True:
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(f"{host} {token} {os.getpid()} {time.time():.3f}\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_UN)
+    time.sleep(0.05)
+'''
+
+
+def check(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+class Tend:
+    def __init__(self, tmp, cgroot, name, url, probe, ticks):
+        self.name = name
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir)
+        with open(os.path.join(self.dir, UNIT), "w") as f:
+            f.write("[Unit]\nDescription=one of three\n[Service]\n"
+                    f"ExecStart=/usr/bin/python3 {probe} {ticks} {name}\n"
+                    "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n"
+                    "[X-Tend]\nSingleton=yes\n")
+        self.cgroup = os.path.join(cgroot, name)
+        os.mkdir(self.cgroup)
+        self.log_path = os.path.join(tmp, name + ".log")
+        self.log = open(self.log_path, "w")
+        procs = os.path.join(self.cgroup, "cgroup.procs")
+
+        def enter():
+            with open(procs, "w") as f:
+                f.write("0")
+        self.proc = subprocess.Popen(
+            [TEND, "--config-dir", self.dir, "--control-socket", os.path.join(tmp, name + ".sock"),
+             "--store", f"etcd://{url.split('//', 1)[1]}/{PREFIX}", "--host-id", name,
+             "--cluster-ttl", f"{TTL}s", "-v"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter)
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def running(pid):
+    """pid exists and is not a zombie (the stopped tend cannot reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def read_ticks(path):
+    """[(host, token, pid, t)] in file order."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as f:
+        for ln in f:
+            p = ln.split()
+            if len(p) == 4:
+                out.append((p[0], p[1], int(p[2]), float(p[3])))
+    return out
+
+
+def runs(path):
+    """{(host, token, pid): (first, last)} of the ticks, ordered by first."""
+    r = {}
+    for host, token, pid, t in read_ticks(path):
+        a, _ = r.get((host, token, pid), (t, t))
+        r[(host, token, pid)] = (a, t)
+    return dict(sorted(r.items(), key=lambda kv: kv[1][0]))
+
+
+def check_no_overlap(path):
+    rs = list(runs(path).items())
+    for (k1, (a1, b1)), (k2, (a2, b2)) in zip(rs, rs[1:]):
+        check(b1 < a2, f"runs overlap: {k1} {a1:.3f}..{b1:.3f} and {k2} {a2:.3f}..{b2:.3f}")
+    return rs
+
+
+def holder(url):
+    kv = etcd_get(url, KEY).get(KEY)
+    return (json.loads(kv["value"])["host"], int(kv["create_revision"])) if kv else (None, 0)
+
+
+def current_run(path, since):
+    """The runs ticking after `since` (wall time)."""
+    return {k for h, tok, pid, t in read_ticks(path) if t > since for k in [(h, tok, pid)]}
+
+
+def one_runner(path, what):
+    wait_until(lambda: len(current_run(path, time.time() - 0.5)) == 1, 20,
+               f"{what}: no single run of {UNIT} ticking (none, or two at once)")
+    t0 = time.time()
+    time.sleep(2)
+    now = current_run(path, t0)
+    check(len(now) == 1, f"{what}: {len(now)} runs ticked in 2 s: {sorted(now)}")
+    return next(iter(now))
+
+
+def txn_guarded(url, token):
+    """A write guarded by the fencing token: SUCCESS or FAILURE, as etcd says."""
+    script = f'create("{KEY}") = "{token}"\n\nput {PREFIX}/guarded {token}\n\n\n'
+    r = subprocess.run([ETCDCTL, "--endpoints", url, "txn"], input=script.encode(), capture_output=True,
+                       env=dict(os.environ, ETCDCTL_API="3"), timeout=20, check=True)
+    return r.stdout.decode().split()[0]
+
+
+def sigkill_holder(tends, url, ticks):
+    h, tok, pid = one_runner(ticks, "at start")
+    key_host, rev = holder(url)
+    check(key_host == h and str(rev) == tok,
+          f"the runner {h} (token {tok}) is not the key's holder {key_host} (revision {rev})")
+    print(f"ok: exactly one host runs {UNIT}: {h}, fencing token {tok}")
+    t0 = time.monotonic()
+    tends[h].proc.kill()
+    tends[h].proc.wait()
+    os.kill(pid, signal.SIGKILL)  # its unit, started by this test's tend
+    wait_until(lambda: holder(url)[0] not in (None, h), TTL + 1,
+               f"no other host held {UNIT} within TTL + 1 s of its holder's SIGKILL")
+    took = time.monotonic() - t0
+    new = one_runner(ticks, "after SIGKILL")
+    check(new[0] != h, f"the killed host {h} still runs it")
+    print(f"ok: SIGKILL of {h}: {holder(url)[0]} holds it {took:.1f} s later (TTL {TTL} s), runs it")
+    return new, tok
+
+
+def sigstop_holder(tends, url, ticks, runner):
+    h, tok, pid = runner
+    t = tends[h]
+    os.kill(t.proc.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: holder(url)[0] not in (None, h), 2 * TTL + 1,
+                   f"no other host took {UNIT} while {h} was stopped for 2 × TTL")
+        new = one_runner(ticks, "while the holder is stopped")
+        time.sleep(max(0, 2 * TTL - 4))
+    finally:
+        os.kill(t.proc.pid, signal.SIGCONT)
+    check(not running(pid), f"{h}'s unit (pid {pid}) outlived its stopped tend's fence")
+    time.sleep(2)  # the resumed tend must not start it again
+    after = one_runner(ticks, "after the holder resumed")
+    check(after == new, f"after {h} resumed, the runner changed: {after} (was {new})")
+    rs = check_no_overlap(ticks)
+    print(f"ok: SIGSTOP of {h} for {2 * TTL} s: fenced, {new[0]} took over; {len(rs)} runs, none overlapping")
+    check(txn_guarded(url, tok) == "FAILURE", f"etcd accepted a write guarded by the stale token {tok}")
+    check(txn_guarded(url, new[1]) == "SUCCESS", f"etcd refused a write guarded by the holder's token {new[1]}")
+    print(f"ok: a write guarded by the stale token {tok} is rejected by etcd; {new[1]}'s passes")
+    return new
+
+
+def short_outage(tmp, e, ticks, runner):
+    e.stop()
+    t0 = time.monotonic()
+    time.sleep(0.5)
+    e2 = EtcdAt(tmp, "m1", e.client, e.peer)
+    outage = time.monotonic() - t0
+    check(outage < TTL - 2, f"etcd took {outage:.1f} s to come back (busy machine?)")
+    time.sleep(TTL)
+    now = one_runner(ticks, "after a short etcd outage")
+    check(now == runner, f"the run changed across an etcd outage of {outage:.1f} s: {now} (was {runner})")
+    check_no_overlap(ticks)
+    print(f"ok: etcd away {outage:.1f} s (< TTL {TTL} s): {runner[0]} runs on, same pid and token")
+    return e2
+
+
+def main():
+    if not os.path.exists(ETCD):
+        print(f"SKIP: no etcd binary ({ETCD})", file=sys.stderr)
+        sys.exit(77)
+    parent, why = cgroup_usable()
+    if not parent:
+        print(f"SKIP: {why}: each tend needs a cgroup of its own", file=sys.stderr)
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="tend-singleton-")
+    cgroot = os.path.join(parent, f"tend-it.{os.getpid()}.singleton")
+    os.mkdir(cgroot)
+    probe, ticks = os.path.join(tmp, "probe.py"), os.path.join(tmp, "ticks")
+    with open(probe, "w") as f:
+        f.write(PROBE)
+    e, tends = None, {}
+    try:
+        e = EtcdAt(tmp, "m1", free_port(), free_port())
+        for name in ("h1", "h2", "h3"):
+            tends[name] = Tend(tmp, cgroot, name, e.url, probe, ticks)
+        runner, _ = sigkill_holder(tends, e.url, ticks)
+        runner = sigstop_holder(tends, e.url, ticks, runner)
+        e = short_outage(tmp, e, ticks, runner)
+    except AssertionError:
+        for t in tends.values():
+            print(f"--- {t.name}'s log (last lines) ---\n" + "".join(t.text().splitlines(True)[-15:]),
+                  file=sys.stderr)
+        raise
+    finally:
+        for t in tends.values():
+            t.stop()
+        if e:
+            e.stop()
+        cgroup_remove(cgroot)
+    print("ok: singleton units on etcd")
+
+
+if __name__ == "__main__":
+    main()
