@@ -53,6 +53,7 @@ enum control_command {
         CONTROL_CMD_DAEMON_RELOAD,
         CONTROL_CMD_SHUTDOWN,
         CONTROL_CMD_SHOW, /* ctl: the units' properties, systemd's names (docs/control-protocol.md "show") */
+        CONTROL_CMD_CLUSTER, /* etcd: the cluster view (docs/control-protocol.md "cluster") */
         _CONTROL_CMD_MAX,
 };
 
@@ -107,6 +108,7 @@ struct control_request {
         int max_priority;           /* ctl: logs: only lines of this syslog level or more urgent (0–7); 7: all */
         const char *prefix;         /* watch: borrowed from o; "" (absent): every key */
         bool ephemeral;             /* watch: "keyspace" "ephemeral" (default "durable") */
+        const char *view;           /* etcd: cluster: "list", "hosts" or "status" (borrowed from o) */
 };
 
 /*

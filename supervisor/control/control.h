@@ -82,6 +82,12 @@ struct control_ops {
          * object, borrowed), named as systemd names them where it has the
          * property (docs/control-protocol.md "show"). 0, -ENOENT, -ENOMEM. */
         int (*describe)(void *userdata, const char *unit, struct json_object *props);
+        /* etcd: the cluster view (docs/control-protocol.md "cluster"): appends to items (an
+         * empty JSON array, borrowed) one object per host ("hosts"), per unit of every host
+         * ("list"), or the singleton unit's holder ("status", unit given). 0; -EOPNOTSUPP
+         * (tend runs without --store), -ENOENT (status: no such singleton), -ENOMEM.
+         * Optional (NULL: -EOPNOTSUPP). */
+        int (*cluster)(void *userdata, const char *view, const char *unit, struct json_object *items);
 };
 
 struct control_options {

@@ -29,6 +29,21 @@ struct published {
         struct store_op op;
 };
 
+struct cluster;
+
+/* A copy of a prefix of etcd kept by a watch (cluster-view.c): the newest PUT
+ * of each live key, in key order; on_event (may be NULL) hears each event. */
+struct mirror {
+        const char *prefix;
+        enum store_keyspace ks;
+        void (*on_event)(struct cluster *c, const struct store_event *ev);
+        struct store_watch *w;        /* made by the registration thread */
+        sd_event_source *src;
+        struct store_event **evs;
+        size_t n, cap;
+        bool failed;                  /* ended while the thread ran: a new one once it hands over */
+};
+
 struct cluster {
         sd_event *event;
         const struct tend_cluster_options *o;
@@ -65,12 +80,15 @@ struct cluster {
         void *userdata;
         struct singleton **singles;
         size_t n_singles;
-        struct store_watch *single_watch; /* singletons/ on etcd: made by the registration thread */
-        sd_event_source *single_src;
         sd_event_source *check_timer;     /* every TTL/3 while one is held: the fencing deadlines */
         bool single_snapshot_done;
-        bool single_watch_failed;         /* while the thread ran: a new one once it hands over */
+
+        /* the watched prefixes (cluster-view.c): singletons/ (on_event: cluster-singleton.c),
+         * hosts/ and units/ (the cluster view) */
+        struct mirror mirrors[3];
 };
+
+enum { MIRROR_SINGLES, MIRROR_HOSTS, MIRROR_UNITS };
 
 /* A singleton unit this host wants (docs/cluster.md §5). */
 struct singleton {
@@ -91,9 +109,18 @@ struct singleton {
 int cluster_start_registration(struct cluster *c);
 
 /* cluster-singleton.c */
-/* The registration thread: opens the watch of singletons/ (blocking). */
-int cluster_singles_watch_open(struct cluster *c);
-/* The loop, once the thread handed over: polls the watch. */
-void cluster_singles_start(struct cluster *c);
-/* The loop: the watch failed; the registration thread makes a new one. */
+/* The mirror of singletons/'s events; a new watch's snapshot starts. */
+void cluster_singles_event(struct cluster *c, const struct store_event *ev);
+void cluster_singles_rewatch(struct cluster *c);
+/* Fences stand down, every singleton forgotten. */
 void cluster_singles_free(struct cluster *c);
+
+/* cluster-view.c */
+void cluster_mirrors_init(struct cluster *c);
+/* The registration thread: opens the watches missing (blocking). 0 or the first error. */
+int cluster_mirrors_open(struct cluster *c);
+/* The loop, once the thread handed over: polls them (or has failed ones made again). */
+void cluster_mirrors_start(struct cluster *c);
+void cluster_mirrors_free(struct cluster *c);
+/* The newest PUT of key in mirror i, or NULL. */
+const struct store_event *cluster_mirror_get(const struct cluster *c, int i, const char *key);

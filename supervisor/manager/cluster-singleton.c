@@ -190,7 +190,7 @@ static void try_acquire(struct singleton *s) {
 
 /* ---- the watch of singletons/ ---- */
 
-static void single_event(struct cluster *c, const struct store_event *ev) {
+void cluster_singles_event(struct cluster *c, const struct store_event *ev) {
         if (ev->type == STORE_EVENT_SNAPSHOT_DONE) {
                 c->single_snapshot_done = true;
                 for (size_t i = 0; i < c->n_singles; i++)
@@ -216,51 +216,13 @@ static void single_event(struct cluster *c, const struct store_event *ev) {
         try_acquire(s);
 }
 
-static int on_single(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        struct cluster *c = userdata;
-        struct store_event *ev;
-        int k;
-
-        while ((k = store_watch_next(c->single_watch, &ev)) == 0) {
-                single_event(c, ev);
-                store_event_unref(ev);
-        }
-        if (k == -EAGAIN)
-                return 0;
-        /* -ENOBUFS (the stream broke: etcd away, compaction) or -EPIPE: a new watch, from the
-         * registration thread; meanwhile nobody is tried (the holders are unknown). */
-        log_info("cluster: etcd %s: the watch of singletons ended (%s): watching again", c->endpoints,
-                 strerror(-k));
-        c->single_src = sd_event_source_disable_unref(c->single_src);
+/* A new watch of singletons/ is coming: the holders are unknown until its snapshot. */
+void cluster_singles_rewatch(struct cluster *c) {
         c->single_snapshot_done = false;
         for (size_t i = 0; i < c->n_singles; i++) {
                 free(c->singles[i]->holder);
                 c->singles[i]->holder = NULL;
         }
-        if (!c->thread_running) {
-                c->single_watch = store_watch_free(c->single_watch);
-                (void) cluster_start_registration(c);
-        } else
-                c->single_watch_failed = true;
-        return 0;
-}
-
-int cluster_singles_watch_open(struct cluster *c) {
-        return store_watch(c->etcd, STORE_EPHEMERAL, "singletons/", &c->single_watch);
-}
-
-void cluster_singles_start(struct cluster *c) {
-        if (c->single_watch_failed) {
-                c->single_watch_failed = false;
-                c->single_watch = store_watch_free(c->single_watch);
-                (void) cluster_start_registration(c);
-                return;
-        }
-        if (c->single_watch && !c->single_src &&
-            sd_event_add_io(c->event, &c->single_src, store_watch_fd(c->single_watch), EPOLLIN, on_single, c) < 0)
-                log_warning("cluster: cannot poll the watch of singletons: none will start here");
-        if (c->single_src)
-                (void) on_single(c->single_src, -1, 0, c);
 }
 
 void cluster_singles_free(struct cluster *c) {
@@ -276,8 +238,6 @@ void cluster_singles_free(struct cluster *c) {
         free(c->singles);
         c->singles = NULL;
         c->n_singles = 0;
-        c->single_src = sd_event_source_disable_unref(c->single_src);
-        c->single_watch = store_watch_free(c->single_watch);
         c->check_timer = sd_event_source_disable_unref(c->check_timer);
 }
 

@@ -183,8 +183,8 @@ static void *registration_thread(void *userdata) {
 
         for (;;) {
                 int k = c->lease ? 0 : register_once(c);
-                if (k >= 0 && !c->single_watch)
-                        k = cluster_singles_watch_open(c);
+                if (k >= 0)
+                        k = cluster_mirrors_open(c);
                 if (k >= 0)
                         break;
                 c->reg_error = k;
@@ -434,7 +434,7 @@ static int on_registered(sd_event_source *s, int fd, uint32_t revents, void *use
                          c->endpoints, c->prefix, (unsigned long long) (c->o->ttl / USEC_PER_SEC));
         c->registered = true;
         arm_lease_timer(c, store_lease_expiry(c->lease));
-        cluster_singles_start(c);
+        cluster_mirrors_start(c);
         for (size_t i = 0; i < c->n_pub; i++) /* each copy again: etcd may have lost them */
                 c->pub[i]->dirty = c->pub[i]->dirty || c->pub[i]->latest;
         flush_soon(c);
@@ -448,6 +448,7 @@ int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store 
                 return -ENOMEM;
         c->ops = ops;
         c->userdata = userdata;
+        cluster_mirrors_init(c);
         c->event = sd_event_ref(e);
         c->o = o;
         c->local = local;
@@ -478,6 +479,7 @@ struct cluster *cluster_free(struct cluster *c) {
                 (void) pthread_join(c->thread, NULL);
         }
         cluster_singles_free(c); /* fences stand down: the units are stopped by now */
+        cluster_mirrors_free(c);
         if (c->lease) {
                 int k = store_lease_revoke(c->lease);
                 if (k < 0)

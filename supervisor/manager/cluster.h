@@ -77,5 +77,15 @@ bool cluster_singleton_may_run(struct cluster *c, const char *name, uint64_t *re
  * its fence. */
 void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, const char *cgroup_dir);
 
+/*
+ * etcd: the cluster view (control.h's ops.cluster; docs/control-protocol.md
+ * "cluster"), answered from the watches' mirrors, never a read of etcd: one
+ * JSON object appended to items per host (view "hosts"), per published unit
+ * of every host ("list"), or for singleton unit ("status"). c NULL:
+ * -EOPNOTSUPP; "status" of a key nobody holds: -ENOENT; -ENOMEM.
+ */
+struct json_object;
+int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items);
+
 /* The host holding NAME as last seen on the watch (NULL: none or unknown). */
 const char *cluster_singleton_holder(const struct cluster *c, const char *name);

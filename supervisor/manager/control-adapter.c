@@ -209,6 +209,12 @@ static int ctl_waiters(void *userdata, const char *name) {
         return k < 0 ? 0 : k;
 }
 
+/* etcd: the cluster view (cluster.h). */
+static int ctl_cluster(void *userdata, const char *view, const char *unit, struct json_object *items) {
+        struct manager *m = userdata;
+        return cluster_view(m->cluster, view, unit, items);
+}
+
 static int ctl_describe(void *userdata, const char *name, struct json_object *props) {
         return manager_describe_unit(userdata, name, props);
 }
@@ -226,6 +232,7 @@ static const struct control_ops control_ops = {
         .shutdown = ctl_shutdown,
         .waiters = ctl_waiters,
         .describe = ctl_describe,
+        .cluster = ctl_cluster,
 };
 
 int manager_setup_control(struct manager *m) {

@@ -16,14 +16,18 @@ shared file under flock(2) every 50 ms; a run is one (host, token, pid).
    the lease can end on etcd: no two runs' intervals overlap, and a write
    guarded by the stale $TEND_FENCING_TOKEN (an etcd txn comparing the key's
    create revision) is rejected by etcd while the holder's token passes;
-4. etcd stopped for less than the TTL → the holder's run goes on (same pid,
+4. `tendctl --cluster hosts|status|list --json`, asked of a tend that does
+   not hold the unit, shows the live hosts, the holder and its token, and
+   the unit running there with its pid;
+5. etcd stopped for less than the TTL → the holder's run goes on (same pid,
    same token), nobody else starts it.
 
 Root and cgroup2 (each tend in a cgroup of its own) and etcd: 77 otherwise.
-Env: TEND, ETCD.
+Env: TEND, TENDCTL, ETCD.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +39,8 @@ from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 from test_cluster_etcd import EtcdAt, etcd_get  # noqa: E402
 from test_store_etcd import ETCD, ETCDCTL, free_port  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
+
+TENDCTL = os.environ.get("TENDCTL", os.path.join(os.path.dirname(TEND), "tendctl"))
 
 TTL = 6  # s; the fencing margin (TimeoutStopSec=1s + 0.2 s + TTL/100) must stay under TTL/3
 PREFIX = "cs"
@@ -79,8 +85,9 @@ class Tend:
         def enter():
             with open(procs, "w") as f:
                 f.write("0")
+        self.sock = os.path.join(tmp, name + ".sock")
         self.proc = subprocess.Popen(
-            [TEND, "--config-dir", self.dir, "--control-socket", os.path.join(tmp, name + ".sock"),
+            [TEND, "--config-dir", self.dir, "--control-socket", self.sock,
              "--store", f"etcd://{url.split('//', 1)[1]}/{PREFIX}", "--host-id", name,
              "--cluster-ttl", f"{TTL}s", "-v"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter)
@@ -173,16 +180,19 @@ def sigkill_holder(tends, url, ticks):
     check(key_host == h and str(rev) == tok,
           f"the runner {h} (token {tok}) is not the key's holder {key_host} (revision {rev})")
     print(f"ok: exactly one host runs {UNIT}: {h}, fencing token {tok}")
-    t0 = time.monotonic()
+    t_kill = time.time()
     tends[h].proc.kill()
     tends[h].proc.wait()
     os.kill(pid, signal.SIGKILL)  # its unit, started by this test's tend
-    wait_until(lambda: holder(url)[0] not in (None, h), TTL + 1,
-               f"no other host held {UNIT} within TTL + 1 s of its holder's SIGKILL")
-    took = time.monotonic() - t0
+    # polled through etcdctl (slow on a busy machine): the bound is checked on the ticks below
+    wait_until(lambda: holder(url)[0] not in (None, h), TTL + 5,
+               f"no other host held {UNIT} within TTL + 5 s of its holder's SIGKILL")
     new = one_runner(ticks, "after SIGKILL")
     check(new[0] != h, f"the killed host {h} still runs it")
-    print(f"ok: SIGKILL of {h}: {holder(url)[0]} holds it {took:.1f} s later (TTL {TTL} s), runs it")
+    first = min(t for host, tok_, pid_, t in read_ticks(ticks) if (host, tok_, pid_) == new)
+    took = first - t_kill
+    check(took <= TTL + 1, f"{new[0]} ran {UNIT} {took:.2f} s after {h}'s SIGKILL: more than TTL + 1 s")
+    print(f"ok: SIGKILL of {h}: {new[0]} runs it {took:.2f} s later (TTL {TTL} s; bound TTL + 1 s)")
     return new, tok
 
 
@@ -207,6 +217,31 @@ def sigstop_holder(tends, url, ticks, runner):
     check(txn_guarded(url, new[1]) == "SUCCESS", f"etcd refused a write guarded by the holder's token {new[1]}")
     print(f"ok: a write guarded by the stale token {tok} is rejected by etcd; {new[1]}'s passes")
     return new
+
+
+def tendctl(t, *args):
+    r = subprocess.run([TENDCTL, "--control-socket", t.sock, *args], capture_output=True, timeout=20)
+    check(r.returncode == 0, f"tendctl {' '.join(args)} exited {r.returncode}: {r.stderr.decode()}")
+    return r.stdout.decode()
+
+
+def cluster_view(tends, killed, runner):
+    """tendctl --cluster, asked of a tend that does not hold the singleton."""
+    live = sorted(n for n in tends if n != killed)
+    other = next(tends[n] for n in live if n != runner[0])
+    wait_until(lambda: sorted(h["host"] for h in json.loads(tendctl(other, "--cluster", "hosts", "--json")))
+               == live, 10, f"--cluster hosts never showed exactly the live hosts {live}")
+    st = json.loads(tendctl(other, "--cluster", "status", UNIT, "--json"))
+    check(len(st) == 1 and st[0]["holder"] == runner[0] and str(st[0]["fencing_token"]) == runner[1],
+          f"--cluster status {UNIT}: {st}, the runner is {runner}")
+    wait_until(lambda: any(u["host"] == runner[0] and u["unit"] == UNIT and u["state"] == "running"
+                           and u["main_pid"] == runner[2]
+                           for u in json.loads(tendctl(other, "--cluster", "list", "--json"))), 10,
+               f"--cluster list never showed {UNIT} running on {runner[0]} with pid {runner[2]}")
+    text = tendctl(other, "--cluster", "status", UNIT)
+    check(f"held by {runner[0]}" in text, f"--cluster status prints: {text}")
+    print(f"ok: tendctl --cluster (asked of {other.name}): hosts {live}, {UNIT} held by {runner[0]}, "
+          "running there with its pid")
 
 
 def short_outage(tmp, e, ticks, runner):
@@ -244,7 +279,9 @@ def main():
         for name in ("h1", "h2", "h3"):
             tends[name] = Tend(tmp, cgroot, name, e.url, probe, ticks)
         runner, _ = sigkill_holder(tends, e.url, ticks)
+        killed = next(n for n, t in tends.items() if t.proc.poll() is not None)
         runner = sigstop_holder(tends, e.url, ticks, runner)
+        cluster_view(tends, killed, runner)
         e = short_outage(tmp, e, ticks, runner)
     except AssertionError:
         for t in tends.values():
@@ -257,6 +294,7 @@ def main():
         if e:
             e.stop()
         cgroup_remove(cgroot)
+    shutil.rmtree(tmp, ignore_errors=True)
     print("ok: singleton units on etcd")
 
 
