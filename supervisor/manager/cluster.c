@@ -188,7 +188,8 @@ static void *registration_thread(void *userdata) {
                 if (k >= 0)
                         break;
                 c->reg_error = k;
-                log_warning_errno(k, "cluster: etcd %s: cannot register host %s (%m); retrying in %llu s",
+                log_warning_errno(k, "cluster: etcd %s: cannot register host %s or watch the cluster (%m); "
+                                  "retrying in %llu s",
                                   c->endpoints, c->host_id, (unsigned long long) (delay / USEC_PER_SEC));
                 if (sleep_or_stop(c, delay))
                         return NULL;
@@ -478,9 +479,7 @@ struct cluster *cluster_free(struct cluster *c) {
                 (void) eventfd_write(c->stop_fd, 1);
                 (void) pthread_join(c->thread, NULL);
         }
-        cluster_singles_free(c); /* fences stand down: the units are stopped by now */
-        cluster_mirrors_free(c);
-        if (c->lease) {
+        if (c->lease) { /* the singletons' keys go with it: handed over, their units stopped by now */
                 int k = store_lease_revoke(c->lease);
                 if (k < 0)
                         log_warning_errno(k, "cluster: etcd %s: host %s's lease not revoked (%m): it ends "
@@ -489,7 +488,9 @@ struct cluster *cluster_free(struct cluster *c) {
                 store_lease_free(c->lease);
         }
         c->etcd_src = sd_event_source_disable_unref(c->etcd_src);
-        store_unref(c->etcd); /* runs the completions still queued: op_done sees closing */
+        store_unref(c->etcd); /* runs the completions still queued: they see closing */
+        cluster_singles_free(c); /* fences stand down: the units are stopped by now */
+        cluster_mirrors_free(c);
         for (size_t i = 0; i < c->n_pub; i++) {
                 store_event_unref(c->pub[i]->latest);
                 store_event_unref(c->pub[i]->sending);

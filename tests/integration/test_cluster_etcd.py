@@ -31,6 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_store_etcd import ETCD, ETCDCTL, Etcd, free_port  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
+from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 
 TTL = 5  # s: the host lease (--cluster-ttl); a restarted etcd needs ~2 s to elect itself
 PREFIX = "ct"
@@ -74,6 +75,25 @@ def unit_key(url, host, name):
     return etcd_get(url, f"{PREFIX}/d/units/{host}/{name}").get(f"{PREFIX}/d/units/{host}/{name}")
 
 
+# Each tend in a cgroup of its own when one can be made (root, cgroup2): a tend
+# started from a shared cgroup takes another's units of the same name for its
+# leftovers and kills them (tend(8) LEFTOVERS). Set by main().
+CGROUP_ROOT = None
+
+
+def enter_cgroup(name):
+    """preexec_fn: into CGROUP_ROOT/name (made here), or nothing."""
+    if not CGROUP_ROOT:
+        return None
+    d = os.path.join(CGROUP_ROOT, name)
+    os.makedirs(d, exist_ok=True)
+
+    def enter():
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write("0")
+    return enter
+
+
 class Tend:
     def __init__(self, tmp, name, url, units):
         self.dir = os.path.join(tmp, name)
@@ -88,7 +108,8 @@ class Tend:
             [TEND, "--config-dir", self.dir, "--control-socket", os.path.join(tmp, name + ".sock"),
              "--store", f"etcd://{endpoint}/{PREFIX}", "--host-id", name,
              "--host-metadata", "zone=z1,rack=7", "--cluster-ttl", f"{TTL}s", "-v"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=enter_cgroup(name))
 
     def text(self):
         with open(self.log_path) as f:
@@ -112,7 +133,7 @@ class Tend:
         self.log.close()
 
 
-SLEEPER = "[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/a.service.pid; exec sleep 1000'\n"
+SLEEPER = "[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/ct-a.service.pid; exec sleep 1000'\n"
 CRASHER = ("[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\n"
            "Restart=always\nRestartSec=100ms\n")
 
@@ -124,8 +145,8 @@ def check(cond, message):
 
 def unreachable_then_registered(tmp, client, peer):
     url = f"http://127.0.0.1:{client}"
-    t = Tend(tmp, "h1", url, {"a.service": SLEEPER, "crash.service": CRASHER})
-    pid = t.pid_of("a.service")  # an ordinary unit starts without etcd
+    t = Tend(tmp, "h1", url, {"ct-a.service": SLEEPER, "ct-crash.service": CRASHER})
+    pid = t.pid_of("ct-a.service")  # an ordinary unit starts without etcd
     wait_until(lambda: f"etcd 127.0.0.1:{client}: cannot register host h1" in t.text(), 15,
                "no log line naming the unreachable etcd endpoint")
     check("retrying in" in t.text(), "the failed registration does not say it retries")
@@ -142,21 +163,21 @@ def unreachable_then_registered(tmp, client, peer):
 
 
 def published(url, t, pid):
-    wait_until(lambda: unit_key(url, "h1", "a.service") is not None, 10,
-               "units/h1/a.service never published")
-    rec = json.loads(unit_key(url, "h1", "a.service")["value"])
+    wait_until(lambda: unit_key(url, "h1", "ct-a.service") is not None, 10,
+               "units/h1/ct-a.service never published")
+    rec = json.loads(unit_key(url, "h1", "ct-a.service")["value"])
     check(rec["state"] == "running" and rec["main_pid"] == pid, f"published record: {rec}")
-    wait_until(lambda: unit_key(url, "h1", "crash.service") is not None, 10,
-               "units/h1/crash.service never published")
-    first = unit_key(url, "h1", "crash.service")
+    wait_until(lambda: unit_key(url, "h1", "ct-crash.service") is not None, 10,
+               "units/h1/ct-crash.service never published")
+    first = unit_key(url, "h1", "ct-crash.service")
     t0 = time.monotonic()
     time.sleep(4)
-    last = unit_key(url, "h1", "crash.service")
+    last = unit_key(url, "h1", "ct-crash.service")
     elapsed = time.monotonic() - t0
     writes = int(last["version"]) - int(first["version"])
     restarts = json.loads(last["value"])["restarts"] - json.loads(first["value"])["restarts"]
     check(restarts >= 2 * elapsed, f"the crash loop is too slow to show coalescing: {restarts} restarts")
-    check(writes <= elapsed + 1, f"{writes} writes of units/h1/crash.service in {elapsed:.1f} s "
+    check(writes <= elapsed + 1, f"{writes} writes of units/h1/ct-crash.service in {elapsed:.1f} s "
           f"({restarts} restarts): not coalesced to one per second")
     print(f"ok: crash loop: {restarts} restarts, {writes} etcd writes in {elapsed:.1f} s")
 
@@ -170,7 +191,7 @@ def short_outage(tmp, e, t, pid, url):
     outage = time.monotonic() - t0
     check(outage < TTL - 1, f"etcd took {outage:.1f} s to come back: not a short outage (busy machine?)")
     time.sleep(TTL)  # past the lease the old outage would have ended
-    check(os.path.exists(f"/proc/{pid}") and t.pid_of("a.service") == pid,
+    check(os.path.exists(f"/proc/{pid}") and t.pid_of("ct-a.service") == pid,
           "a.service restarted or stopped across a short etcd outage")
     kv = host_key(url, "h1")
     check(kv is not None and kv["lease"] == lease,
@@ -184,9 +205,9 @@ def leaving(tmp, t, pid, url):
     t.stop(signal.SIGTERM)
     check(host_key(url, "h1") is None, "hosts/h1 still there after tend's clean stop (lease not revoked)")
     print("ok: SIGTERM: hosts/h1 gone at once")
-    t2 = Tend(tmp, "h2", url, {"a.service": SLEEPER})
+    t2 = Tend(tmp, "h2", url, {"ct-a.service": SLEEPER})
     wait_until(lambda: host_key(url, "h2") is not None, 10, "host h2 never registered")
-    unit_pid = t2.pid_of("a.service")
+    unit_pid = t2.pid_of("ct-a.service")
     t2.proc.kill()
     t2.proc.wait()
     os.kill(unit_pid, signal.SIGKILL)  # its unit: started by this test's tend
@@ -201,7 +222,12 @@ def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD}); apt-get install etcd-server", file=sys.stderr)
         sys.exit(77)
+    global CGROUP_ROOT
     tmp = tempfile.mkdtemp(prefix="tend-cluster-")
+    parent, _ = cgroup_usable()
+    if parent:
+        CGROUP_ROOT = os.path.join(parent, f"tend-it.{os.getpid()}.cluster")
+        os.mkdir(CGROUP_ROOT)
     client, peer = free_port(), free_port()
     e = t = None
     try:
@@ -215,6 +241,8 @@ def main():
             t.stop()
         if e:
             e.stop()
+        if CGROUP_ROOT:
+            cgroup_remove(CGROUP_ROOT)
     shutil.rmtree(tmp, ignore_errors=True)
     print("ok: cluster on etcd")
 

@@ -240,6 +240,9 @@ def cluster_view(tends, killed, runner):
                f"--cluster list never showed {UNIT} running on {runner[0]} with pid {runner[2]}")
     text = tendctl(other, "--cluster", "status", UNIT)
     check(f"held by {runner[0]}" in text, f"--cluster status prints: {text}")
+    r = subprocess.run([TENDCTL, "--control-socket", other.sock, "status", UNIT], capture_output=True, timeout=20)
+    check(f"Singleton: held by {runner[0]}" in r.stdout.decode(),
+          f"tendctl status {UNIT} on {other.name} does not show the holder: {r.stdout.decode()}")
     print(f"ok: tendctl --cluster (asked of {other.name}): hosts {live}, {UNIT} held by {runner[0]}, "
           "running there with its pid")
 
