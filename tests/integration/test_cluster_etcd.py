@@ -33,6 +33,7 @@ from test_store_etcd import ETCD, ETCDCTL, Etcd, free_port  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
 from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 
+ETCDS = []
 TTL = 5  # s: the host lease (--cluster-ttl); a restarted etcd needs ~2 s to elect itself
 PREFIX = "ct"
 
@@ -52,6 +53,7 @@ class EtcdAt(Etcd):
         self.log = open(os.path.join(tmp, name + ".log"), "a")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
+        ETCDS.append(self)  # stopped at the end (by pid) whatever failed
         self.wait_ready()
 
 
@@ -79,6 +81,7 @@ def unit_key(url, host, name):
 # started from a shared cgroup takes another's units of the same name for its
 # leftovers and kills them (tend(8) LEFTOVERS). Set by main().
 CGROUP_ROOT = None
+STARTED = []  # every Tend, stopped at the end whatever failed
 
 
 def enter_cgroup(name):
@@ -104,6 +107,7 @@ class Tend:
         self.log_path = os.path.join(tmp, name + ".log")
         self.log = open(self.log_path, "w")
         endpoint = url.split("//", 1)[1]
+        STARTED.append(self)
         self.proc = subprocess.Popen(
             [TEND, "--config-dir", self.dir, "--control-socket", os.path.join(tmp, name + ".sock"),
              "--store", f"etcd://{endpoint}/{PREFIX}", "--host-id", name,
@@ -130,7 +134,8 @@ class Tend:
                 self.proc.kill()
                 self.proc.wait()
                 raise AssertionError(f"tend did not stop within 15 s on {sig}; see {self.log_path}")
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
 
 
 SLEEPER = "[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/ct-a.service.pid; exec sleep 1000'\n"
@@ -215,7 +220,6 @@ def leaving(tmp, t, pid, url):
     wait_until(lambda: host_key(url, "h2") is None, TTL + 1.5,
                f"hosts/h2 outlived its tend by more than TTL + 1 s (lease kept alive by whom?)")
     print(f"ok: SIGKILL: hosts/h2 expired {time.monotonic() - t0:.1f} s after (TTL {TTL} s)")
-    t2.log.close()
 
 
 def main():
@@ -229,7 +233,6 @@ def main():
         CGROUP_ROOT = os.path.join(parent, f"tend-it.{os.getpid()}.cluster")
         os.mkdir(CGROUP_ROOT)
     client, peer = free_port(), free_port()
-    e = t = None
     try:
         e, t, pid = unreachable_then_registered(tmp, client, peer)
         url = e.url
@@ -237,10 +240,10 @@ def main():
         e = short_outage(tmp, e, t, pid, url)
         leaving(tmp, t, pid, url)
     finally:
-        if t:
-            t.stop()
-        if e:
-            e.stop()
+        for started in STARTED:
+            started.stop()
+        for member in ETCDS:
+            member.stop()
         if CGROUP_ROOT:
             cgroup_remove(CGROUP_ROOT)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -36,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svctest import cgroup_remove, cgroup_usable  # noqa: E402
-from test_cluster_etcd import EtcdAt, etcd_get  # noqa: E402
+from test_cluster_etcd import ETCDS, EtcdAt, etcd_get  # noqa: E402
 from test_store_etcd import ETCD, ETCDCTL, free_port  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
 
@@ -294,8 +294,8 @@ def main():
     finally:
         for t in tends.values():
             t.stop()
-        if e:
-            e.stop()
+        for member in ETCDS:
+            member.stop()
         cgroup_remove(cgroot)
     shutil.rmtree(tmp, ignore_errors=True)
     print("ok: singleton units on etcd")
