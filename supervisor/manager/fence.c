@@ -35,21 +35,43 @@ static uint64_t mono_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
+/* SIGKILLs every pid listed in the cgroup's cgroup.procs; how many it read. Not
+ * cgroup.kill: a cgroup once killed that way kills every process spawned into
+ * it later (cgroup.h, unit_group_renew), and tend would not know to renew it. */
+static int kill_listed(const char *procs) {
+        char buf[4096];
+        int fd = open(procs, O_RDONLY | O_CLOEXEC), n = 0;
+        if (fd < 0)
+                return 0;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        for (ssize_t i = 0; i < len;) {
+                long pid = 0;
+                while (i < len && buf[i] >= '0' && buf[i] <= '9')
+                        pid = pid * 10 + (buf[i++] - '0');
+                while (i < len && (buf[i] < '0' || buf[i] > '9'))
+                        i++;
+                if (pid > 0) {
+                        (void) kill((pid_t) pid, SIGKILL);
+                        n++;
+                }
+        }
+        return n;
+}
+
 static void fence_kill(const struct fence_msg *m) {
+        if (m->pid > 0) {
+                (void) kill(-m->pid, SIGKILL); /* its session's process group */
+                (void) kill(m->pid, SIGKILL);
+        }
         if (m->cgroup[0]) {
                 char path[sizeof m->cgroup + 16];
                 size_t n = strlen(m->cgroup);
                 memcpy(path, m->cgroup, n);
-                memcpy(path + n, "/cgroup.kill", sizeof "/cgroup.kill");
-                int fd = open(path, O_WRONLY | O_CLOEXEC);
-                if (fd >= 0) {
-                        (void) !write(fd, "1", 1);
-                        close(fd);
-                }
-        }
-        if (m->pid > 0) {
-                (void) kill(-m->pid, SIGKILL);
-                (void) kill(m->pid, SIGKILL);
+                memcpy(path + n, "/cgroup.procs", sizeof "/cgroup.procs");
+                /* again while forks race the kill; bounded */
+                for (int round = 0; round < 16 && kill_listed(path) > 0; round++)
+                        (void) poll(NULL, 0, 5);
         }
 }
 

@@ -6,9 +6,10 @@
  * stops the unit when tend's loop cannot run (SIGSTOP, a hang, tend killed):
  * a paused tend cannot extend the deadline, so the unit dies by it.
  *
- * The fence kills by the unit's cgroup (cgroup.kill) when it has one, and by
- * its main process's process group (units run in a session of their own)
- * and the main pid. It keeps tend's blocked signal mask (SIGTERM and the
+ * The fence kills the unit's main pid and process group (units run in a
+ * session of their own) and every pid listed in its cgroup's cgroup.procs
+ * (not cgroup.kill: a cgroup once killed that way kills whatever is spawned
+ * into it later, and tend would not know to renew it). It keeps tend's blocked signal mask (SIGTERM and the
  * like do not end it), holds only its pipe, and exits after killing, when
  * told to stand down, or at its deadline with nothing to kill.
  */

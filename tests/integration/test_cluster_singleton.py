@@ -20,7 +20,10 @@ shared file under flock(2) every 50 ms; a run is one (host, token, pid).
    not hold the unit, shows the live hosts, the holder and its token, and
    the unit running there with its pid;
 5. etcd stopped for less than the TTL → the holder's run goes on (same pid,
-   same token), nobody else starts it.
+   same token), nobody else starts it;
+6. etcd stopped for TTL + 3 s → the holder's unit stops before its lease
+   could end, the ordinary units keep their pids; etcd back → the singleton
+   runs again on exactly one host, once.
 
 Root and cgroup2 (each tend in a cgroup of its own) and etcd: 77 otherwise.
 Env: TEND, TENDCTL, ETCD.
@@ -76,6 +79,8 @@ class Tend:
                     f"ExecStart=/usr/bin/python3 {probe} {ticks} {name}\n"
                     "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n"
                     "[X-Tend]\nSingleton=yes\n")
+        with open(os.path.join(self.dir, "plain.service"), "w") as f:  # an ordinary unit beside it
+            f.write(f"[Service]\nExecStart=/bin/sh -c 'echo $$$$ > {self.dir}/plain.pid; exec sleep 1000'\n")
         self.cgroup = os.path.join(cgroot, name)
         os.mkdir(self.cgroup)
         self.log_path = os.path.join(tmp, name + ".log")
@@ -262,6 +267,40 @@ def short_outage(tmp, e, ticks, runner):
     return e2
 
 
+def plain_pid(t):
+    path = os.path.join(t.dir, "plain.pid")
+    wait_until(lambda: os.path.exists(path) and open(path).read().strip(), 10, f"{t.name}: plain.service never ran")
+    return int(open(path).read())
+
+
+def long_outage(tmp, e, tends, ticks, runner):
+    """etcd away for TTL + 3 s: the holder's singleton stops before its lease could end,
+    ordinary units run on; etcd back → the singleton runs again, exactly once."""
+    live = [t for t in tends.values() if t.proc.poll() is None]
+    plains = {t.name: plain_pid(t) for t in live}
+    e.stop()
+    t_down = time.time()
+    time.sleep(TTL + 3)
+    last = max(t for h, tok, pid, t in read_ticks(ticks) if (h, tok, pid) == runner)
+    check(last < t_down + TTL, f"{runner[0]}'s singleton ticked {last - t_down:.1f} s into an etcd outage: "
+          f"past its lease (TTL {TTL} s), not fenced")
+    check(not running(runner[2]), f"{runner[0]}'s singleton (pid {runner[2]}) still runs {TTL + 3} s into the outage")
+    e2 = EtcdAt(tmp, "m1", e.client, e.peer)
+    t_up = time.time()
+    new = one_runner(ticks, "after etcd came back")
+    check(new != runner, f"the fenced run {runner} ticks again")
+    after = {k for k in runs(ticks) if runs(ticks)[k][0] > t_down}
+    check(after == {new}, f"after the outage, not exactly one run: {sorted(after)}")
+    for t in live:
+        check(plain_pid(t) == plains[t.name] and running(plains[t.name]),
+              f"{t.name}: plain.service stopped or restarted across the etcd outage")
+    check_no_overlap(ticks)
+    first = runs(ticks)[new][0]
+    print(f"ok: etcd away {TTL + 3} s (TTL {TTL} s): {runner[0]}'s singleton stopped {last - t_down:.1f} s in, "
+          f"plain units ran on; {new[0]} runs it again {first - t_up:.1f} s after etcd returned, once")
+    return e2, new
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD})", file=sys.stderr)
@@ -286,6 +325,7 @@ def main():
         runner = sigstop_holder(tends, e.url, ticks, runner)
         cluster_view(tends, killed, runner)
         e = short_outage(tmp, e, ticks, runner)
+        e, runner = long_outage(tmp, e, tends, ticks, runner)
     except AssertionError:
         for t in tends.values():
             print(f"--- {t.name}'s log (last lines) ---\n" + "".join(t.text().splitlines(True)[-15:]),
