@@ -98,7 +98,7 @@ def enter_cgroup(name):
 
 
 class Tend:
-    def __init__(self, tmp, name, url, units):
+    def __init__(self, tmp, name, url, units, extra=()):
         self.dir = os.path.join(tmp, name)
         os.makedirs(self.dir)
         for unit, text in units.items():
@@ -111,7 +111,7 @@ class Tend:
         self.proc = subprocess.Popen(
             [TEND, "--config-dir", self.dir, "--control-socket", os.path.join(tmp, name + ".sock"),
              "--store", f"etcd://{endpoint}/{PREFIX}", "--host-id", name,
-             "--host-metadata", "zone=z1,rack=7", "--cluster-ttl", f"{TTL}s", "-v"],
+             "--host-metadata", "zone=z1,rack=7", "--cluster-ttl", f"{TTL}s", "-v", *extra],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=enter_cgroup(name))
 
@@ -222,6 +222,30 @@ def leaving(tmp, t, pid, url):
     print(f"ok: SIGKILL: hosts/h2 expired {time.monotonic() - t0:.1f} s after (TTL {TTL} s)")
 
 
+def with_password(tmp, e, url):
+    """--store-user/--store-password-file against etcd with authentication on: the
+    right password registers; a wrong one is said (endpoint, error) and retried."""
+    e.ctl("user", "add", "root:ct-root-pw")
+    e.ctl("user", "grant-role", "root", "root")
+    e.ctl("auth", "enable")
+    good, bad = os.path.join(tmp, "pw"), os.path.join(tmp, "pw-bad")
+    for path, pw in ((good, "ct-root-pw\n"), (bad, "wrong\n")):
+        with open(path, "w") as f:
+            f.write(pw)
+    t3 = Tend(tmp, "h3", url, {}, ["--store-user", "root", "--store-password-file", good])
+    t4 = Tend(tmp, "h4", url, {}, ["--store-user", "root", "--store-password-file", bad])
+
+    def registered():
+        args = [ETCDCTL, "--endpoints", url, "--user", "root:ct-root-pw", "get", f"{PREFIX}/e/hosts/h3"]
+        r = subprocess.run(args, env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, timeout=20)
+        return b"hosts/h3" in r.stdout
+    wait_until(registered, 10, "h3 never registered with --store-user/--store-password-file")
+    wait_until(lambda: f"etcd 127.0.0.1:{e.client}: cannot register host h4" in t4.text()
+               and "Permission denied" in t4.text(), 10,
+               "a wrong etcd password is not said with the endpoint and the error")
+    print("ok: --store-user/--store-password-file: registered; a wrong password said and retried")
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD}); apt-get install etcd-server", file=sys.stderr)
@@ -239,6 +263,7 @@ def main():
         published(url, t, pid)
         e = short_outage(tmp, e, t, pid, url)
         leaving(tmp, t, pid, url)
+        with_password(tmp, e, url)
     finally:
         for started in STARTED:
             started.stop()
