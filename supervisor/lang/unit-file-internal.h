@@ -50,6 +50,9 @@ enum {
         LIST_PROPAGATES_RELOAD_TO,
         LIST_RELOAD_PROPAGATED_FROM,
         LIST_ALIAS,      /* load: [Install] Alias= */
+        /* etcd: [X-Tend] Hosts=, HostMetadata= (unit-file-cluster.c) */
+        LIST_HOSTS,
+        LIST_HOST_METADATA,
         _LIST_MAX,
 };
 
@@ -266,3 +269,8 @@ int uf_parse_boolean(const char *value);
  * line over UNIT_FILE_SIZE_MAX) or -ENOMEM.
  */
 int uf_parse_text(struct parse_ctx *c, const char *data, size_t size);
+
+/* etcd: [X-Tend] Hosts=, HostMetadata= (unit-file-cluster.c): words into their
+ * list; the lists moved into u->cluster_keys at the end (0 or -ENOMEM). */
+int uf_parse_cluster_words(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_finish_cluster_keys(struct parse_ctx *c);

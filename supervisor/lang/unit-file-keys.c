@@ -406,6 +406,8 @@ static const struct key_def unit_keys[] = {
         { S, "OOMPolicy", uf_parse_extra, 0, 0, RESOURCE(UF_EXTRA_OOM_POLICY) },
         /* etcd: singleton units among the tends sharing an etcd prefix (issue 20, docs/cluster.md) */
         { SECTION_TEND, "Singleton", parse_bool, F(singleton), NULL },
+        { SECTION_TEND, "Hosts", uf_parse_cluster_words, 0, 0, LIST(LIST_HOSTS) },
+        { SECTION_TEND, "HostMetadata", uf_parse_cluster_words, 0, 0, LIST(LIST_HOST_METADATA) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

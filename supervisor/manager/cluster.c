@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "unit-file.h"
 
 #include "cluster.h"
 
@@ -38,6 +39,29 @@
 
 const char *cluster_host_id(const struct cluster *c) {
         return c->host_id;
+}
+
+/* Whether "K=V" is one of the comma-separated pairs of list. */
+static bool pair_listed(const char *list, const char *pair) {
+        size_t n = strlen(pair);
+        for (const char *p = list; p && *p;) {
+                const char *end = strchrnul(p, ',');
+                if ((size_t) (end - p) == n && strncmp(p, pair, n) == 0)
+                        return true;
+                p = *end ? end + 1 : end;
+        }
+        return false;
+}
+
+bool cluster_host_eligible(const struct cluster *c, const struct unit_cluster_keys *ck) {
+        if (!ck)
+                return true;
+        bool listed = !ck->hosts;
+        for (char **h = ck->hosts; h && *h && !listed; h++)
+                listed = streq(*h, c->host_id);
+        for (char **kv = ck->host_metadata; kv && *kv && listed; kv++)
+                listed = pair_listed(c->o->metadata, *kv);
+        return listed;
 }
 
 /* ---- configuration ---- */
@@ -530,6 +554,10 @@ struct cluster *cluster_free(struct cluster *c) {
 
 const char *cluster_host_id(const struct cluster *c) {
         return "";
+}
+
+bool cluster_host_eligible(const struct cluster *c, const struct unit_cluster_keys *ck) {
+        return true;
 }
 
 #endif

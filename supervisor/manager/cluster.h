@@ -57,6 +57,12 @@ struct cluster *cluster_free(struct cluster *c);
 /* This host's id (never NULL once created). */
 const char *cluster_host_id(const struct cluster *c);
 
+/* Whether this host may run a unit with the constraints ck ([X-Tend] Hosts=:
+ * its id is listed; HostMetadata=: each K=V is one of --host-metadata's).
+ * NULL ck: any host may. */
+struct unit_cluster_keys;
+bool cluster_host_eligible(const struct cluster *c, const struct unit_cluster_keys *ck);
+
 /* ---- singleton units ([X-Tend] Singleton=yes; docs/cluster.md §5, §6) ---- */
 
 /*

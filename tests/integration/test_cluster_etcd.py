@@ -139,6 +139,11 @@ class Tend:
 
 
 SLEEPER = "[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/ct-a.service.pid; exec sleep 1000'\n"
+# Hosts=/HostMetadata=: h1 has zone=z1,rack=7
+ZONED = ("[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/ct-zoned.service.pid; exec sleep 1000'\n"
+         "[X-Tend]\nHostMetadata=zone=z1 rack=7\nHosts=h0\nHosts=h1\n")
+ELSEWHERE = ("[Service]\nExecStart=/bin/sh -c 'echo $$$$ > @DIR@/ct-elsewhere.service.pid; exec sleep 1000'\n"
+             "[X-Tend]\nHostMetadata=zone=z2\n")
 CRASHER = ("[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=/bin/false\n"
            "Restart=always\nRestartSec=100ms\n")
 
@@ -150,7 +155,8 @@ def check(cond, message):
 
 def unreachable_then_registered(tmp, client, peer):
     url = f"http://127.0.0.1:{client}"
-    t = Tend(tmp, "h1", url, {"ct-a.service": SLEEPER, "ct-crash.service": CRASHER})
+    t = Tend(tmp, "h1", url, {"ct-a.service": SLEEPER, "ct-crash.service": CRASHER,
+                              "ct-zoned.service": ZONED, "ct-elsewhere.service": ELSEWHERE})
     pid = t.pid_of("ct-a.service")  # an ordinary unit starts without etcd
     wait_until(lambda: f"etcd 127.0.0.1:{client}: cannot register host h1" in t.text(), 15,
                "no log line naming the unreachable etcd endpoint")
@@ -164,6 +170,11 @@ def unreachable_then_registered(tmp, client, peer):
     check(int(kv.get("lease", 0)) != 0, f"hosts/h1 is not under a lease: {kv}")
     check(value["metadata"] == {"zone": "z1", "rack": "7"}, f"metadata: {value}")
     print(f"ok: host h1 registered under lease {kv['lease']} once etcd came: {value}")
+    t.pid_of("ct-zoned.service")
+    wait_until(lambda: "ct-elsewhere.service: not started: this host (h1) is not one its Hosts=/HostMetadata= "
+               "name" in t.text(), 10, "ct-elsewhere.service (HostMetadata=zone=z2) not refused on h1")
+    check(not os.path.exists(os.path.join(t.dir, "ct-elsewhere.service.pid")), "ct-elsewhere.service ran on h1")
+    print("ok: Hosts=/HostMetadata=: the unit for h1's zone runs, the one for another zone does not")
     return e, t, pid
 
 
