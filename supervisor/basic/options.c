@@ -28,6 +28,9 @@ enum {
         OPT_CONTROL_GROUP,
         OPT_VERIFY,
         OPT_ACCEPT_WEAKER, /* security: --accept-weaker-isolation */
+        /* etcd: the cluster options (parse_cluster) */
+        OPT_STORE, OPT_STORE_CA, OPT_STORE_CERT, OPT_STORE_KEY, OPT_STORE_USER,
+        OPT_STORE_PASSWORD_FILE, OPT_HOST_ID, OPT_HOST_METADATA, OPT_CLUSTER_TTL,
 };
 
 /* tend-static (meson target, TEND_ENTRYPOINT_ONLY): entrypoint mode alone,
@@ -60,6 +63,13 @@ static void help(void) {
                "      --stop-timeout SPAN  after CMD exits, SIGTERM its leftovers, SIGKILL after SPAN\n"
                "                           (default 5s)\n"
                "  -v, --verbose            more diagnostics on stderr (repeat for debug)\n"
+               "      --store etcd://HOST:PORT[,HOST:PORT...]/PREFIX  share the cluster keys (hosts,\n"
+               "                           singleton units, published records) in etcd (docs/cluster.md)\n"
+               "      --store-ca, --store-cert, --store-key FILE  TLS to etcd (PEM)\n"
+               "      --store-user USER, --store-password-file FILE  etcd authentication\n"
+               "      --host-id ID         this host in the cluster (default /etc/machine-id)\n"
+               "      --host-metadata K=V[,K=V...]  published with the host\n"
+               "      --cluster-ttl SPAN   the host's and singletons' etcd lease (default 10s)\n"
                "  tini and dumb-init's options (entrypoint mode; tend(8), COMING FROM TINI):\n"
                "  -c, --single-child       signal CMD alone (tend's default; dumb-init's -c)\n"
                "  -r, --rewrite FROM:TO    as --remap; TO 0 drops the signal (dumb-init)\n"
@@ -206,6 +216,30 @@ static int parse_span(const char *opt, const char *arg, usec_t *ret) {
         return 0;
 }
 
+/* etcd: --store and its companions (tend(8) CLUSTER); 0 or -EINVAL. */
+static int parse_cluster(struct tend_options *o, int c, const char *arg) {
+        struct tend_cluster_options *t = &o->cluster;
+        const char **slot[] = {
+                [OPT_STORE - OPT_STORE] = &t->store, [OPT_STORE_CA - OPT_STORE] = &t->ca,
+                [OPT_STORE_CERT - OPT_STORE] = &t->cert, [OPT_STORE_KEY - OPT_STORE] = &t->key,
+                [OPT_STORE_USER - OPT_STORE] = &t->user, [OPT_STORE_PASSWORD_FILE - OPT_STORE] = &t->password_file,
+                [OPT_HOST_ID - OPT_STORE] = &t->host_id, [OPT_HOST_METADATA - OPT_STORE] = &t->metadata,
+        };
+        ONLY_IN_TEND("--store");
+        if (c == OPT_CLUSTER_TTL) {
+                if (parse_span("--cluster-ttl", arg, &t->ttl) < 0)
+                        return -EINVAL;
+                if (t->ttl < 2 * USEC_PER_SEC || t->ttl > 3600 * USEC_PER_SEC)
+                        return usage_error("--cluster-ttl: %s is outside 2s..1h (etcd's leases are whole "
+                                           "seconds, at least 2)", arg);
+                return 0;
+        }
+        if (c == OPT_STORE && strncmp(arg, "etcd://", 7) != 0)
+                return usage_error("--store wants etcd://HOST:PORT[,HOST:PORT...]/PREFIX, not \"%s\"", arg);
+        *slot[c - OPT_STORE] = arg;
+        return 0;
+}
+
 /* The parse in progress: what the command line said, beside the options. */
 struct parse_state {
         bool level_given, verify, g_flag, c_flag;
@@ -233,6 +267,8 @@ static int parse_accept_weaker(struct tend_options *o, const char *arg) {
 /* One option of getopt_long's; 0 to go on, 1 after --help/--version/-l, or -EINVAL. */
 static int parse_one(struct tend_options *o, struct parse_state *st, int c, char **argv) {
         int k;
+        if (c >= OPT_STORE && c <= OPT_CLUSTER_TTL)
+                return parse_cluster(o, c, optarg);
         switch (c) {
         case 'g':
                 o->process_group = st->g_flag = true;
@@ -332,6 +368,15 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 { "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
                 { "accept-weaker-isolation", optional_argument, NULL, OPT_ACCEPT_WEAKER },
                 { "verify", no_argument, NULL, OPT_VERIFY },
+                { "store", required_argument, NULL, OPT_STORE },
+                { "store-ca", required_argument, NULL, OPT_STORE_CA },
+                { "store-cert", required_argument, NULL, OPT_STORE_CERT },
+                { "store-key", required_argument, NULL, OPT_STORE_KEY },
+                { "store-user", required_argument, NULL, OPT_STORE_USER },
+                { "store-password-file", required_argument, NULL, OPT_STORE_PASSWORD_FILE },
+                { "host-id", required_argument, NULL, OPT_HOST_ID },
+                { "host-metadata", required_argument, NULL, OPT_HOST_METADATA },
+                { "cluster-ttl", required_argument, NULL, OPT_CLUSTER_TTL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {}
@@ -341,6 +386,7 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
                 .shutdown_timeout = getpid() == 1 ? 9 * USEC_PER_SEC : 90 * USEC_PER_SEC,
                 .log_level = LOG_ERR,
                 .control_group = (gid_t) -1,
+                .cluster.ttl = TEND_DEFAULT_CLUSTER_TTL,
         };
         struct parse_state st = {};
         int c, k = parse_peer_env(o, &st.level_given);
@@ -365,6 +411,8 @@ int options_parse(int argc, char **argv, struct tend_options *o) {
          * quiet as the program it runs. */
         if (!st.level_given && o->config_dir)
                 o->log_level = LOG_WARNING;
+        if (o->cluster.store && !o->config_dir)
+                return usage_error("--store needs --config-dir (the cluster runs units)");
         if (!o->cmd && !o->config_dir)
                 return usage_error("no command given: tend [OPTIONS] -- CMD [ARG...] or tend --config-dir DIR");
         return check_entrypoint_options(o);

@@ -29,7 +29,20 @@ struct tend_options {
         bool warn_on_reap;        /* -w (tini): a warning for each orphan reaped */
         int parent_death_signal;  /* -p SIG (tini): PR_SET_PDEATHSIG for tend; 0 = none */
         uint32_t exit_zero[8];    /* -e CODE (tini): CMD's status CODE (0..255) becomes 0 */
+        /* etcd: the cluster store (issue 20; docs/cluster.md, tend(8) CLUSTER). Strings
+         * borrowed from argv; all NULL without --store. */
+        struct tend_cluster_options {
+                const char *store;         /* --store etcd://HOST:PORT[,HOST:PORT…]/PREFIX */
+                const char *ca, *cert, *key; /* --store-ca, --store-cert, --store-key (PEM files) */
+                const char *user;          /* --store-user */
+                const char *password_file; /* --store-password-file */
+                const char *host_id;       /* --host-id; NULL: /etc/machine-id */
+                const char *metadata;      /* --host-metadata K=V[,K=V…] */
+                usec_t ttl;                /* --cluster-ttl: the host's and singletons' lease (µs) */
+        } cluster;
 };
+
+#define TEND_DEFAULT_CLUSTER_TTL (10 * USEC_PER_SEC)
 
 #define TEND_DEFAULT_STOP_TIMEOUT (5 * USEC_PER_SEC)
 

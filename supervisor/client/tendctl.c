@@ -134,7 +134,9 @@ static void help(void) {
                "                                 recent lines of the unit's output, then follow\n"
                "  daemon-reload                  re-read the unit directory\n"
                "  daemon-reexec                  execute tend's binary anew, every unit kept running\n"
-               "  shutdown                       stop every unit, then exit tend\n\n"
+               "  shutdown                       stop every unit, then exit tend\n"
+               "  --cluster list|hosts|status NAME  the cluster on etcd: every host's units, the\n"
+               "                                 hosts, a singleton's holder (tend --store)\n\n"
                "Options:\n"
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"
                "                             $XDG_RUNTIME_DIR/tend/control)\n"
@@ -244,7 +246,7 @@ static int parse_since(const char *s, int64_t *ret) {
 }
 
 enum { ARG_SOCKET = 0x100, ARG_JSON, ARG_NO_BLOCK, ARG_NO_PAGER, ARG_MAIN, ARG_VALUE, ARG_EPHEMERAL, ARG_VERSION,
-       ARG_NOW };
+       ARG_NOW, ARG_CLUSTER };
 
 /* Checks the options given against the verb; 0 or a usage error. */
 static int check_verb(struct args *a, unsigned given) {
@@ -335,11 +337,30 @@ static int parse_option(int c, char **argv, struct args *a, unsigned *given) {
         case ARG_NOW:
                 a->now = true, *given |= OPT_NOW;
                 return 0;
+        case ARG_CLUSTER: /* etcd */
+                a->view = "";
+                return 0;
         case ':':
                 return usage_error("%s needs an argument", argv[optind - 1]);
         default:
                 return usage_error("unknown option \"%s\"", argv[optind - 1]);
         }
+}
+
+/* etcd: --cluster VIEW [NAME]; only --json applies. */
+static int parse_cluster_args(int argc, char **argv, struct args *a, unsigned given) {
+        a->view = argv[optind];
+        a->verb = VERB_LIST;
+        a->cmd = CONTROL_CMD_CLUSTER;
+        a->names = argv + optind + 1;
+        a->n_names = (size_t) (argc - optind - 1);
+        if (!streq(a->view, "list") && !streq(a->view, "hosts") && !streq(a->view, "status"))
+                return usage_error("--cluster: list, hosts or status NAME, not \"%s\"", a->view);
+        if (given & ~(unsigned) OPT_JSON)
+                return usage_error("--cluster: only --json applies");
+        if (streq(a->view, "status") != (a->n_names == 1))
+                return usage_error("--cluster %s: %s", a->view, a->n_names ? "too many arguments" : "which unit?");
+        return 0;
 }
 
 /* 0 to run, 1 when --help/--version was printed, or a usage error. */
@@ -361,6 +382,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 { "quiet", no_argument, NULL, 'q' },
                 { "ephemeral", no_argument, NULL, ARG_EPHEMERAL },
                 { "now", no_argument, NULL, ARG_NOW },
+                { "cluster", no_argument, NULL, ARG_CLUSTER },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -377,6 +399,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
         }
         if (optind >= argc)
                 return usage_error("no command given");
+        if (a->view) /* etcd: --cluster list|hosts|status NAME */
+                return parse_cluster_args(argc, argv, a, given);
         if ((v = verb_from_string(argv[optind])) < 0)
                 return usage_error("unknown command \"%s\"", argv[optind]);
         a->verb = (enum verb) v;
@@ -678,6 +702,8 @@ int main(int argc, char **argv) {
         r = connect_tend(&a, &fd);
         if (r == 0 && a.verb == VERB_SECURITY)
                 r = run_security_verb(&a, fd);
+        else if (r == 0 && a.view)
+                r = run_cluster(&a, fd);
         else if (r == 0 && (a.cmd == CONTROL_CMD_SHOW || (a.verb == VERB_STATUS && a.n_names > 0 && !a.json)))
                 r = run_show_verb(&a, fd);
         else if (r == 0)

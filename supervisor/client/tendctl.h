@@ -71,6 +71,7 @@ struct args {
         int64_t since; /* logs --since: CLOCK_REALTIME µs, 0: none */
         int priority;  /* logs -p: 0–7 */
         bool now;      /* pkg: enable --now starts, disable --now stops */
+        const char *view; /* etcd: --cluster list|hosts|status (tendctl-cluster.c), NULL without */
 };
 
 /* The verb's exit statuses where tend cannot answer (tendctl(1) "EXIT STATUS"). */
@@ -127,3 +128,6 @@ int run_security_verb(const struct args *a, int fd);
 /* Sends a's request (a->cmd with a->names) on fd and reads its answer as
  * tend's own verbs do; returns the exit status. */
 int run_session(const struct args *a, int fd);
+
+/* tendctl-cluster.c, etcd: --cluster VIEW [NAME]: the cluster view; tendctl's exit status. */
+int run_cluster(const struct args *a, int fd);

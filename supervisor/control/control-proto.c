@@ -28,6 +28,7 @@ static const char *const command_names[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_ENABLE] = "enable",
         [CONTROL_CMD_DISABLE] = "disable",
         [CONTROL_CMD_DAEMON_REEXEC] = "daemon-reexec",
+        [CONTROL_CMD_CLUSTER] = "cluster",
 };
 
 static const struct {
@@ -241,6 +242,7 @@ static const enum units_rule units_rules[_CONTROL_CMD_MAX] = {
         [CONTROL_CMD_SECURITY] = UNITS_REQUIRED,
         [CONTROL_CMD_ENABLE] = UNITS_REQUIRED,      [CONTROL_CMD_DISABLE] = UNITS_REQUIRED,
         [CONTROL_CMD_DAEMON_REEXEC] = UNITS_NONE,
+        [CONTROL_CMD_CLUSTER] = UNITS_OPTIONAL,
 };
 
 _printf_(4, 5) static int refuse(int error, char *reason, size_t size, const char *fmt, ...) {
@@ -318,6 +320,13 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
                 if (!streq(ks, "durable") && !streq(ks, "ephemeral"))
                         return refuse(-EBADMSG, reason, size, "unknown keyspace \"%.64s\"", ks);
                 q->ephemeral = streq(ks, "ephemeral");
+                return 0;
+        case CONTROL_CMD_CLUSTER: /* etcd */
+                if (control_get_string(q->o, "view", &q->view) < 0 ||
+                    (!streq(q->view, "list") && !streq(q->view, "hosts") && !streq(q->view, "status")) ||
+                    (streq(q->view, "status") != (q->n_units == 1)) || (!streq(q->view, "status") && q->n_units))
+                        return refuse(-EBADMSG, reason, size, "%s", "cluster: \"view\" is \"list\", \"hosts\" "
+                                      "(no units) or \"status\" (one unit)");
                 return 0;
         default:
                 return 0;

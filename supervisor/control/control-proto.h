@@ -57,6 +57,7 @@ enum control_command {
         CONTROL_CMD_ENABLE,  /* pkg: whether tend starts the units on its own (docs/control-protocol.md "enable") */
         CONTROL_CMD_DISABLE, /* pkg */
         CONTROL_CMD_DAEMON_REEXEC, /* reexec: tend executes its binary anew, keeping every unit (tend(8)) */
+        CONTROL_CMD_CLUSTER, /* etcd: the cluster view (docs/control-protocol.md "cluster") */
         _CONTROL_CMD_MAX,
 };
 
@@ -111,6 +112,7 @@ struct control_request {
         int max_priority;           /* ctl: logs: only lines of this syslog level or more urgent (0–7); 7: all */
         const char *prefix;         /* watch: borrowed from o; "" (absent): every key */
         bool ephemeral;             /* watch: "keyspace" "ephemeral" (default "durable") */
+        const char *view;           /* etcd: cluster: "list", "hosts" or "status" (borrowed from o) */
 };
 
 /*

@@ -598,6 +598,35 @@ static void handle_show(struct conn *c, const struct control_request *q) {
                 conn_queue(c, TAKE_PTR(res));
 }
 
+/* --- etcd: the cluster view --- */
+
+/* One "cluster-item" message per item (each small: a host, a unit), then the result. */
+static void handle_cluster(struct conn *c, const struct control_request *q) {
+        struct control_server *s = c->s;
+        _cleanup_json_ json *items = json_object_new_array();
+        const char *unit = q->n_units ? unit_arg(q, 0) : NULL;
+        int r = !items ? -ENOMEM : s->ops.cluster ? s->ops.cluster(s->userdata, q->view, unit, items) : -EOPNOTSUPP;
+        if (r == -EOPNOTSUPP || r == -ENOENT) {
+                answer_error(c, r == -ENOENT ? CONTROL_ERROR_NOT_FOUND : CONTROL_ERROR_FAILED, "%s",
+                             r == -ENOENT ? "no such singleton unit in the cluster"
+                                          : "tend runs without a cluster store (tend --store etcd://...)");
+                return;
+        }
+        for (size_t i = 0; r >= 0 && i < json_object_array_length(items) && !c->dead; i++) {
+                json *msg = control_message_new("cluster-item");
+                json *it = json_object_get(json_object_array_get_idx(items, i));
+                if (!msg || json_object_object_add(msg, "item", it) < 0) {
+                        json_object_put(it);
+                        json_object_put(msg);
+                        r = -ENOMEM;
+                        break;
+                }
+                conn_queue(c, msg);
+        }
+        if (!c->dead)
+                conn_queue(c, r < 0 ? NULL : answer_result(true));
+}
+
 /* --- dispatch --- */
 
 /* An unsupported-version answer names the versions tend speaks. */
@@ -677,6 +706,9 @@ void conn_request(struct conn *c, const char *buf, size_t size) {
         case CONTROL_CMD_SHOW:
         case CONTROL_CMD_SECURITY: /* security */
                 handle_show(c, &q);
+                break;
+        case CONTROL_CMD_CLUSTER:
+                handle_cluster(c, &q);
                 break;
         default:
                 handle_units(c, &q);

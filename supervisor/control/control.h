@@ -95,6 +95,12 @@ struct control_ops {
          * negative errno with why (a buffer of size bytes) saying what
          * refused it; tend runs on. */
         int (*daemon_reexec)(void *userdata, char *why, size_t size);
+        /* etcd: the cluster view (docs/control-protocol.md "cluster"): appends to items (an
+         * empty JSON array, borrowed) one object per host ("hosts"), per unit of every host
+         * ("list"), or the singleton unit's holder ("status", unit given). 0; -EOPNOTSUPP
+         * (tend runs without --store), -ENOENT (status: no such singleton), -ENOMEM.
+         * Optional (NULL: -EOPNOTSUPP). */
+        int (*cluster)(void *userdata, const char *view, const char *unit, struct json_object *items);
 };
 
 struct control_options {

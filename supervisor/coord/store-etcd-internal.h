@@ -117,6 +117,7 @@ int etcd_lease_grant(struct store *s, usec_t ttl_usec, struct store_lease **ret)
 int etcd_lease_keep_alive(struct store_lease *l, bool on);
 int etcd_lease_revoke(struct store_lease *l);
 void etcd_lease_free(struct store_lease *l);
+usec_t etcd_lease_expiry(struct store_lease *l);
 /* The etcd lease ID of l. */
 int64_t etcd_lease_id(struct store_lease *l);
 /* Whether id is a lease object's (an update must not revoke it). Takes s->lock. */

@@ -28,6 +28,8 @@ struct etcd_lease {
         bool keep;         /* the owner wants it kept alive */
         bool chain;        /* a keep-alive request is queued or in flight */
         struct etcd_req *pending;
+        usec_t pending_at; /* when the pending renewal is due: it is sent no earlier */
+        usec_t expiry;     /* the last renewal's (or the grant's) start + ttl (store_lease_expiry) */
         struct etcd_lease *next; /* s->leases */
 };
 
@@ -86,6 +88,7 @@ static int keepalive_queue(struct etcd_lease *l, usec_t delay) {
         struct etcd_client *c = l->s->client;
         usec_t at = now_usec(CLOCK_MONOTONIC) + delay;
 
+        l->pending_at = at;
         return etcd_submit_at(c, "/v3/lease/keepalive", id_body(l->id), false, NULL,
                               keepalive_done, l, at, at + MIN(l->ttl / 3, etcd_op_timeout(c)),
                               &l->pending);
@@ -108,6 +111,8 @@ static void keepalive_done(struct etcd_req *r, int error, struct json_object *re
                 log_warning("store-etcd: lease %lld has ended on etcd; its keys are gone",
                             (long long) l->id);
         pthread_mutex_lock(&s->lock);
+        if (error >= 0)
+                l->expiry = gone ? 0 : l->pending_at + (usec_t) keepalive_ttl(reply) * USEC_PER_SEC;
         l->pending = NULL;
         bool again = l->keep && !gone && error != -ECANCELED && error != -EPIPE &&
                      keepalive_queue(l, delay) >= 0;
@@ -123,7 +128,7 @@ static void keepalive_done(struct etcd_req *r, int error, struct json_object *re
 int etcd_lease_grant(struct store *base, usec_t ttl_usec, struct store_lease **ret) {
         struct store_etcd *s = to_etcd(base);
         struct json_object *b = json_object_new_object(), *reply = NULL;
-        usec_t ttl = ttl_usec ?: s->default_ttl;
+        usec_t ttl = ttl_usec ?: s->default_ttl, start = now_usec(CLOCK_MONOTONIC);
         int q;
 
         json_object_object_add(b, "TTL",
@@ -140,6 +145,7 @@ int etcd_lease_grant(struct store *base, usec_t ttl_usec, struct store_lease **r
         l->s = s;
         l->id = etcd_json_int(reply, "ID");
         l->ttl = (usec_t) etcd_json_int(reply, "TTL") * USEC_PER_SEC;
+        l->expiry = start + l->ttl;
         json_object_put(reply);
         atomic_init(&l->n_ref, 1);
         pthread_mutex_lock(&s->lock);
@@ -170,6 +176,7 @@ int etcd_lease_keep_alive(struct store_lease *base, bool on) {
                 return 0;
         }
         /* The first renewal, waited for: an ended lease is said at once. */
+        usec_t start = now_usec(CLOCK_MONOTONIC);
         q = etcd_call(s->client, "/v3/lease/keepalive", id_body(l->id), &reply);
         if (q >= 0 && keepalive_ttl(reply) <= 0)
                 q = -ENOENT;
@@ -177,6 +184,8 @@ int etcd_lease_keep_alive(struct store_lease *base, bool on) {
         if (q < 0)
                 return q;
         pthread_mutex_lock(&s->lock);
+        if (start + l->ttl > l->expiry)
+                l->expiry = start + l->ttl;
         l->keep = true;
         if (!l->chain) {
                 atomic_fetch_add_explicit(&l->n_ref, 1, memory_order_relaxed);
@@ -198,7 +207,23 @@ int etcd_lease_revoke(struct store_lease *base) {
         keepalive_stop(l);
         pthread_mutex_unlock(&s->lock);
         int q = etcd_call(s->client, "/v3/lease/revoke", id_body(l->id), NULL);
-        return q == -ENOENT ? 0 : q; /* ended already */
+        if (q == -ENOENT)
+                q = 0; /* ended already */
+        if (q == 0) {
+                pthread_mutex_lock(&s->lock);
+                l->expiry = 0;
+                pthread_mutex_unlock(&s->lock);
+        }
+        return q;
+}
+
+usec_t etcd_lease_expiry(struct store_lease *base) {
+        struct etcd_lease *l = to_lease(base);
+
+        pthread_mutex_lock(&l->s->lock);
+        usec_t r = l->expiry;
+        pthread_mutex_unlock(&l->s->lock);
+        return r;
 }
 
 void etcd_lease_free(struct store_lease *base) {

@@ -786,5 +786,6 @@ static const struct store_ops etcd_ops = {
         .lease_keep_alive = etcd_lease_keep_alive,
         .lease_revoke = etcd_lease_revoke,
         .lease_free = etcd_lease_free,
+        .lease_expiry = etcd_lease_expiry,
         .create_leased = etcd_create_leased,
 };

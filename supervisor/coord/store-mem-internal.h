@@ -99,5 +99,6 @@ int mem_lease_grant(struct store *base, usec_t ttl, struct store_lease **ret);
 int mem_lease_keep_alive(struct store_lease *base, bool on);
 int mem_lease_revoke(struct store_lease *base);
 void mem_lease_free(struct store_lease *base);
+usec_t mem_lease_expiry(struct store_lease *base);
 int mem_create_leased(struct store *base, const char *key, const void *value, size_t size,
                       struct store_lease *lease, uint64_t *ret_revision);

@@ -115,6 +115,16 @@ void mem_lease_free(struct store_lease *base) {
         mem_op_end(s);
 }
 
+usec_t mem_lease_expiry(struct store_lease *base) {
+        struct store_mem *s = to_mem(base->store);
+        struct mem_lease *l = to_lease(base);
+
+        (void) mem_op_begin(s, STORE_EPHEMERAL);
+        usec_t r = l->ended ? 0 : l->deadline;
+        mem_op_end(s);
+        return r;
+}
+
 int mem_create_leased(struct store *base, const char *key, const void *value, size_t size,
                              struct store_lease *lease, uint64_t *ret_revision) {
         struct store_mem *s = to_mem(base);

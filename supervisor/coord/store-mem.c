@@ -931,5 +931,6 @@ static const struct store_ops mem_ops = {
         .lease_keep_alive = mem_lease_keep_alive,
         .lease_revoke = mem_lease_revoke,
         .lease_free = mem_lease_free,
+        .lease_expiry = mem_lease_expiry,
         .create_leased = mem_create_leased,
 };

@@ -317,6 +317,10 @@ struct store_lease *store_lease_free(struct store_lease *l) {
         return NULL;
 }
 
+usec_t store_lease_expiry(struct store_lease *l) {
+        return l ? l->store->ops->lease_expiry(l) : 0;
+}
+
 int store_create_leased(struct store *s, const char *key, const void *value, size_t size,
                         struct store_lease *l, uint64_t *ret_revision) {
         int r = check_write(s, STORE_EPHEMERAL, key, value, size, 0);

@@ -358,6 +358,19 @@ struct store_lease *store_lease_free(struct store_lease *l);
 int store_create_leased(struct store *s, const char *key, const void *value, size_t size,
                         struct store_lease *l, uint64_t *ret_revision);
 
+/*
+ * The CLOCK_MONOTONIC time (µs) before which l cannot have ended on the
+ * store's side: its last renewal's send time + its TTL (a renewal is counted
+ * from before it was sent, so the store's own deadline is never earlier,
+ * clock rates aside); 0 once the lease is known to have ended (revoked,
+ * expired, or a renewal answered that it is gone). USEC_INFINITY in memory
+ * while kept alive (renewed at every instant). A time in the past that is not
+ * 0: not renewed in time (the store unreachable); it may still be alive. Holders fence with it (docs/cluster.md): whatever must stop
+ * when l ends stops before it. Thread-safe as the other lease calls; 0 for
+ * l NULL.
+ */
+usec_t store_lease_expiry(struct store_lease *l);
+
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct store_lease *, store_lease_free);
 #define _cleanup_store_lease_free_ _cleanup_(store_lease_freep)
 
@@ -473,6 +486,7 @@ struct store_ops {
         int (*lease_keep_alive)(struct store_lease *l, bool on);
         int (*lease_revoke)(struct store_lease *l);
         void (*lease_free)(struct store_lease *l);
+        usec_t (*lease_expiry)(struct store_lease *l);
         int (*create_leased)(struct store *s, const char *key, const void *value, size_t size,
                              struct store_lease *l, uint64_t *ret_revision);
 };

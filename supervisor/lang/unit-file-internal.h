@@ -51,6 +51,9 @@ enum {
         LIST_PROPAGATES_RELOAD_TO,
         LIST_RELOAD_PROPAGATED_FROM,
         LIST_ALIAS,      /* load: [Install] Alias= */
+        /* etcd: [X-Tend] Hosts=, HostMetadata= (unit-file-cluster.c) */
+        LIST_HOSTS,
+        LIST_HOST_METADATA,
         _LIST_MAX,
 };
 
@@ -309,3 +312,8 @@ void uf_hardening_parse_free(struct parse_ctx *c);
  * line over UNIT_FILE_SIZE_MAX) or -ENOMEM.
  */
 int uf_parse_text(struct parse_ctx *c, const char *data, size_t size);
+
+/* etcd: [X-Tend] Hosts=, HostMetadata= (unit-file-cluster.c): words into their
+ * list; the lists moved into u->cluster_keys at the end (0 or -ENOMEM). */
+int uf_parse_cluster_words(struct parse_ctx *c, const struct key_def *k, const char *value);
+int uf_finish_cluster_keys(struct parse_ctx *c);

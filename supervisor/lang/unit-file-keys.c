@@ -445,6 +445,10 @@ static const struct key_def unit_keys[] = {
         /* security: the operator's opt-out, RemoveIPC= (unit-file-refused.c; unit-hardening.h) */
         { SECTION_TEND, "AcceptWeakerIsolation", uf_parse_accept_weaker, 0, 0, NULL },
         { S, "RemoveIPC", uf_parse_remove_ipc, 0, 0, NULL },
+        /* etcd: singleton units among the tends sharing an etcd prefix (issue 20, docs/cluster.md) */
+        { SECTION_TEND, "Singleton", parse_bool, F(singleton), NULL },
+        { SECTION_TEND, "Hosts", uf_parse_cluster_words, 0, 0, LIST(LIST_HOSTS) },
+        { SECTION_TEND, "HostMetadata", uf_parse_cluster_words, 0, 0, LIST(LIST_HOST_METADATA) },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

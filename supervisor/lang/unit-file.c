@@ -266,6 +266,8 @@ static int finish_lists(struct parse_ctx *c) {
         if (c->u->aliases) /* sorted, once each: load merges them with DIR's symlinks */
                 uf_strv_sort_unique(c->u->aliases);
         int k = uf_finish_dep_keys(c);
+        if (k >= 0)
+                k = uf_finish_cluster_keys(c); /* etcd */
         return k < 0 ? k : finish_environment(c);
 }
 
@@ -381,6 +383,7 @@ struct unit_file *unit_file_free(struct unit_file *u) {
         strv_free(u->aliases);
         strv_free(u->dropins);
         unit_hardening_free(u->hardening); /* security */
+        unit_cluster_keys_free(u->cluster_keys); /* etcd */
         free(u);
         return NULL;
 }

@@ -122,6 +122,14 @@ static inline bool unit_exit_status_set_has_signal(const struct unit_exit_status
 /* (The small fields are grouped to leave few holes: 1,000 units keep one each,
  * SPEC §8's footprint; add a new group of keys as a pointer to an out-of-line
  * struct, as sandbox does.) */
+/* etcd: [X-Tend] Hosts=, HostMetadata= (docs/cluster.md): the hosts of the
+ * cluster that may run the unit; out of line, few units set them. */
+struct unit_cluster_keys {
+        char **hosts;         /* host ids; NULL: any */
+        char **host_metadata; /* "K=V", each to match the host's --host-metadata; NULL: none */
+};
+void unit_cluster_keys_free(struct unit_cluster_keys *ck);
+
 struct unit_file {
         char *name;     /* "foo.service", "foo@bar.service" */
         char *path;     /* the file read: DIR/NAME, or DIR/foo@.service for an instance */
@@ -178,6 +186,9 @@ struct unit_file {
         uint8_t syslog_level_prefix;     /* SyslogLevelPrefix=: 1 no, 2 yes */
         bool stop_when_unneeded;         /* deps: StopWhenUnneeded=, no */
         bool on_failure_mode_fail;       /* deps: OnFailureJobMode=fail; no: replace (the default) */
+        bool singleton;                  /* etcd: [X-Tend] Singleton=, no: one host of the cluster runs it
+                                          * (docs/cluster.md; in the padding before standard_output) */
+        struct unit_cluster_keys *cluster_keys; /* etcd: Hosts=, HostMetadata=; owned, NULL: none */
         struct unit_output standard_output;
         struct unit_output standard_error;
         char *syslog_identifier;         /* NULL: the unit name (SyslogLevel= … are with the flags above) */

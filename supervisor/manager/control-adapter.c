@@ -210,6 +210,12 @@ static int ctl_waiters(void *userdata, const char *name) {
         return k < 0 ? 0 : k;
 }
 
+/* etcd: the cluster view (cluster.h). */
+static int ctl_cluster(void *userdata, const char *view, const char *unit, struct json_object *items) {
+        struct manager *m = userdata;
+        return cluster_view(m->cluster, view, unit, items);
+}
+
 static int ctl_describe(void *userdata, const char *name, struct json_object *props) {
         return manager_describe_unit(userdata, name, props);
 }
@@ -245,6 +251,7 @@ static const struct control_ops control_ops = {
         .assess = ctl_assess,
         .set_enabled = ctl_set_enabled,
         .daemon_reexec = ctl_daemon_reexec,
+        .cluster = ctl_cluster,
 };
 
 int manager_setup_control(struct manager *m) {

@@ -177,5 +177,14 @@ int manager_describe_unit(struct manager *m, const char *name, struct json_objec
         if (add_file(props, u, d) < 0 || add_state(props, u) < 0 || add_failure(props, u) < 0 ||
             control_add_string(props, "CGroupDirectory", dir) < 0)
                 return -ENOMEM;
+        /* etcd: a singleton's holder as this host last saw it ("": nobody; docs/cluster.md) */
+        if (u->file->singleton && m->cluster) {
+                const char *holder = cluster_singleton_holder(m->cluster, u->name);
+                uint64_t token = 0;
+                bool mine = cluster_singleton_may_run(m->cluster, u->name, &token);
+                if (control_add_string(props, "TendSingletonHolder", holder ? holder : "") < 0 ||
+                    control_add_int64(props, "TendFencingToken", mine ? (int64_t) token : 0) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }

@@ -18,6 +18,7 @@
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
+#include "cluster.h"
 #include "control.h"
 #include "jobs.h"
 #include "due-timer.h"
@@ -156,6 +157,7 @@ struct manager {
         sd_event_source *reexec_retry;
         usec_t reexec_until;
         struct json_object *resumed;
+        struct cluster *cluster;       /* etcd: with --store, the cluster agent (cluster.h), else NULL */
 };
 
 static inline struct unit_data *data(const struct unit *u) {
@@ -266,6 +268,8 @@ int manager_add_unit(struct manager *m, struct unit_file *f);
 
 /* Starts u as one of tend's own requesters of its flight (SPEC §2.3). */
 void manager_start_unit(struct manager *m, struct unit *u);
+/* units.c, etcd: what the cluster agent asks of the manager (singletons). */
+extern const struct cluster_ops manager_cluster_ops;
 
 /* Stops u at once: its flight cancelled (or the stop queued behind a
  * publishing one), then the stop sequence. */

@@ -186,6 +186,12 @@ static int manager_setup(struct manager *m) {
             (k = watchdog_leases_new(m->event, m->store, manager_on_lease_expired, m, &m->watchdogs)) < 0 ||
             (k = jobs_new(m->event, &m->units, &m->n_units, &manager_jobs_ops, m, &m->jobs)) < 0)
                 return log_error_errno(k, "setting up the event loop: %m");
+        /* etcd: the cluster store beside tend's own (issue 20), after the signals are
+         * blocked (its threads inherit the mask); registration runs in the background,
+         * so units never wait for etcd. */
+        if (m->opts->cluster.store &&
+            (k = cluster_new(m->event, &m->opts->cluster, m->store, &manager_cluster_ops, m, &m->cluster)) < 0)
+                return k;
         /* Before the first spawn: NOTIFY_SOCKET and WATCHDOG_* leave tend's
          * environment, so no child inherits them (SPEC §1). */
         if ((k = notify_upstream_new(m->event, &m->upstream)) < 0)
@@ -219,6 +225,7 @@ static void manager_done(struct manager *m) {
         cgroup_tree_free(m->cgroups);
         record_writer_free(m->records);
         held_records_done(&m->held);
+        m->cluster = cluster_free(m->cluster); /* before the store it watches */
         store_unref(m->store);
         sf_table_unref(m->flights);
         exit_sub_free(m->sub);

@@ -392,6 +392,12 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
                 snprintf(why, size, "%s", "tend is shutting down");
                 return -EBUSY;
         }
+        if (m->cluster) {
+                /* The etcd lease and the singletons' fences are not carried across the exec yet:
+                 * the new tend would register anew while the old lease and fences run on. */
+                snprintf(why, size, "%s", "not with --store: the cluster lease is not carried across a re-exec yet");
+                return -EOPNOTSUPP;
+        }
         if (m->reexec_retry)
                 return 0; /* one under way: this request shares it */
         if (!saved.path[0]) {

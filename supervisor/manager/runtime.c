@@ -182,12 +182,29 @@ static int spawn_plan(struct spawn *s, struct unit *u, const struct unit_command
 /* The environment: the kept one when it may be (kept-env.h), else tend's
  * own, the file's (Environment=, EnvironmentFile=, User='s) and the notify
  * socket's. */
+/* etcd: a singleton runs only while this host holds its key, before its fencing
+ * deadline, with the key's revision as $TEND_FENCING_TOKEN (docs/cluster.md §5). */
+static int singleton_environment(struct spawn *s, struct manager *m, struct unit *u) {
+        uint64_t token;
+        char b[64];
+        if (!u->file->singleton || !m->cluster)
+                return 0;
+        if (!cluster_singleton_may_run(m->cluster, u->name, &token)) {
+                log_warning("%s: not started: this host does not hold its singleton key (or is past its "
+                            "fencing deadline)", u->name);
+                s->said = true;
+                return -ESTALE;
+        }
+        snprintf(b, sizeof b, "TEND_FENCING_TOKEN=%llu", (unsigned long long) token);
+        return unit_env_set(&s->envp, b);
+}
+
 static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u, bool main) {
         struct unit_data *d = data(u);
         const struct unit_file *f = u->file;
         s->keep = kept_env_wanted(main, u->restarts, f->n_environment_files, s->sb->environment_owned);
         if (s->keep && d->rare && (s->envp = kept_env_take(&d->rare->main_env, f->text_size, f->text_hash)))
-                return 0;
+                return singleton_environment(s, m, u);
         int k = unit_build_environment(u->name, environ, main ? 0 : u->main_pid, s->sb->environment,
                                        f->environment_files, f->n_environment_files, &s->envp);
         if (k < 0) {
@@ -198,6 +215,8 @@ static int spawn_environment(struct spawn *s, struct manager *m, struct unit *u,
         s->said = k < 0;
         if (k >= 0) /* corpus: UnsetEnvironment=, from everything tend set (systemd.exec(5)) */
                 unit_env_unset(s->envp, unit_file_exec(f)->unset_environment);
+        if (k >= 0)
+                k = singleton_environment(s, m, u);
         return k;
 }
 
@@ -302,6 +321,10 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
         /* Its exit goes to u: the state machine takes *ret as its main or
          * control process (Type=forking's start process is a control
          * process: unit.h). Cannot fail: reserved above. */
+        if (main && u->file->singleton && m->cluster) { /* etcd: its fence's target */
+                _cleanup_free_ char *dir = unit_group_dir(d->group);
+                cluster_singleton_target(m->cluster, u->name, exit_process_pid(*ret), dir);
+        }
         bool forking = main && u->file->type == UNIT_TYPE_FORKING;
         if (forking)
                 manager_forking_spawned(u, *ret);

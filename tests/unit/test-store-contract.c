@@ -636,10 +636,17 @@ static void test_lease_keep_alive(void **state) {
         expect_quiet(s, w, ttl * 5 / 2);
         expect_stored(s, STORE_EPHEMERAL, "pres/a", "a", ra);
         expect_stored(s, STORE_EPHEMERAL, "pres/b", "b", rb);
+        assert_true(store_lease_expiry(l) > now_usec(CLOCK_MONOTONIC)); /* renewed in time */
         assert_int_equal(store_lease_keep_alive(l, false), 0);
-        usec_t stopped = now_usec(CLOCK_MONOTONIC);
+        usec_t stopped = now_usec(CLOCK_MONOTONIC), expiry = store_lease_expiry(l);
+        assert_true(expiry <= stopped + ttl);
         expect_two_deletes(s, w, "pres/a", ra, "pres/b", rb, STORE_CAUSE_EXPIRED);
-        usec_t took = now_usec(CLOCK_MONOTONIC) - stopped;
+        usec_t gone = now_usec(CLOCK_MONOTONIC), took = gone - stopped;
+        /* The local bound the fencing rests on (docs/cluster.md §6): the keys never go
+         * before store_lease_expiry() said. */
+        if (gone < expiry)
+                fail_msg("the keys went %" PRIu64 " ms before the lease's local expiry",
+                         (expiry - gone) / MS);
         /* The last renewal was at most TTL/3 before the stop. */
         if (took < ttl * 2 / 3 - ttl / 20)
                 fail_msg("the keys went %" PRIu64 " ms after the keep-alive stopped, before 2/3 "
@@ -674,6 +681,7 @@ static void test_lease_revoke(void **state) {
         assert_int_equal(upd(s, STORE_EPHEMERAL, "rv/u", "u2", ru, 60 * USEC_PER_SEC, &ru2), 1);
         EXPECT_PUT(w, "rv/u", "u2", ru2);
         assert_int_equal(store_lease_revoke(l), 0);
+        assert_int_equal(store_lease_expiry(l), 0); /* known ended */
         expect_two_deletes(s, w, "rv/a", ra, "rv/b", rb, STORE_CAUSE_EXPIRED);
         expect_absent(s, STORE_EPHEMERAL, "rv/a");
         expect_stored(s, STORE_EPHEMERAL, "rv/u", "u2", ru2); /* it left the lease */

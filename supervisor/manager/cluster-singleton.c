@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Singleton units on etcd (cluster.h; docs/cluster.md §5, §6): acquired by a
+ * create of singletons/NAME under the host's lease, waited for on a watch of
+ * singletons/ (no polling), fenced against the lease's local expiry
+ * (store_lease_expiry) by tend's loop and, when that loop cannot run, by a
+ * fence process (fence.h).
+ *
+ * Deadlines, from E = store_lease_expiry() (the last renewal's send time +
+ * TTL on this host's CLOCK_MONOTONIC; etcd cannot end the lease before it,
+ * clock rates aside):
+ *   Dk = E − SAFETY − drift       the fence kills the unit's cgroup
+ *   Dg = Dk − stop timeout        tend stops the unit the ordinary way
+ * drift = TTL/100 (20× NTP's 500 ppm bound on a monotonic clock's rate),
+ * SAFETY = 200 ms (the kill taking effect). The loop looks every TTL/3 while
+ * it holds one, which a renewal every TTL/3 keeps ≥ 1/3 TTL ahead of Dg
+ * as long as margin = stop timeout + SAFETY + drift < TTL/3.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "cluster.h"
+#include "log.h"
+#include "macro.h"
+
+#ifdef HAVE_STORE_ETCD
+#include "cluster-internal.h"
+
+#define SAFETY_USEC (200 * USEC_PER_MSEC)
+
+static usec_t drift(const struct cluster *c) {
+        return c->o->ttl / 100;
+}
+
+static struct singleton *single_find(const struct cluster *c, const char *name) {
+        for (size_t i = 0; i < c->n_singles; i++)
+                if (streq(c->singles[i]->name, name))
+                        return c->singles[i];
+        return NULL;
+}
+
+/* E − SAFETY − drift: when the fence kills (0: the lease is gone or unknown). */
+static usec_t kill_deadline(const struct cluster *c) {
+        usec_t e = c->lease ? store_lease_expiry(c->lease) : 0;
+        usec_t m = SAFETY_USEC + drift(c);
+        return e == USEC_INFINITY ? e : e > m ? e - m : 0;
+}
+
+static usec_t stop_deadline(const struct singleton *s) {
+        usec_t k = kill_deadline(s->c), m = s->margin - SAFETY_USEC - drift(s->c);
+        return k == USEC_INFINITY ? k : k > m ? k - m : 0;
+}
+
+static void arm_check(struct cluster *c);
+static void try_acquire(struct singleton *s);
+
+/* ---- release: the key deleted (at its revision) once tend has let go ---- */
+
+static void release_done(struct store_op *op, void *userdata) {
+        struct singleton *s = userdata;
+        s->acquiring = false;
+        if (s->c->closing)
+                return;
+        if (op->result >= 0 || op->result == -ENOENT)
+                s->releasing = false; /* gone (or someone else's by now): the watch says what next */
+        else
+                arm_check(s->c); /* etcd away: again at the next check */
+}
+
+static void try_release(struct singleton *s) {
+        if (!s->releasing || s->acquiring || !s->c->etcd)
+                return;
+        s->op = (struct store_op) { .type = STORE_OP_DELETE, .keyspace = STORE_EPHEMERAL, .key = s->key,
+                                    .expected = s->token, .done = release_done, .userdata = s };
+        s->acquiring = store_submit(s->c->etcd, &s->op) >= 0;
+}
+
+/* The lease could not be renewed before Dg (or the key went): stop the unit
+ * now; the fence stays armed at Dk in case the stop does not finish. */
+static void single_lose(struct singleton *s, const char *why) {
+        struct cluster *c = s->c;
+        log_warning("%s: singleton: %s (etcd %s): stopping it before its lease can end on etcd", s->name, why,
+                    c->endpoints);
+        s->held = false;
+        s->releasing = true;
+        if (s->fence) {
+                (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+                s->fence = fence_detach(s->fence); /* it fires at Dk, then exits */
+        }
+        c->ops->lost(c->userdata, s->name);
+        try_release(s);
+}
+
+/* ---- the check: every TTL/3 while one is held (or being released) ---- */
+
+static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct cluster *c = userdata;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        for (size_t i = 0; i < c->n_singles; i++) {
+                struct singleton *s = c->singles[i];
+                if (s->held && now >= stop_deadline(s))
+                        single_lose(s, c->lease && store_lease_expiry(c->lease) ?
+                                    "its lease was not renewed in time" : "its lease has ended");
+                else if (s->held && s->fence)
+                        (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+                else if (s->releasing)
+                        try_release(s);
+        }
+        arm_check(c);
+        return 0;
+}
+
+static void arm_check(struct cluster *c) {
+        bool any = false;
+        for (size_t i = 0; i < c->n_singles && !any; i++)
+                any = c->singles[i]->held || c->singles[i]->releasing;
+        if (!any || c->closing) {
+                if (c->check_timer)
+                        (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_OFF);
+                return;
+        }
+        usec_t at = now_usec(CLOCK_MONOTONIC) + c->o->ttl / 3;
+        for (size_t i = 0; i < c->n_singles; i++)
+                if (c->singles[i]->held && stop_deadline(c->singles[i]) < at)
+                        at = stop_deadline(c->singles[i]);
+        if (c->check_timer) {
+                (void) sd_event_source_set_time(c->check_timer, at);
+                (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_ONESHOT);
+        } else
+                (void) sd_event_add_time(c->event, &c->check_timer, CLOCK_MONOTONIC, at, 0, on_check, c);
+}
+
+/* ---- acquire: a create of singletons/NAME under the host's lease ---- */
+
+static void acquire_done(struct store_op *op, void *userdata) {
+        struct singleton *s = userdata;
+        struct cluster *c = s->c;
+
+        s->acquiring = false;
+        free((void *) op->value);
+        if (c->closing)
+                return;
+        if (op->result == 0) {
+                log_info("%s: singleton held by another host: waiting for its key to go", s->name);
+                return;
+        }
+        if (op->result < 0) {
+                log_warning_errno(op->result, "%s: singleton: etcd %s: cannot acquire (%m): again at the "
+                                  "next change of its key or registration", s->name, c->endpoints);
+                return;
+        }
+        s->held = true;
+        s->token = op->revision;
+        free(s->holder);
+        s->holder = strdup(c->host_id);
+        int k = fence_new(s->name, &s->fence);
+        if (k < 0) { /* no fence, no run: let go */
+                single_lose(s, "no fence process (fork failed)");
+                return;
+        }
+        (void) fence_set(s->fence, kill_deadline(c), 0, NULL);
+        log_notice("%s: singleton held by this host (fencing token %llu, fence %d)", s->name,
+                   (unsigned long long) s->token, (int) fence_pid(s->fence));
+        arm_check(c);
+        c->ops->acquired(c->userdata, s->name);
+}
+
+static void try_acquire(struct singleton *s) {
+        struct cluster *c = s->c;
+        if (s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease || c->closing ||
+            !c->single_snapshot_done)
+                return;
+        char *value = NULL;
+        if (asprintf(&value, "{\"host\":\"%s\"}", c->host_id) < 0)
+                return;
+        s->op = (struct store_op) { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = s->key,
+                                    .value = value, .size = strlen(value), .lease = c->lease,
+                                    .done = acquire_done, .userdata = s };
+        s->acquiring = true;
+        if (store_submit(c->etcd, &s->op) < 0) {
+                s->acquiring = false;
+                free(value);
+        }
+}
+
+/* ---- the watch of singletons/ ---- */
+
+void cluster_singles_event(struct cluster *c, const struct store_event *ev) {
+        if (ev->type == STORE_EVENT_SNAPSHOT_DONE) {
+                c->single_snapshot_done = true;
+                for (size_t i = 0; i < c->n_singles; i++)
+                        try_acquire(c->singles[i]);
+                return;
+        }
+        struct singleton *s = single_find(c, ev->key + strlen("singletons/"));
+        if (!s)
+                return;
+        free(s->holder);
+        s->holder = NULL;
+        if (ev->type == STORE_EVENT_PUT) {
+                struct json_object *o = json_tokener_parse(ev->value), *h;
+                s->holder = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+                json_object_put(o);
+                if (s->held && ev->revision != s->token)
+                        single_lose(s, "its key was taken over");
+                return;
+        }
+        if (s->held) /* our key went: the lease ended on etcd, or someone deleted it */
+                single_lose(s, ev->cause == STORE_CAUSE_EXPIRED ? "its lease ended on etcd" : "its key was deleted");
+        s->releasing = false; /* nothing left to delete */
+        try_acquire(s);
+}
+
+/* A new watch of singletons/ is coming: the holders are unknown until its snapshot. */
+void cluster_singles_rewatch(struct cluster *c) {
+        c->single_snapshot_done = false;
+        for (size_t i = 0; i < c->n_singles; i++) {
+                free(c->singles[i]->holder);
+                c->singles[i]->holder = NULL;
+        }
+}
+
+void cluster_singles_free(struct cluster *c) {
+        for (size_t i = 0; i < c->n_singles; i++) {
+                struct singleton *s = c->singles[i];
+                fence_free(s->fence); /* stand down: tend stopped the unit itself */
+                free(s->name);
+                free(s->key);
+                free(s->holder);
+                free(s->cgroup);
+                free(s);
+        }
+        free(c->singles);
+        c->singles = NULL;
+        c->n_singles = 0;
+        c->check_timer = sd_event_source_disable_unref(c->check_timer);
+}
+
+/* ---- the manager's side ---- */
+
+int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout) {
+        if (single_find(c, name))
+                return 0;
+        usec_t margin = stop_timeout + SAFETY_USEC + drift(c);
+        if (stop_timeout == USEC_INFINITY || margin >= c->o->ttl / 3) {
+                log_error("%s: Singleton=yes: the fencing margin (TimeoutStopSec= + 0.2 s + TTL/100) must be "
+                          "under a third of --cluster-ttl (%llu s): not started on this host", name,
+                          (unsigned long long) (c->o->ttl / USEC_PER_SEC));
+                return -ERANGE;
+        }
+        struct singleton **a = reallocarray(c->singles, c->n_singles + 1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        c->singles = a;
+        struct singleton *s = calloc(1, sizeof(*s));
+        if (!s || !(s->name = strdup(name)) || asprintf(&s->key, "singletons/%s", name) < 0) {
+                if (s)
+                        free(s->name);
+                free(s);
+                return -ENOMEM;
+        }
+        s->c = c;
+        s->margin = margin;
+        c->singles[c->n_singles++] = s;
+        log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
+        try_acquire(s);
+        return 0;
+}
+
+bool cluster_singleton_may_run(struct cluster *c, const char *name, uint64_t *ret_token) {
+        struct singleton *s = single_find(c, name);
+        if (!s || !s->held || now_usec(CLOCK_MONOTONIC) >= stop_deadline(s))
+                return false;
+        if (ret_token)
+                *ret_token = s->token;
+        return true;
+}
+
+void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, const char *cgroup_dir) {
+        struct singleton *s = single_find(c, name);
+        if (!s)
+                return;
+        s->pid = pid;
+        free(s->cgroup);
+        s->cgroup = cgroup_dir ? strdup(cgroup_dir) : NULL;
+        if (s->held && s->fence)
+                (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+}
+
+const char *cluster_singleton_holder(const struct cluster *c, const char *name) {
+        const struct singleton *s = c ? single_find(c, name) : NULL;
+        return s ? s->holder : NULL;
+}
+
+#else /* !HAVE_STORE_ETCD */
+
+int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout) {
+        return -EOPNOTSUPP;
+}
+
+bool cluster_singleton_may_run(struct cluster *c, const char *name, uint64_t *ret_token) {
+        return false;
+}
+
+void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, const char *cgroup_dir) {
+}
+
+const char *cluster_singleton_holder(const struct cluster *c, const char *name) {
+        return NULL;
+}
+
+#endif

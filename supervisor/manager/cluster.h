@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cluster (issue 20; docs/cluster.md): with `tend --store etcd://…`, a
+ * second store on etcd beside tend's own in-memory one. This host registers
+ * under a lease of its own (presence = the lease kept alive by the store's
+ * I/O thread: one keep-alive per TTL/3, no key rewritten on a timer) and
+ * publishes a copy of each unit record, written behind and coalesced (at
+ * most one write per unit per second).
+ *
+ * The loop never waits on the network: data writes go through store_submit()
+ * (completions through the etcd store's fd in tend's sd-event loop); the
+ * calls that only exist blocking (authentication, the lease grant and its
+ * first keep-alive, the host key's create) run in a registration thread,
+ * which retries with back-off (1 s doubling to 30 s), logging the endpoints
+ * and the error, and hands its result to the loop through an eventfd.
+ * Ordinary units never wait for any of it.
+ *
+ * Single-threaded from the caller's side: every function runs in tend's loop.
+ */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "options.h"
+#include "store.h"
+
+struct cluster;
+
+/* What the agent asks of the manager (singletons), from tend's loop. */
+struct cluster_ops {
+        /* NAME is held by this host now: start it (cluster_singleton_may_run() says yes). */
+        void (*acquired)(void *userdata, const char *name);
+        /* NAME must stop now: its lease could not be renewed before the fencing deadline. */
+        void (*lost)(void *userdata, const char *name);
+};
+
+/*
+ * Starts the cluster agent for o (o->store set; strings borrowed for the
+ * agent's lifetime) on loop e; it watches `service/` of the local store
+ * (borrowed, must outlive it) to publish records. Registration starts at
+ * once in the background. Returns 0 and *ret (the caller's, freed with
+ * cluster_free), or -EINVAL (a malformed URL, an unreadable password file
+ * or host id: logged), -EOPNOTSUPP (tend built without libcurl: logged),
+ * -ENOMEM, sd-event's errors.
+ */
+int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store *local,
+                const struct cluster_ops *ops, void *userdata, struct cluster **ret);
+
+/*
+ * Leaves the cluster: the registration thread is stopped (waited for: at
+ * most one etcd request's deadline), the host's lease revoked (its keys go
+ * at once: a clean leave, not a failure), the etcd store closed. Accepts
+ * NULL; returns NULL.
+ */
+struct cluster *cluster_free(struct cluster *c);
+
+/* This host's id (never NULL once created). */
+const char *cluster_host_id(const struct cluster *c);
+
+/* Whether this host may run a unit with the constraints ck ([X-Tend] Hosts=:
+ * its id is listed; HostMetadata=: each K=V is one of --host-metadata's).
+ * NULL ck: any host may. */
+struct unit_cluster_keys;
+bool cluster_host_eligible(const struct cluster *c, const struct unit_cluster_keys *ck);
+
+/* ---- singleton units ([X-Tend] Singleton=yes; docs/cluster.md §5, §6) ---- */
+
+/*
+ * This host wants to run singleton NAME (idempotent; name copied): it tries
+ * to acquire singletons/NAME once registered, else waits on the watch of
+ * singletons/ and tries when the key goes; ops->acquired says when it holds
+ * it. stop_timeout (µs, the unit's TimeoutStopSec=) sizes the fencing margin.
+ * Returns 0, -ENOMEM, or -ERANGE when the lease TTL cannot cover the margin
+ * (logged: the unit is never started by this host).
+ */
+int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout);
+
+/* Whether this host holds NAME and is before its fencing deadline (may spawn
+ * it now); *ret_token (may be NULL): the key's revision, $TEND_FENCING_TOKEN. */
+bool cluster_singleton_may_run(struct cluster *c, const char *name, uint64_t *ret_token);
+
+/* NAME's main process (0: none now) and cgroup directory (NULL: none), for
+ * its fence. */
+void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, const char *cgroup_dir);
+
+/*
+ * etcd: the cluster view (control.h's ops.cluster; docs/control-protocol.md
+ * "cluster"), answered from the watches' mirrors, never a read of etcd: one
+ * JSON object appended to items per host (view "hosts"), per published unit
+ * of every host ("list"), or for singleton unit ("status"). c NULL:
+ * -EOPNOTSUPP; "status" of a key nobody holds: -ENOENT; -ENOMEM.
+ */
+struct json_object;
+int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items);
+
+/* The host holding NAME as last seen on the watch (NULL: none or unknown). */
+const char *cluster_singleton_holder(const struct cluster *c, const char *name);
