@@ -490,7 +490,8 @@ class HardenedDaemons(DebianUnitsBase):
         for f in os.listdir(d):
             overridden = set(service_keys(os.path.join(d, f))) & set(CHECKS)
             self.assertEqual(overridden, set(), '%s: drop-in %s changes hardening keys' % (name, f))
-        return {k: v for k, v in keys.items() if k in CHECKS and v}
+        # an empty value is a value: CapabilityBoundingSet= is the empty set
+        return {k: v for k, v in keys.items() if k in CHECKS}
 
     def check_every_key(self, name, unit_file, pid):
         keys = self.hardening_keys(name, unit_file)
@@ -539,7 +540,9 @@ class HardenedDaemons(DebianUnitsBase):
         self.wait_serving(pong, 'redis PING on port %d' % port)
         self.assertEqual(os.readlink('/proc/%d/exe' % r['main_pid']), '/usr/bin/redis-check-rdb')
         keys = self.check_every_key('redis-server', 'redis-server.service', r['main_pid'])
-        self.assertGreaterEqual(len(keys), 27)
+        # the 27 hardening keys, and User=, Group=, UMask=
+        self.assertGreaterEqual(len(keys), 30)
+        self.assertEqual(keys['CapabilityBoundingSet'], [])
         self.beside_systemd_analyze('redis-server', 'redis-server.service')
         self.wait_serving(pong, 'redis PING after the checks')
         self.stop_leaves_nothing('redis-server')

@@ -246,6 +246,19 @@ class HardeningSeccomp(ServiceTestCase):
         self.assertNotEqual(os.fstat(owner).st_ino, user, 'the UTS namespace belongs to the unit\'s user namespace')
         os.close(owner)
 
+    def test_private_users_keeps_the_bounding_set(self):
+        """PrivateUsers= with CapabilityBoundingSet= under a tend whose own
+        bounding set lacks CAP_SYS_RESOURCE: a new user namespace starts with
+        every capability in its bounding set, so the one tend lacks came back
+        (redis-server's empty CapabilityBoundingSet= left CapBnd 0x1000000);
+        the unit's process holds exactly what the key keeps."""
+        self.unit('h-bnd', '[Service]\nUser=nobody\nExecStart=/bin/sleep 60\nPrivateUsers=yes\n'
+                  'CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n')
+        self.unit('h-bnd-empty', '[Service]\nExecStart=/bin/sleep 60\nPrivateUsers=yes\nCapabilityBoundingSet=\n')
+        self.start_tend(wrap=['setpriv', '--bounding-set=-sys_resource', '--'])
+        for name, want in (('h-bnd', 1 << 10), ('h-bnd-empty', 0)):
+            self.assertEqual(int(self.status_of(name)['CapBnd'], 16), want, name)
+
     def status_of(self, name):
         r = self.wait_running(name)
         pid = r['main_pid']
