@@ -119,6 +119,10 @@ int sandbox_ns_plan(const char *unit, const struct unit_file *f, const struct sa
                 r = hardening_cannot_apply(unit, f, "PrivateUsers=", "more supplementary groups than tend maps");
         if (r < 0)
                 return r;
+        /* As systemd 252: a manager with CAP_SYS_ADMIN makes the user namespace last, so the
+         * mount, network, IPC and UTS namespaces belong to the host's user namespace (a new
+         * procfs for ProtectProc= needs CAP_SYS_ADMIN where the PID namespace belongs). */
+        s->userns_last = s->private_users && effective(self, CAP_SYS_ADMIN);
         /* Without CAP_SYS_ADMIN, a namespace is tend's only inside the user namespace of PrivateUsers=. */
         why = effective(self, CAP_SYS_ADMIN) || s->private_users ? NULL : "needs CAP_SYS_ADMIN (or PrivateUsers=)";
         r = plan_one(unit, f, h->private_network, "net", "PrivateNetwork=", why, &s->private_network);
@@ -181,8 +185,8 @@ __attribute__((noreturn)) static void map_helper(const struct sandbox_hardening 
         _exit(0);
 }
 
-int sandbox_userns_step(const struct sandbox_hardening *h, int *ret_stage) {
-        if (!h || !h->private_users)
+int sandbox_userns_step(const struct sandbox_hardening *h, bool late, int *ret_stage) {
+        if (!h || !h->private_users || h->userns_last != late)
                 return 0;
         int fds[2], status = 0;
         if (pipe2(fds, O_CLOEXEC) < 0)

@@ -414,7 +414,8 @@ static int plan_programs(const struct unit_hardening_keys *h, struct sandbox_har
         return r;
 }
 
-/* ProtectClock=, ProtectKernelModules=, ProtectKernelLogs=: their capabilities out of the bounding set. */
+/* ProtectClock=, ProtectKernelModules=, ProtectKernelLogs=: their capabilities out of the bounding set;
+ * under PrivateUsers=, also those tend's own bounding set lacks (CapabilityBoundingSet=). */
 static int plan_bounding(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
                          const struct sandbox_hardening *s, struct sandbox_plan *p) {
         const struct unit_hardening_keys *h = unit_file_hardening(f);
@@ -430,10 +431,16 @@ static int plan_bounding(const char *unit, const struct unit_file *f, const stru
                 { offsetof(struct unit_hardening_keys, protect_kernel_logs), "ProtectKernelLogs=", CAP_BIT(CAP_SYSLOG) },
         };
         bool setpcap = (self->effective >> CAP_SETPCAP) & 1 || s->private_users; /* all of them in its namespace */
+        /* A new user namespace starts with a full bounding set: what tend's own lacks comes
+         * back in it (redis-server's CapabilityBoundingSet= kept CAP_SYS_RESOURCE under a
+         * tend without it), so every capability the unit does not keep is dropped. */
+        uint64_t bounding = s->private_users ? sandbox_capability_all() : self->bounding;
+        if (s->private_users)
+                p->bounding_drop |= bounding & ~unit_file_sandbox(f)->capability_bounding_set;
         for (size_t i = 0; i < ELEMENTSOF(drops); i++) {
                 if (!*(const bool *) ((const char *) h + drops[i].offset))
                         continue;
-                uint64_t more = drops[i].caps & self->bounding & ~p->bounding_drop;
+                uint64_t more = drops[i].caps & bounding & ~p->bounding_drop;
                 if (!more)
                         continue;
                 int r = setpcap ? 0 : hardening_cannot_apply(unit, f, drops[i].key,

@@ -33,6 +33,9 @@ int sandbox_seccomp_plan(const char *unit, const struct unit_file *f, bool sys_a
 struct sandbox_hardening {
         /* PrivateUsers= (sandbox-ns.c): the maps a helper child writes from outside */
         bool private_users;
+        /* made after the other namespaces (tend has CAP_SYS_ADMIN: they are then the host
+         * user namespace's, so a new /proc for ProtectProc= can be mounted), else first */
+        bool userns_last;
         char uid_map[48];          /* "0 0 1\nUID UID 1\n" */
         char *gid_map;             /* "0 0 1\nGID GID 1\n" and each supplementary group, owned */
         /* PrivateNetwork= (with the loopback brought up), PrivateIPC=, ProtectHostname= */
@@ -75,10 +78,14 @@ struct sandbox_hardening *sandbox_hardening_free(struct sandbox_hardening *h);
  * *ret_stage = EXIT_STAGE_HOOK + SANDBOX_STAGE_…), each a no-op when h is NULL:
  *  - sandbox_userns_step(): PrivateUsers=: a helper child (forked here)
  *    writes the maps once this process has unshared its user namespace;
+ *    called twice, before the mount namespace (late false) and after the
+ *    other namespaces (late true): it acts at the call where late equals
+ *    h->userns_last (systemd 252's order: last when the manager has
+ *    CAP_SYS_ADMIN, first when it needs the user namespace for the others);
  *  - sandbox_namespaces_step(): PrivateNetwork= (and "lo" up), PrivateIPC=,
  *    ProtectHostname=;
  *  - sandbox_hardening_seccomp_step(): the programs, just before SystemCallFilter='s.
  */
-int sandbox_userns_step(const struct sandbox_hardening *h, int *ret_stage);
+int sandbox_userns_step(const struct sandbox_hardening *h, bool late, int *ret_stage);
 int sandbox_namespaces_step(const struct sandbox_hardening *h, int *ret_stage);
 int sandbox_hardening_seccomp_step(const struct sandbox_hardening *h, int *ret_stage);

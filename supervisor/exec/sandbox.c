@@ -689,9 +689,10 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
         for (size_t i = 0; i < p->n_limits; i++)
                 if (set_limit_closest(p->limits[i].resource, &p->limits[i].rl) < 0)
                         FAIL(SANDBOX_STAGE_LIMIT + p->limits[i].resource);
-        /* The namespaces (issue 17), before the credentials and capabilities: the user
-         * namespace first (PrivateUsers=), then the mount namespace, then network, IPC, UTS. */
-        if ((r = sandbox_userns_step(p->hardening, ret_stage)) < 0)
+        /* The namespaces (issue 17), before the credentials and capabilities: the mount
+         * namespace, then network, IPC, UTS; the user namespace (PrivateUsers=) first when
+         * tend lacks CAP_SYS_ADMIN, else last (systemd 252's order; sandbox-seccomp.h). */
+        if ((r = sandbox_userns_step(p->hardening, false, ret_stage)) < 0)
                 return r;
         int key;
         if (p->ns && (r = namespace_pre_exec(p->ns, &key)) < 0) {
@@ -699,6 +700,8 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
                 return r;
         }
         if ((r = sandbox_namespaces_step(p->hardening, ret_stage)) < 0)
+                return r;
+        if ((r = sandbox_userns_step(p->hardening, true, ret_stage)) < 0)
                 return r;
         for (unsigned c = 0; p->bounding_drop && c <= p->cap_last; c++)
                 if ((p->bounding_drop >> c) & 1 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)

@@ -19,8 +19,10 @@
  *
  * The child's order (each step only when the unit asks for it), after
  * libexit's own set-up (umask, session, fds, chdir) and the process keys:
- *   0. the namespaces (issue 17): the user namespace (PrivateUsers=) first,
- *      then the mount namespace, then network, IPC, UTS (sandbox-ns.c);
+ *   0. the namespaces (issue 17): the mount namespace, then network, IPC,
+ *      UTS (sandbox-ns.c); the user namespace (PrivateUsers=) before them
+ *      when tend lacks CAP_SYS_ADMIN, after them when it has it (systemd
+ *      252's order: a new /proc for ProtectProc= then works);
  *   1. setrlimit, each Limit*=;
  *   1b. ns: the mount namespace (namespace.h: namespace_pre_exec());
  *   2. PR_CAPBSET_DROP, each capability not in CapabilityBoundingSet=;

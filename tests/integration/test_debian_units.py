@@ -167,8 +167,8 @@ def proc_uid(pid):
     raise AssertionError('no Uid in /proc/%d/status' % pid)
 
 
-class DebianUnits(ServiceTestCase):
-    # ---- helpers ----
+class DebianUnitsBase(ServiceTestCase):
+    """The helpers (test_hardened_daemons.py uses them too)."""
 
     def need(self, unit_file, *binaries):
         """Fails (scripts/bootstrap installs them) unless unit_file and the
@@ -280,6 +280,67 @@ class DebianUnits(ServiceTestCase):
         self.assertEqual((r['state'], r['result']), ('inactive', result), '%s: stop ended %r' % (name, r))
         self.wait_cgroup_empty(name, pids, 'after tendctl stop')
 
+    def apache2_setup(self):
+        """apache2.service linked, with a drop-in pointing apachectl at the
+        test's copy of /etc/apache2 (its own port); (port, pid file, check
+        that it serves)."""
+        self.need('apache2.service', '/usr/sbin/apachectl', '/usr/sbin/apache2')
+        port = free_port()
+        base = self.own_dir('apache2')
+        conf = os.path.join(base, 'apache2')
+        shutil.copytree('/etc/apache2', conf, symlinks=True)
+        for f in os.listdir(os.path.join(conf, 'sites-enabled')):
+            os.unlink(os.path.join(conf, 'sites-enabled', f))
+        www = os.path.join(base, 'www')
+        for d in ('run', 'lock', 'log', 'www'):
+            os.mkdir(os.path.join(base, d), 0o755)
+        with open(os.path.join(www, 'index.html'), 'w') as f:
+            f.write('tend-it apache2\n')
+        os.chmod(os.path.join(www, 'index.html'), 0o644)
+        pidfile = os.path.join(base, 'run', 'apache2.pid')
+        with open(os.path.join(conf, 'envvars'), 'w') as f:
+            f.write('unset HOME\nexport APACHE_RUN_USER=www-data\nexport APACHE_RUN_GROUP=www-data\n'
+                    'export APACHE_PID_FILE=%s\nexport APACHE_RUN_DIR=%s/run\nexport APACHE_LOCK_DIR=%s/lock\n'
+                    'export APACHE_LOG_DIR=%s/log\nexport LANG=C\n' % (pidfile, base, base, base))
+        with open(os.path.join(conf, 'ports.conf'), 'w') as f:
+            f.write('Listen 127.0.0.1:%d\n' % port)
+        with open(os.path.join(conf, 'sites-enabled', 'tend-test.conf'), 'w') as f:
+            f.write('ServerName 127.0.0.1\n<VirtualHost 127.0.0.1:%d>\nDocumentRoot %s\n'
+                    '<Directory %s>\nRequire all granted\n</Directory>\n</VirtualHost>\n' % (port, www, www))
+        self.link('apache2', 'apache2.service')
+        self.dropin('apache2', '''
+            [Service]
+            # apachectl reads /etc/apache2 (port 80) unless APACHE_CONFDIR names another
+            # directory (then it runs apache2 -d DIR and reads DIR/envvars): the test's copy
+            # of /etc/apache2, with its own port, pid file, logs and locks. It is under /var/lib,
+            # not /tmp, because the unit has PrivateTmp=true.
+            Environment=APACHE_CONFDIR={conf}
+        '''.format(conf=conf))
+        serves = lambda: http_body(self.net, port) == b'tend-it apache2\n'  # noqa: E731
+        return port, pidfile, serves
+
+    def redis_setup(self):
+        """redis-server.service linked, with a drop-in running the test's
+        redis.conf (its own port, nothing saved); the port."""
+        self.need('redis-server.service', '/usr/bin/redis-server')
+        port = free_port()
+        base = self.own_dir('redis')
+        conf = os.path.join(base, 'redis.conf')
+        with open(conf, 'w') as f:
+            f.write('port %d\nbind 127.0.0.1\nsave ""\nappendonly no\ndir %s\nlogfile ""\n' % (port, base))
+        os.chmod(conf, 0o644)
+        self.link('redis-server', 'redis-server.service')
+        self.dropin('redis-server', '''
+            [Service]
+            # Reset, then the package's command line with the test's redis.conf (its own port,
+            # nothing saved) in place of /etc/redis/redis.conf (port 6379, /var/lib/redis).
+            ExecStart=
+            ExecStart=/usr/bin/redis-server {conf} --supervised systemd --daemonize no
+        '''.format(conf=conf))
+        return port
+
+
+class DebianUnits(DebianUnitsBase):
     # ---- nginx: Type=forking + PIDFile= ----
 
     def nginx_setup(self):
@@ -521,40 +582,8 @@ http {{
         one process left in the cgroup: apache's own pid file agrees);
         serves; `reload` (apachectl graceful) renews the children under the
         same parent; stop (apachectl graceful-stop) leaves nothing."""
-        self.need('apache2.service', '/usr/sbin/apachectl', '/usr/sbin/apache2')
-        port = free_port()
-        base = self.own_dir('apache2')
-        conf = os.path.join(base, 'apache2')
-        shutil.copytree('/etc/apache2', conf, symlinks=True)
-        for f in os.listdir(os.path.join(conf, 'sites-enabled')):
-            os.unlink(os.path.join(conf, 'sites-enabled', f))
-        www = os.path.join(base, 'www')
-        for d in ('run', 'lock', 'log', 'www'):
-            os.mkdir(os.path.join(base, d), 0o755)
-        with open(os.path.join(www, 'index.html'), 'w') as f:
-            f.write('tend-it apache2\n')
-        os.chmod(os.path.join(www, 'index.html'), 0o644)
-        pidfile = os.path.join(base, 'run', 'apache2.pid')
-        with open(os.path.join(conf, 'envvars'), 'w') as f:
-            f.write('unset HOME\nexport APACHE_RUN_USER=www-data\nexport APACHE_RUN_GROUP=www-data\n'
-                    'export APACHE_PID_FILE=%s\nexport APACHE_RUN_DIR=%s/run\nexport APACHE_LOCK_DIR=%s/lock\n'
-                    'export APACHE_LOG_DIR=%s/log\nexport LANG=C\n' % (pidfile, base, base, base))
-        with open(os.path.join(conf, 'ports.conf'), 'w') as f:
-            f.write('Listen 127.0.0.1:%d\n' % port)
-        with open(os.path.join(conf, 'sites-enabled', 'tend-test.conf'), 'w') as f:
-            f.write('ServerName 127.0.0.1\n<VirtualHost 127.0.0.1:%d>\nDocumentRoot %s\n'
-                    '<Directory %s>\nRequire all granted\n</Directory>\n</VirtualHost>\n' % (port, www, www))
-        self.link('apache2', 'apache2.service')
-        self.dropin('apache2', '''
-            [Service]
-            # apachectl reads /etc/apache2 (port 80) unless APACHE_CONFDIR names another
-            # directory (then it runs apache2 -d DIR and reads DIR/envvars): the test's copy
-            # of /etc/apache2, with its own port, pid file, logs and locks. It is under /var/lib,
-            # not /tmp, because the unit has PrivateTmp=true.
-            Environment=APACHE_CONFDIR={conf}
-        '''.format(conf=conf))
+        port, pidfile, serves = self.apache2_setup()
         self.start_units()
-        serves = lambda: http_body(self.net, port) == b'tend-it apache2\n'  # noqa: E731
         self.wait_serving(serves, 'apache2 on port %d' % port)
         r = self.running('apache2', 30)
         main = r['main_pid']
@@ -571,21 +600,7 @@ http {{
         closest value, 4096:4096, with a notice naming the key, as systemd;
         redis runs as User=redis in /run/redis (RuntimeDirectoryMode=2755) and
         answers; stop leaves nothing and removes /run/redis."""
-        self.need('redis-server.service', '/usr/bin/redis-server')
-        port = free_port()
-        base = self.own_dir('redis')
-        conf = os.path.join(base, 'redis.conf')
-        with open(conf, 'w') as f:
-            f.write('port %d\nbind 127.0.0.1\nsave ""\nappendonly no\ndir %s\nlogfile ""\n' % (port, base))
-        os.chmod(conf, 0o644)
-        self.link('redis-server', 'redis-server.service')
-        self.dropin('redis-server', '''
-            [Service]
-            # Reset, then the package's command line with the test's redis.conf (its own port,
-            # nothing saved) in place of /etc/redis/redis.conf (port 6379, /var/lib/redis).
-            ExecStart=
-            ExecStart=/usr/bin/redis-server {conf} --supervised systemd --daemonize no
-        '''.format(conf=conf))
+        port = self.redis_setup()
         # tend's hard limit 4096, and no CAP_SYS_RESOURCE to raise it.
         self.start_units(wrap=['setpriv', '--bounding-set=-sys_resource', 'prlimit', '--nofile=1024:4096', '--'])
         r = self.running('redis-server', 30)

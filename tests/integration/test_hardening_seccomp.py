@@ -8,6 +8,7 @@ works. From the host side: /proc/PID/status of a unit's main process shows
 Seccomp: 2, and NoNewPrivs: 1 where the process has no CAP_SYS_ADMIN (systemd's
 implied NoNewPrivileges=). Root only (otherwise it skips, 77)."""
 import ctypes
+import fcntl
 import os
 import pwd
 import shutil
@@ -211,6 +212,52 @@ class HardeningSeccomp(ServiceTestCase):
         r = self.finished('h-arch')
         self.assertEqual((r['state'], r['result'], (r['last_exit'] or {}).get('signal')), ('failed', 'signal', 31),
                          'an i386 call under SystemCallArchitectures=native: want SIGSYS; %r' % r)
+
+    def test_private_users_with_the_mount_keys(self):
+        """PrivateUsers= with ProtectProc=invisible and ProtectHostname= (as
+        redis-server's unit): tend as root makes the user namespace after the
+        others, as systemd 252, so the new /proc can be mounted (a procfs needs
+        CAP_SYS_ADMIN in the user namespace owning the PID namespace: made
+        first, the mount failed with EPERM); the maps are still written."""
+        try:
+            nobody = pwd.getpwnam('nobody').pw_uid
+        except KeyError:
+            self.skipTest('no user "nobody"')
+        self.unit('h-users', '[Service]\nUser=nobody\nExecStart=/bin/sleep 60\nPrivateUsers=yes\n'
+                  'ProtectProc=invisible\nProtectHostname=yes\nPrivateNetwork=yes\n')
+        self.start_tend()
+        r = self.wait_running('h-users', timeout=10)
+        pid = r['main_pid']
+        wait_exec(pid)
+        with open('/proc/%d/uid_map' % pid) as f:
+            self.assertEqual([ln.split() for ln in f], [['0', '0', '1'], [str(nobody), str(nobody), '1']])
+        with open('/proc/%d/mountinfo' % pid) as f:
+            procs = [ln.split() for ln in f if ln.split()[4] == '/proc']
+        self.assertTrue(procs and 'hidepid=invisible' in procs[-1][-1].split(','),
+                        'ProtectProc=invisible: no hidepid=invisible /proc: %r' % procs)
+        for ns in ('user', 'uts', 'net', 'mnt'):
+            self.assertNotEqual(os.readlink('/proc/%d/ns/%s' % (pid, ns)), os.readlink('/proc/self/ns/' + ns), ns)
+        user = os.stat('/proc/%d/ns/user' % pid).st_ino
+        fd = os.open('/proc/%d/ns/uts' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            owner = fcntl.ioctl(fd, 0xb701)  # NS_GET_USERNS: a new fd of the owning user namespace
+        finally:
+            os.close(fd)
+        self.assertNotEqual(os.fstat(owner).st_ino, user, 'the UTS namespace belongs to the unit\'s user namespace')
+        os.close(owner)
+
+    def test_private_users_keeps_the_bounding_set(self):
+        """PrivateUsers= with CapabilityBoundingSet= under a tend whose own
+        bounding set lacks CAP_SYS_RESOURCE: a new user namespace starts with
+        every capability in its bounding set, so the one tend lacks came back
+        (redis-server's empty CapabilityBoundingSet= left CapBnd 0x1000000);
+        the unit's process holds exactly what the key keeps."""
+        self.unit('h-bnd', '[Service]\nUser=nobody\nExecStart=/bin/sleep 60\nPrivateUsers=yes\n'
+                  'CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n')
+        self.unit('h-bnd-empty', '[Service]\nExecStart=/bin/sleep 60\nPrivateUsers=yes\nCapabilityBoundingSet=\n')
+        self.start_tend(wrap=['setpriv', '--bounding-set=-sys_resource', '--'])
+        for name, want in (('h-bnd', 1 << 10), ('h-bnd-empty', 0)):
+            self.assertEqual(int(self.status_of(name)['CapBnd'], 16), want, name)
 
     def status_of(self, name):
         r = self.wait_running(name)
