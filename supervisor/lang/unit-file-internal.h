@@ -285,6 +285,14 @@ enum {
         UF_NS_PRIVATE_MOUNTS,
 };
 int uf_parse_namespace(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* parsefix: unit-file-empty.c. Whether key= (value "") in section is one
+ * systemd 252 ignores (keeping the earlier value): if so it is reported (a
+ * warning naming the key; DynamicUser=: an error, as systemd's) and true is
+ * returned, the assignment is consumed. */
+bool uf_empty_assignment(struct parse_ctx *c, enum section section, const char *key, const char *value);
+/* The keys of [Service] whose empty assignment is ignored; NULL-terminated, static. */
+const char *const *uf_empty_ignored_keys(void);
+
 /* security: unit-file-refused.c (unit-hardening.h) */
 /* Keeps "key=value" if `tendctl security` reads key (security_assess_reads()). 0 or -ENOMEM (reported). */
 int uf_hardening_note(struct parse_ctx *c, const char *key, const char *value);
