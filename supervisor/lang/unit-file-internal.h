@@ -9,6 +9,7 @@
 #pragma once
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,8 +87,12 @@ struct parse_ctx {
 };
 
 /* A line number's text index and its line in that text. */
-#define UF_LINE_FILE_SHIFT 24
+/* parsefix: 21 bits of line (a file is at most UNIT_FILE_SIZE_MAX = 1 MiB: at most 2^20 + 1
+ * lines), 11 of text index (UNIT_DROPINS_MAX + 1 = 1,025 texts) */
+#define UF_LINE_FILE_SHIFT 21
 #define UF_LINE_MASK ((1u << UF_LINE_FILE_SHIFT) - 1)
+_Static_assert(UNIT_FILE_SIZE_MAX + 1 <= UF_LINE_MASK && UNIT_DROPINS_MAX + 1 <= (UINT_MAX >> UF_LINE_FILE_SHIFT),
+               "a line number holds a text index and a line");
 /* The file of line (a line of c->texts, or the main file). */
 static inline const char *uf_line_origin(const struct parse_ctx *c, unsigned line) {
         size_t i = line >> UF_LINE_FILE_SHIFT;
