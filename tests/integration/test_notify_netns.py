@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svctest import ServiceTestCase, wait_exec  # noqa: E402
+from tendtest import wait_until  # noqa: E402
 
 # The main process: READY=1, then WATCHDOG=1 every 0.2 s (WatchdogSec=1s).
 NOTIFIER = r'''
@@ -76,6 +77,16 @@ class NotifyInPrivateNetwork(ServiceTestCase):
         again = self.st('netns')
         self.assertEqual((again['state'], again['main_pid']), ('running', r['main_pid']),
                          'the watchdog expired: WATCHDOG=1 did not arrive; stderr %r' % self.stderr()[-2000:])
+        # daemon-reexec carries the socket's fd; the new tend reads its path back and keeps it.
+        self.ctl('daemon-reexec')
+        wait_until(lambda: 'units resumed' in self.stderr(), 10,
+                   lambda: 'never re-executed: %r' % self.stderr()[-2000:])
+        self.assertNotIn('notify socket cannot be taken back', self.stderr())
+        time.sleep(2.5)  # over two WatchdogSec= periods after it
+        again = self.st('netns')
+        self.assertEqual((again['state'], again['main_pid']), ('running', r['main_pid']),
+                         'after daemon-reexec the watchdog expired; stderr %r' % self.stderr()[-2000:])
+        self.assertTrue(os.path.exists(addr), 'daemon-reexec removed the socket file')
         self.ctl('stop', 'netns')
         self.ctl('start', 'netns')
         self.wait_running('netns', timeout=10, other_than=r['main_pid'])  # restarts use the same socket
