@@ -512,6 +512,10 @@ static int op_prepare(void *userdata, struct unit *u) {
         struct unit_data *d = data(u);
         d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
         d->started_text_hash = u->file->text_hash;
+        const struct unit_rare *r = unit_rare_peek(u);
+        if (r && r->file_error) /* parsefix: tend(8) "RELOADING DIR": say which file a (re)start runs */
+                log_warning("%s: starting on the last file that loaded: its current file does not (%s)", u->name,
+                            r->file_error);
         int k = prepare_exec(u); /* says why (exec-dirs.h, sandbox.h), but for ENOMEM */
         if (k < 0)
                 return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
