@@ -327,7 +327,10 @@ static int socket_address(int fd, char ret[static sizeof(((struct sockaddr_un *)
  */
 static int bind_path(int fd, const char *dir, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        if (mkdir(dir, 0755) >= 0) {
+                if (chmod(dir, 0755) < 0) /* whatever tend's umask: every User= must reach its socket */
+                        return negative_errno();
+        } else if (errno != EEXIST)
                 return negative_errno();
         for (int attempt = 0; attempt < 8; attempt++) {
                 uint64_t id;
