@@ -24,7 +24,8 @@ static const char *const empty_ignored[] = {
         "RestrictSUIDSGID", "NoNewPrivileges", "RemoveIPC",
         /* enums and modes */
         "ProtectSystem", "ProtectHome", "ProtectProc", "ProcSubset", "UMask", "KeyringMode", "DevicePolicy",
-        "NotifyAccess",
+        "NotifyAccess", "RuntimeDirectoryMode", "StateDirectoryMode", "CacheDirectoryMode", "LogsDirectoryMode",
+        "ConfigurationDirectoryMode",
         /* resource limits (config_parse_rlimit: "Failed to parse resource value, ignoring") */
         "LimitCPU", "LimitFSIZE", "LimitDATA", "LimitSTACK", "LimitCORE", "LimitRSS", "LimitNOFILE", "LimitAS",
         "LimitNPROC", "LimitMEMLOCK", "LimitLOCKS", "LimitSIGPENDING", "LimitMSGQUEUE", "LimitNICE",

@@ -62,7 +62,9 @@ static const struct {
         { "LockPersonality", "yes", KEPT }, { "RestrictRealtime", "yes", KEPT },
         { "RestrictSUIDSGID", "yes", KEPT }, { "NoNewPrivileges", "yes", KEPT }, { "UMask", "0077", KEPT },
         { "RemoveIPC", "yes", KEPT }, { "NotifyAccess", "all", KEPT }, { "KeyringMode", "private", KEPT },
-        { "DevicePolicy", "strict", KEPT },
+        { "DevicePolicy", "strict", KEPT }, { "RuntimeDirectoryMode", "0700", KEPT },
+        { "StateDirectoryMode", "0700", KEPT }, { "CacheDirectoryMode", "0700", KEPT },
+        { "LogsDirectoryMode", "0700", KEPT }, { "ConfigurationDirectoryMode", "0700", KEPT },
         { "LimitCPU", "10", KEPT }, { "LimitFSIZE", "10", KEPT }, { "LimitDATA", "10", KEPT },
         { "LimitSTACK", "10", KEPT }, { "LimitCORE", "10", KEPT }, { "LimitRSS", "10", KEPT },
         { "LimitNOFILE", "10", KEPT }, { "LimitAS", "10", KEPT }, { "LimitNPROC", "10", KEPT },
@@ -128,6 +130,7 @@ static char *fingerprint(const struct unit_file *f) {
         put(&b, &n, h, offsetof(struct unit_hardening_keys, syscall_log));
         put(&b, &n, &h->syscall_log.set, 1);
         put(&b, &n, &sb->umask, sizeof sb->umask);
+        put(&b, &n, unit_file_exec(f)->directory_modes, sizeof unit_file_exec(f)->directory_modes);
         put(&b, &n, sb->limits, sizeof sb->limits);
         put(&b, &n, &sb->no_new_privileges, 1);
         put(&b, &n, &sb->syscall_filter.set, 1);
