@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -168,6 +170,7 @@ struct notify_socket {
         sd_event_source *source;
         char *name;
         char address[sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1];
+        bool unlink_path;        /* parsefix: address is a path, removed with the socket */
         notify_handler_t handler;
         void *userdata;
 
@@ -297,19 +300,58 @@ static int on_readable(sd_event_source *src, int fd, uint32_t revents, void *use
         return 0;
 }
 
-/* The abstract address fd is bound to, as "@NAME". */
+/* The address fd is bound to: abstract as "@NAME", else its absolute path. */
 static int socket_address(int fd, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         socklen_t len = sizeof sa;
         if (getsockname(fd, (struct sockaddr *) &sa, &len) < 0)
                 return negative_errno();
         size_t n = len - offsetof(struct sockaddr_un, sun_path);
+        if (n >= 2 && sa.sun_path[0] == '/') { /* parsefix: a path socket (PrivateNetwork=) */
+                memcpy(ret, sa.sun_path, n);
+                ret[n] = '\0';
+                return 0;
+        }
         if (n < 2 || sa.sun_path[0] != '\0')
                 return -EPROTO;
         ret[0] = '@';
         memcpy(ret + 1, sa.sun_path + 1, n - 1);
         ret[n] = '\0';
         return 0;
+}
+
+/*
+ * parsefix: binds fd to DIR/<16 random hex digits> (DIR made 0755 if missing),
+ * the file mode 0666 so that any User= may connect (the credentials decide
+ * who may speak, as with the abstract address anyone may reach).
+ */
+static int bind_path(int fd, const char *dir, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (mkdir(dir, 0755) >= 0) {
+                if (chmod(dir, 0755) < 0) /* whatever tend's umask: every User= must reach its socket */
+                        return negative_errno();
+        } else if (errno != EEXIST)
+                return negative_errno();
+        for (int attempt = 0; attempt < 8; attempt++) {
+                uint64_t id;
+                if (getrandom(&id, sizeof id, 0) != sizeof id)
+                        return -EIO;
+                int n = snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%016llx", dir, (unsigned long long) id);
+                if (n < 0 || (size_t) n >= sizeof sa.sun_path)
+                        return -ENAMETOOLONG;
+                if (bind(fd, (struct sockaddr *) &sa, (socklen_t) (offsetof(struct sockaddr_un, sun_path) + n + 1)) < 0) {
+                        if (errno == EADDRINUSE)
+                                continue;
+                        return negative_errno();
+                }
+                if (chmod(sa.sun_path, 0666) < 0) {
+                        int k = negative_errno();
+                        (void) unlink(sa.sun_path);
+                        return k;
+                }
+                return socket_address(fd, ret);
+        }
+        return -EADDRINUSE;
 }
 
 static int bind_autobind(int fd, char ret[static sizeof(((struct sockaddr_un *) NULL)->sun_path) + 1]) {
@@ -320,7 +362,7 @@ static int bind_autobind(int fd, char ret[static sizeof(((struct sockaddr_un *) 
         return socket_address(fd, ret);
 }
 
-int notify_socket_new(sd_event *event, const char *name, notify_handler_t handler, void *userdata,
+int notify_socket_new(sd_event *event, const char *name, const char *dir, notify_handler_t handler, void *userdata,
                       struct notify_socket **ret) {
         if (!name || !handler || !ret)
                 return -EINVAL;
@@ -336,7 +378,10 @@ int notify_socket_new(sd_event *event, const char *name, notify_handler_t handle
         /* SO_PASSCRED before the bind: no datagram arrives without credentials. */
         if (k >= 0 && setsockopt(s->fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0)
                 k = negative_errno();
-        if (k >= 0)
+        if (k >= 0 && dir) {
+                k = bind_path(s->fd, dir, s->address);
+                s->unlink_path = k >= 0;
+        } else if (k >= 0)
                 k = bind_autobind(s->fd, s->address);
         if (k >= 0 && event)
                 k = sd_event_add_io(event, &s->source, s->fd, EPOLLIN, on_readable, s);
@@ -361,6 +406,7 @@ int notify_socket_adopt(sd_event *event, const char *name, notify_handler_t hand
         if (k >= 0)
                 k = socket_address(fd, s->address);
         if (k >= 0) {
+                s->unlink_path = s->address[0] == '/'; /* now this tend's to remove */
                 s->fd = fd;
                 k = sd_event_add_io(event, &s->source, s->fd, EPOLLIN, on_readable, s);
         }
@@ -385,6 +431,8 @@ struct notify_socket *notify_socket_free(struct notify_socket *s) {
         if (!s)
                 return NULL;
         sd_event_source_disable_unref(s->source);
+        if (s->unlink_path)
+                (void) unlink(s->address);
         safe_close(s->fd);
         free(s->name);
         free(s);

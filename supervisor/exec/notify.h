@@ -96,18 +96,28 @@ typedef void (*notify_handler_t)(void *userdata, pid_t sender, const struct noti
  * loop (EPOLLIN); without, the caller calls notify_socket_dispatch() (tests).
  * name names the owner (the unit) in log lines; it is copied. *ret is the
  * caller's (notify_socket_free). Errors: -EINVAL, -ENOMEM, socket errors.
+ *
+ * parsefix: with dir non-NULL the socket is bound to a path instead,
+ * DIR/<16 random hex digits> (DIR made 0755 if missing; the socket file
+ * 0666: any user may connect, the credentials decide who may speak), for a
+ * unit in a network namespace of its own (PrivateNetwork=), which cannot
+ * reach an abstract address. notify_socket_free() removes the file. Errors
+ * also: mkdir/bind/chmod errors, -ENAMETOOLONG (dir too long for sun_path:
+ * at most 90 bytes), -EADDRINUSE (8 random names taken).
  */
-int notify_socket_new(sd_event *event, const char *name, notify_handler_t handler, void *userdata,
+int notify_socket_new(sd_event *event, const char *name, const char *dir, notify_handler_t handler, void *userdata,
                       struct notify_socket **ret);
 
 /* reexec: a unit's socket made by the tend that re-executed (fd: bound as
  * notify_socket_new() binds, SO_PASSCRED on), taken on success (O_CLOEXEC
- * again); the processes that have its address go on notifying. Errors:
- * -EINVAL, -ENOMEM, -EPROTO (not an abstract address), getsockname errors. */
+ * again); the processes that have its address go on notifying. A socket
+ * bound to a path (dir above) is this tend's to remove from then on, at
+ * notify_socket_free(). Errors: -EINVAL, -ENOMEM, -EPROTO (neither an
+ * abstract address nor a path), getsockname errors. */
 int notify_socket_adopt(sd_event *event, const char *name, notify_handler_t handler, void *userdata, int fd,
                         struct notify_socket **ret);
 
-/* The address for NOTIFY_SOCKET= ("@" and the abstract name), valid until freed. */
+/* The address for NOTIFY_SOCKET= ("@" and the abstract name, or the path), valid until freed. */
 const char *notify_socket_address(const struct notify_socket *s);
 
 /* The socket's fd (owned by s). */

@@ -75,9 +75,9 @@ static int family_from_name(const char *name) {
  */
 static int parse_families(struct parse_ctx *c, const struct key_def *k, const char *value,
                           struct unit_hardening_keys *h) {
-        if (!*value || streq(value, "none")) {
+        if (!*value || streq(value, "none")) { /* empty: unset, as the defaults; none: an empty allow list */
                 h->address_families_set = *value;
-                h->address_families_allow = true;
+                h->address_families_allow = *value;
                 h->address_families = 0;
                 return 0;
         }
@@ -129,7 +129,12 @@ static unsigned long namespaces_all(void) {
  */
 static int parse_namespaces(struct parse_ctx *c, const struct key_def *k, const char *value,
                             struct unit_hardening_keys *h) {
-        int b = *value ? uf_parse_boolean(value) : 0;
+        if (!*value) { /* reset: the defaults */
+                h->namespaces_set = false;
+                h->namespaces_allowed = 0;
+                return 0;
+        }
+        int b = uf_parse_boolean(value);
         if (b >= 0) {
                 h->namespaces_set = b;
                 h->namespaces_allowed = b ? 0 : namespaces_all();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,8 +87,12 @@ struct parse_ctx {
 };
 
 /* A line number's text index and its line in that text. */
-#define UF_LINE_FILE_SHIFT 24
+/* parsefix: 21 bits of line (a file is at most UNIT_FILE_SIZE_MAX = 1 MiB: at most 2^20 + 1
+ * lines), 11 of text index (UNIT_DROPINS_MAX + 1 = 1,025 texts) */
+#define UF_LINE_FILE_SHIFT 21
 #define UF_LINE_MASK ((1u << UF_LINE_FILE_SHIFT) - 1)
+_Static_assert(UNIT_FILE_SIZE_MAX + 1 <= UF_LINE_MASK && UNIT_DROPINS_MAX + 1 <= (UINT_MAX >> UF_LINE_FILE_SHIFT),
+               "a line number holds a text index and a line");
 /* The file of line (a line of c->texts, or the main file). */
 static inline const char *uf_line_origin(const struct parse_ctx *c, unsigned line) {
         size_t i = line >> UF_LINE_FILE_SHIFT;
@@ -285,6 +290,14 @@ enum {
         UF_NS_PRIVATE_MOUNTS,
 };
 int uf_parse_namespace(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* parsefix: unit-file-empty.c. Whether key= (value "") in section is one
+ * systemd 252 ignores (keeping the earlier value): if so it is reported (a
+ * warning naming the key; DynamicUser=: an error, as systemd's) and true is
+ * returned, the assignment is consumed. */
+bool uf_empty_assignment(struct parse_ctx *c, enum section section, const char *key, const char *value);
+/* The keys of [Service] whose empty assignment is ignored; NULL-terminated, static. */
+const char *const *uf_empty_ignored_keys(void);
+
 /* security: unit-file-refused.c (unit-hardening.h) */
 /* Keeps "key=value" if `tendctl security` reads key (security_assess_reads()). 0 or -ENOMEM (reported). */
 int uf_hardening_note(struct parse_ctx *c, const char *key, const char *value);

@@ -88,6 +88,8 @@ static void parse_assignment(struct parse_ctx *c, enum section section, char *l)
                 return;
         if (strncmp(key, "X-", 2) == 0)
                 return;
+        if (uf_empty_assignment(c, section, key, value)) /* parsefix: systemd ignores it, so does tend */
+                return;
         if (section == SECTION_SERVICE || section == SECTION_UNIT) /* security: what tendctl security reads */
                 (void) uf_hardening_note(c, key, value);
         const struct key_def *k = uf_key_lookup(section, key);

@@ -250,8 +250,10 @@ static int cmp_base(const void *a, const void *b) {
         return strcmp(strrchr(x, '/') + 1, strrchr(y, '/') + 1);
 }
 
-/* Adds DIR/d/'s *.conf files not already named in *files. */
-static int dropin_dir_files(const char *dir, const char *d, struct strv_builder *files) {
+/* Adds DIR/d/'s *.conf files not already named in *files; more than
+ * UNIT_DROPINS_MAX in all: -E2BIG, reported (the unit is refused: read in
+ * part, a hardening drop-in could be the one left out). */
+static int dropin_dir_files(const char *dir, const char *d, struct strv_builder *files, char **ret_message) {
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, d) < 0)
                 return -ENOMEM;
@@ -269,18 +271,20 @@ static int dropin_dir_files(const char *dir, const char *d, struct strv_builder 
                 if (seen)
                         continue;
                 if (files->n >= UNIT_DROPINS_MAX) {
-                        r = log_warning_errno(E2BIG, "%s/: more than %d drop-ins, the rest are not read", path, UNIT_DROPINS_MAX);
+                        r = load_error(ret_message, LOG_ERR, E2BIG,
+                                       "%s/: more than %d drop-ins for the unit: not loaded (none may be left unread)",
+                                       path, UNIT_DROPINS_MAX);
                         break;
                 }
                 char *f = NULL;
                 r = asprintf(&f, "%s/%s", path, de->d_name) < 0 ? -ENOMEM : strv_builder_push(files, f);
         }
         closedir(dd);
-        return r == -E2BIG ? 0 : r;
+        return r;
 }
 
 /* The drop-in files of u in dir, in the order they are parsed (by file name). */
-static int dropin_files(const char *dir, const struct unit_file *u, struct strv_builder *files) {
+static int dropin_files(const char *dir, const struct unit_file *u, struct strv_builder *files, char **ret_message) {
         struct strv_builder dirs = {};
         int r = dropin_dirs(u, &dirs);
         for (size_t i = 0; r >= 0 && i < dirs.n; i++) {
@@ -288,7 +292,7 @@ static int dropin_files(const char *dir, const struct unit_file *u, struct strv_
                 for (size_t j = 0; j < i; j++)
                         dup |= streq(dirs.v[i], dirs.v[j]);
                 if (!dup)
-                        r = dropin_dir_files(dir, dirs.v[i], files);
+                        r = dropin_dir_files(dir, dirs.v[i], files, ret_message);
         }
         strv_builder_clear(&dirs);
         if (r >= 0 && files->n > 1)
@@ -369,7 +373,7 @@ static int read_texts(const char *dir, struct resolved *res, struct strv_builder
         if (k < 0)
                 return k;
         struct unit_file u = { .name = res->name, .aliases = names->v };
-        k = dropin_files(dir, &u, files);
+        k = dropin_files(dir, &u, files, ret_message);
         for (size_t i = 0; k >= 0 && i < files->n; i++)
                 k = texts_read(t, files->v[i], ret_message);
         size_t before = names->n;
@@ -384,21 +388,22 @@ static int read_texts(const char *dir, struct resolved *res, struct strv_builder
  * tend treats Alias= as enabled). */
 static int load_resolved(const char *dir, struct resolved *res, char **aliases, struct unit_file **ret,
                          char **ret_message) {
-        struct texts t = {};
+        _cleanup_free_ struct texts *t = calloc(1, sizeof *t); /* 33 KiB: not on a thread's stack */
         struct strv_builder names = {}, files = {};
-        int k = 0;
+        int k = t ? 0 : -ENOMEM;
         for (char **a = aliases; k >= 0 && a && *a; a++)
                 k = strv_builder_push(&names, strdup(*a));
         if (k >= 0)
-                k = read_texts(dir, res, &names, true, &t, &files, ret_message);
+                k = read_texts(dir, res, &names, true, t, &files, ret_message);
         if (k > 0) { /* Alias= names: read again with their drop-ins too */
-                texts_done(&t);
+                texts_done(t);
                 strv_builder_clear(&files);
-                k = read_texts(dir, res, &names, false, &t, &files, ret_message);
+                k = read_texts(dir, res, &names, false, t, &files, ret_message);
         }
         if (k >= 0)
-                k = unit_file_parse_texts(res->name, t.t, t.n, ret, ret_message);
-        texts_done(&t);
+                k = unit_file_parse_texts(res->name, t->t, t->n, ret, ret_message);
+        if (t)
+                texts_done(t);
         strv_builder_clear(&files);
         strv_builder_clear(&names);
         return k;

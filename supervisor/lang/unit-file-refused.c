@@ -40,6 +40,8 @@ static const struct refused_key refused_keys[] = {
         { "IPAddressAllow", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
         { "IPIngressFilterPath", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
         { "IPEgressFilterPath", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
+        /* parsefix: BPFProgram= (systemd 252, systemd.resource-control(5)) attaches any cgroup BPF program */
+        { "BPFProgram", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
         { "SocketBindAllow", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
         { "SocketBindDeny", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },
         { "RestrictNetworkInterfaces", "needs a cgroup BPF program, which tend does not load", NOTHING_EMPTY, NULL },

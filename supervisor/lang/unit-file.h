@@ -492,8 +492,10 @@ bool unit_name_is_valid(const char *name, unsigned flags);
 int unit_file_parse(const char *name, const char *origin, const char *data, size_t size, struct unit_file **ret,
                     char **ret_message);
 
-/* Drop-in files read for one unit at most (more are not read, with a warning). */
-#define UNIT_DROPINS_MAX 64
+/* Drop-in files of one unit at most (systemd has no limit; tend's bounds the memory of a
+ * load): a unit with more is refused, naming the directory, rather than run with some
+ * unread (parsefix, issue 17 M6). */
+#define UNIT_DROPINS_MAX 1024
 
 /* One text of a unit: its file, or one of its drop-ins. */
 struct unit_text {

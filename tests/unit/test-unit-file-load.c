@@ -23,6 +23,7 @@
 
 #include "log.h"
 #include "unit-file.h"
+#include "unit-file-namespace.h"
 #include "testutil.h"
 
 #define MAX_MSGS 64
@@ -387,6 +388,50 @@ static void test_unit_exists(void **state) {
         assert_false(unit_exists(udir(), "../a.service"));
 }
 
+/* parsefix (M6): every drop-in is read, in file-name order, up to UNIT_DROPINS_MAX (over
+ * systemd's: it has none); one more refuses the unit naming the directory, never runs it
+ * with some unread. The hardening drop-in sorts last and is in a second directory. */
+static void test_many_dropins(void **state) {
+        enum { N = 300 }; /* over the 64 tend read before, in part and in readdir order */
+        char rel[64], p[PATH_MAX], want[PATH_MAX + 128];
+        write_file("many.service", EXEC);
+        for (int i = N - 2; i >= 0; i--) { /* created in reverse: readdir order is not name order */
+                snprintf(rel, sizeof rel, "many.service.d/%04d.conf", i);
+                write_file(rel, i % 100 ? "[Service]\nEnvironment=V=x\n" : "[Service]\nEnvironment=\n");
+        }
+        write_file("service.d/zz-harden.conf", "[Service]\nPrivateTmp=yes\nEnvironment=LAST=1\n");
+        struct unit_file *u = NULL;
+        char *message = NULL;
+        assert_int_equal(unit_load(udir(), "many.service", &u, &message), 0);
+        assert_true(unit_file_namespace(u)->private_tmp);
+        assert_int_equal(strv_length(u->dropins), N);
+        size_t n_env = strv_length(u->environment); /* 0200.conf reset what came before */
+        assert_true(n_env >= 2);
+        assert_string_equal(u->environment[n_env - 1], "LAST=1");
+        assert_string_equal(strrchr(u->dropins[N - 1], '/') + 1, "zz-harden.conf");
+        for (size_t i = 1; i < N; i++)
+                assert_true(strcmp(strrchr(u->dropins[i - 1], '/') + 1, strrchr(u->dropins[i], '/') + 1) < 0);
+        u = unit_file_free(u);
+        for (int i = N - 1; i < UNIT_DROPINS_MAX - 1; i++) { /* UNIT_DROPINS_MAX in all: read */
+                snprintf(rel, sizeof rel, "many.service.d/%04d.conf", i);
+                write_file(rel, "[Service]\n");
+        }
+        assert_int_equal(unit_load(udir(), "many.service", &u, NULL), 0);
+        assert_int_equal(strv_length(u->dropins), UNIT_DROPINS_MAX);
+        u = unit_file_free(u);
+        write_file("many.service.d/extra.conf", "[Service]\n"); /* one more: refused */
+        assert_int_equal(unit_load(udir(), "many.service", &u, &message), -E2BIG);
+        assert_null(u);
+        assert_non_null(message);
+        snprintf(want, sizeof want, "%s/: more than %d drop-ins", upath(p, "many.service.d"), UNIT_DROPINS_MAX);
+        char want2[PATH_MAX + 128];
+        snprintf(want2, sizeof want2, "%s/: more than %d drop-ins", upath(p, "service.d"), UNIT_DROPINS_MAX);
+        if (!strstr(message, want) && !strstr(message, want2)) /* the directory where the count went over */
+                fail_msg("%s", message);
+        free(message);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
@@ -397,6 +442,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_known_keys, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_line_quoted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unit_exists, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_many_dropins, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
