@@ -284,59 +284,40 @@ static int signal_by_cgroup_kill(struct unit_group *g) {
 /* FALLBACK mode: the leader's process group                                */
 /* ------------------------------------------------------------------------ */
 
-/* kill(-pgid, 0) answers ESRCH only when no process has that process group:
- * then the group is provably empty and no /proc scan is needed. Any other
- * answer (members left, or a recycled group id) leaves it to the scan. */
+/* kill(-pgid, 0) answers ESRCH only when no process has that process group.
+ * Any other answer means the group exists: a process group id is a pid the
+ * kernel does not hand out again while a process (zombies included) still has
+ * it as its group, so while the unit's group lives its id is the unit's. That
+ * is the whole answer, in one system call: no /proc scan (issue 19: one scan
+ * per unit made a shutdown of 10,000 units quadratic). */
 static bool group_gone(pid_t pgid) {
         return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
 static int fallback_populated(const struct unit_group *g) {
-        if (g->leader <= 1 || group_gone(g->leader))
-                return 0;
-        DIR *d = opendir("/proc");
-        if (!d)
-                return negative_errno();
-        pid_t self = getpid();
-        int found = 0;
-        struct dirent *de;
-        while (!found && (de = readdir(d))) {
-                char *end;
-                long v = strtol(de->d_name, &end, 10);
-                pid_t pgrp;
-                if (*end || v <= 0 || (pid_t) v == self)
-                        continue;
-                found = proc_stat_field((pid_t) v, PROC_FIELD_PGRP, &pgrp) == 0 && pgrp == g->leader;
-        }
-        closedir(d);
-        return found;
+        return g->leader > 1 && !group_gone(g->leader);
 }
 
+/* kill(-pgid) reaches the group's processes as the kernel lists them at
+ * once, forks included. With the leader unreaped its pid cannot have been
+ * recycled; once reaped, a group still there is the unit's (group_gone). */
 static int fallback_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
         if (g->leader <= 1)
                 return 0;
         if (leader_unreaped) {
-                /* The leader is unreaped, so its pid — the group's id — cannot
-                 * have been recycled: kill(-pgid) reaches exactly the group,
-                 * forks included. */
                 pid_t pgid = getpgid(g->leader);
                 if (pgid < 0)
                         return errno == ESRCH ? 0 : negative_errno();
                 if (pgid != g->leader)
                         return -EPERM;
-                if (kill(-pgid, sig) < 0)
-                        return errno == ESRCH ? 0 : negative_errno();
-                return 0;
         }
-        if (group_gone(g->leader))
-                return 0;
-        struct proc_set *set = proc_set_new();
-        if (!set)
-                return -ENOMEM;
-        const struct proc_match m = { PROC_FIELD_PGRP, g->leader };
-        int r = proc_set_signal(set, &m, 1, sig);
-        proc_set_free(set);
-        return r;
+        if (kill(-g->leader, sig) < 0)
+                return errno == ESRCH ? 0 : negative_errno();
+        /* as proc-scan.h did for a group without its leader: a stopped
+         * member gets SIGCONT so it can act on the signal */
+        if (!leader_unreaped && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP))
+                (void) kill(-g->leader, SIGCONT);
+        return 0;
 }
 
 static int fallback_contains(const struct unit_group *g, pid_t pid) {

@@ -231,9 +231,9 @@ int unit_group_events_fd(const struct unit_group *group);
 /*
  * Whether any process of the unit is left: 1 or 0.
  * CGROUP mode: "populated" of cgroup.events (the whole subtree), read through
- * the events fd, which re-arms its EPOLLPRI. FALLBACK mode: whether /proc
- * lists a process, tend excepted, in the leader's process group (0 without a
- * leader); an unreaped leader counts.
+ * the events fd, which re-arms its EPOLLPRI. FALLBACK mode: whether the
+ * leader's process group exists (kill(-pgid, 0): one system call, no /proc
+ * scan; 0 without a leader); an unreaped leader counts.
  * Errors: -ENOENT (removed), -EIO (unparsable cgroup.events), read errors.
  */
 int unit_group_populated(struct unit_group *group);
@@ -306,12 +306,11 @@ int unit_group_renew(struct unit_group *group);
  * the scan), at most UNIT_GROUP_MAX_PASSES. leader_unreaped is ignored.
  * Neither happens when cgroup.events says the cgroup is empty (so an empty
  * cgroup is never cgroup.kill'ed and needs no renewal).
- * FALLBACK mode: leader_unreaped says whether the caller has not reaped the
- * leader yet, so its pgid cannot have been recycled: then kill(-pgid, sig);
- * else, unless kill(-pgid, 0) answers ESRCH (no process has that group: it
- * is empty), the group's members are found in /proc (the pgrp field of
- * /proc/PID/stat) and signalled through pidfds after the same re-check
- * (proc-scan.h, which follows SIGTERM/SIGINT/SIGHUP with SIGCONT).
+ * FALLBACK mode: kill(-pgid, sig), one system call whatever the number of
+ * processes on the host (no /proc scan): with leader_unreaped (the caller
+ * has not reaped the leader) after checking the leader leads its group; else
+ * the group, if it still exists, is the unit's (a group id is not reused
+ * while the group lives), and SIGTERM/SIGINT/SIGHUP are followed by SIGCONT.
  * A process that left the group (setsid, setpgid) is not reached.
  * Sending SIGCONT after KillSignal is the caller's call: sig = SIGCONT.
  * Returns the number of processes signalled one by one, or found in the
