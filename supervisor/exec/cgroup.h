@@ -202,13 +202,16 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
 /*
  * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets
  * EXIT_SPAWN_CGROUP and cgroup_fd (a directory fd owned by the group, valid
- * until unit_group_remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
+ * until unit_group_spawn_done/remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
  * fallback writes "0" to cgroup.procs through an fd opened before the fork);
  * in FALLBACK mode leaves attr unchanged. The caller sets EXIT_SPAWN_SETSID
  * for the unit's main process itself. Creates the cgroup if it is not yet
  * (unit_group_new). Errors: -EINVAL, -ENOENT (removed), mkdir/open errors.
  */
 int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
+/* The spawn that unit_group_spawn_attr prepared is over (done or failed):
+ * the directory fd lent to attr is closed. NULL accepted. */
+void unit_group_spawn_done(struct unit_group *group);
 
 /*
  * corpus: sets pids.max of group's cgroup to max (UINT64_MAX: "max"), making
@@ -222,11 +225,17 @@ int unit_group_set_pids_max(struct unit_group *group, uint64_t max);
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
- * group. Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the
- * leader's exit and uses unit_group_populated), -ENOENT (removed, or not
- * created yet: then it is empty).
+ * group, opened by this call and kept until unit_group_events_close (or the
+ * group's removal/free): the caller stops polling it first. Between calls a
+ * group holds no fd at all (issue 19's fd budget: a running unit's fds are
+ * its pidfd and its log pipe), except while watched or lent to a spawn.
+ * Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the leader's
+ * exit and uses unit_group_populated), -ENOENT (removed, or not created yet:
+ * then it is empty), -EMFILE/-ENFILE, open errors.
  */
-int unit_group_events_fd(const struct unit_group *group);
+int unit_group_events_fd(struct unit_group *group);
+/* The caller no longer polls the events fd: closed (NULL accepted). */
+void unit_group_events_close(struct unit_group *group);
 
 /*
  * Whether any process of the unit is left: 1 or 0.
