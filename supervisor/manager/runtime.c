@@ -517,16 +517,19 @@ static int op_prepare(void *userdata, struct unit *u) {
 
 /* Within one loop iteration an "empty" answer is asked of cgroup.events
  * once (group-cache.h). */
-static int op_populated(void *userdata, struct unit *u) {
-        struct manager *m = userdata;
+static int group_populated(struct manager *m, struct unit *u, bool watch) {
         struct unit_data *d = data(u);
         if (group_known_empty(m, d))
                 return 0;
         int k = unit_group_populated(d->group);
-        if (k > 0)
+        if (k > 0 && watch)
                 group_watch(u);
         group_cache_answer(&d->group_cache, loop_iteration(m), k);
         return k;
+}
+
+static int op_populated(void *userdata, struct unit *u) {
+        return group_populated(userdata, u, true);
 }
 
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
@@ -535,7 +538,11 @@ static int op_signal_all(void *userdata, struct unit *u, int sig) {
         bool forking = u->file->type == UNIT_TYPE_FORKING;
         if (u->main && forking && unit_group_contains(data(u)->group, u->main_pid) == 0)
                 (void) exit_process_signal(u->main, sig);
-        if (op_populated(userdata, u) == 0)
+        /* Not watched from here: while its main or control process lives,
+         * their exits say when to ask again (unit_sm_stop_complete), and a
+         * watch would hold an fd for each unit stopping (issue 19: a
+         * shutdown at the fd limit had none left to reach the units). */
+        if (group_populated(userdata, u, false) == 0)
                 return 0; /* nobody to signal */
         /* A forking unit's group may be its daemon's, led by a process that
          * exited (fork, setsid, fork): found by a scan (cgroup.h). */
