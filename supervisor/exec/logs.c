@@ -242,8 +242,8 @@ logs_stream *logs_stream_free(logs_stream *s) {
                         f->notify(f, f->userdata);
         }
         for (unsigned i = 0; i < n; i++)
-                logs_pipe_free(ps[i]);
-        logs_stream_spawn_done(s);
+                logs_pipe_free(ps[i]); /* their write ends too */
+        s->pipe[0] = s->pipe[1] = NULL;
         if (s->prev)
                 s->prev->next = s->next;
         else if (m->streams == s)
