@@ -434,6 +434,43 @@ class Leftovers(ServiceTestCase):
         self.unit(unit, '[Service]\nExecStart=%s pause' % PROBE)
         return cg, planted, thaw
 
+    def test_shutdown_with_a_survivor_exits_non_zero_naming_it(self):
+        """Issue 19: a shutdown never ends with a unit's process running while
+        tend exits 0. A unit's main process frozen by the cgroup v1 freezer
+        survives the final SIGKILL (it waits for the thaw): tend names the
+        unit and exits 1 (it said nothing and exited 0)."""
+        if not os.path.isdir(FREEZER_V1):
+            self.skipTest('no cgroup v1 freezer at %s: no way to hold a killed process' % FREEZER_V1)
+        self.unit('held', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend('--shutdown-timeout', '1s', log_level='warning')
+        main = self.wait_running('held')['main_pid']
+        fd = os.pidfd_open(main)
+        self.addCleanup(os.close, fd)
+        fz = os.path.join(FREEZER_V1, 'tend-it.%d.held' % os.getpid())
+        os.makedirs(fz, exist_ok=True)
+
+        def thaw_and_remove():
+            with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+                f.write('THAWED')
+            kill_pid(main)
+            wait_until(lambda: exited(fd), 10, 'the frozen unit process survived its thaw and SIGKILL')
+            wait_until(lambda: not open(os.path.join(fz, 'tasks')).read(), 5, 'freezer cgroup still holds a task')
+            os.rmdir(fz)
+        self.addCleanup(thaw_and_remove)
+        with open(os.path.join(fz, 'cgroup.procs'), 'w') as f:
+            f.write(str(main))
+        with open(os.path.join(fz, 'freezer.state'), 'w') as f:
+            f.write('FROZEN')
+        wait_until(lambda: open(os.path.join(fz, 'freezer.state')).read().strip() == 'FROZEN', 5,
+                   'the unit\'s process never froze')
+        os.kill(self.tend_pid, signal.SIGTERM)
+        status = self.tend_proc.wait(15, 'tend did not exit after its shutdown deadline')
+        self.assertFalse(exited(fd), 'the frozen process died: the test proves nothing')
+        self.assertEqual(status, 1, 'tend exited %d with a unit\'s process still running; stderr %r'
+                         % (status, self.stderr()[-2000:]))
+        self.assertIn('shutdown: 1 unit still has processes after the final kill signal: held.service',
+                      self.stderr())
+
     def timed_ctl(self, *args):
         """tendctl ARGS must answer within 1 s: (status, stdout, seconds)."""
         t0 = time.monotonic()
