@@ -596,7 +596,7 @@ void own_waiter_settle(struct unit_data *d) {
  * in back-off keeps them for its restart (the crash loop's latency). */
 static void logs_release(struct manager *m, struct unit *u) {
         struct unit_data *d = data(u);
-        if (d->logs && op_populated(m, u) == 0)
+        if (d->logs && group_populated(m, u, false) == 0) /* no watch (an fd) for it */
                 (void) logs_stream_close_pipes(d->logs);
 }
 
