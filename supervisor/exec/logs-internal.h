@@ -229,6 +229,11 @@ int logs_pipe_reading(struct logs_pipe *p, bool on);
 
 /* The sd-event handler of the manager's pipe epoll set (userdata: the manager). */
 int logs_pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+/* p's write end for a spawn: the one it has, or a new one opened through
+ * /proc/self/fd (tend closes it after each spawn: issue 19's fd budget), and
+ * p read again. The fd (owned by p) or a negative errno (-EMFILE, -ENOENT
+ * without /proc). */
+int logs_pipe_writer(struct logs_pipe *p);
 
 /* Sets the flush point to what the pipe holds now. 0 or a negative errno. */
 int logs_pipe_mark_flush(struct logs_pipe *p);

@@ -218,7 +218,12 @@ void logs_pipe_pump(struct logs_pipe *p, bool do_read) {
                                 s->st.bytes += (uint64_t) n;
                                 /* Bytes in the pipe when the main process exited are its own. */
                                 p->read_pid = p->flush_pending ? p->flush_pid : s->pid;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        } else if (n == 0)
+                                /* every writer gone (tend keeps no write end
+                                 * between spawns, issue 19): out of the set
+                                 * until the next spawn, or EPOLLHUP would spin */
+                                (void) logs_pipe_reading(p, false);
+                        else if (errno != EAGAIN && errno != EINTR)
                                 (void) log_warning_errno(errno, "unit %s: reading its log pipe: %m", s->name);
                 }
         }
@@ -446,4 +451,52 @@ int logs_manager_drain(logs_manager *m, usec_t deadline) {
         if (!m)
                 return -EINVAL;
         return logs_drain(m, NULL, deadline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closing a dead unit's pipes (issue 19's fd budget)                        */
+/* ------------------------------------------------------------------------ */
+
+/* Whether p may be freed without losing a byte: everything it held was read
+ * and taken by its sink. */
+static bool pipe_empty_done(struct logs_pipe *p) {
+        int left = 0;
+        if (logs_pipe_mark_flush(p) < 0)
+                return false;
+        logs_pipe_run_to_flush(p);
+        return pipe_done(p) && ioctl(p->rfd, FIONREAD, &left) >= 0 && left == 0;
+}
+
+int logs_stream_close_pipes(logs_stream *s) {
+        struct logs_pipe *ps[2];
+        if (!s)
+                return -EINVAL;
+        /* a file: sink is opened (and truncated) with its pipe: kept, so
+         * that it is truncated once, at the first start, not at each */
+        for (unsigned i = 0; i < 2; i++)
+                if (s->target[i].type == LOGS_TARGET_FILE || s->target[i].type == LOGS_TARGET_APPEND)
+                        return -EBUSY;
+        unsigned n = logs_stream_pipes(s, ps);
+        for (unsigned i = 0; i < n; i++)
+                if (!pipe_empty_done(ps[i]))
+                        return -EBUSY;
+        for (unsigned i = 0; i < n; i++)
+                logs_pipe_free(ps[i]);
+        s->pipe[0] = s->pipe[1] = NULL;
+        return 0;
+}
+
+int logs_pipe_writer(struct logs_pipe *p) {
+        char path[64];
+        if (p->wfd >= 0)
+                return p->wfd;
+        /* A new write end of the same pipe (a pipe opens as a FIFO through
+         * /proc): bytes still in it keep their order, its ring goes on. */
+        snprintf(path, sizeof path, "/proc/self/fd/%d", p->rfd);
+        p->wfd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (p->wfd < 0)
+                return negative_errno();
+        if (!p->paused)
+                (void) logs_pipe_reading(p, true);
+        return p->wfd;
 }

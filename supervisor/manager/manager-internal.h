@@ -219,6 +219,9 @@ void manager_notice_missing_wants(struct manager *m);
  * SIGHUP, else the daemon-reload answer's arrays). 0 or the error of reading
  * DIR (logged). */
 int manager_reload(struct manager *m, struct json_object *report);
+/* manager.c (fds, issue 19): the start of DIR's units still spread over the
+ * loop's turns is finished at once (before a reload reshapes units[]). */
+void manager_initial_starts_finish(struct manager *m);
 /* Removed units that are dead are freed after the current event. */
 void manager_sweep_schedule(struct manager *m);
 
