@@ -300,9 +300,26 @@ struct logs_pipe *logs_pipe_free(struct logs_pipe *p) {
         return NULL;
 }
 
-int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret) {
+/* p's pipe: a new one (rfd < 0), or the read end rfd handed over by a
+ * re-executing tend (reexec: no write end until the next spawn). */
+static int pipe_fds(struct logs_pipe *p, int rfd) {
+        int fds[2];
+        /* The write end stays blocking: its description is the one the child's
+         * fd 1/2 will share. Only tend's read end is O_NONBLOCK. */
+        if (rfd < 0 && pipe2(fds, O_CLOEXEC) < 0)
+                return log_error_errno(negative_errno(), "unit %s: pipe2: %m", p->s->name);
+        p->rfd = rfd < 0 ? fds[0] : rfd;
+        p->wfd = rfd < 0 ? fds[1] : -1;
+        int f = fcntl(p->rfd, F_GETFD);
+        if (f < 0 || fcntl(p->rfd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(p->rfd, F_SETFL, O_NONBLOCK) < 0)
+                return log_error_errno(negative_errno(), "unit %s: fcntl: %m", p->s->name);
+        return 0;
+}
+
+int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, int rfd,
+                  struct logs_pipe **ret) {
         logs_manager *m = s->m;
-        int fds[2], r;
+        int r;
 
         struct logs_pipe *p = calloc(1, sizeof *p);
         if (!p)
@@ -319,18 +336,8 @@ int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_tar
         } else if ((r = logs_file_sink_open(m, s, t, &p->sink)) < 0)
                 goto fail;
 
-        /* The write end stays blocking: its description is the one the child's
-         * fd 1/2 will share. Only tend's read end is O_NONBLOCK. */
-        if (pipe2(fds, O_CLOEXEC) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: pipe2: %m", s->name);
+        if ((r = pipe_fds(p, rfd)) < 0)
                 goto fail;
-        }
-        p->rfd = fds[0];
-        p->wfd = fds[1];
-        if (fcntl(p->rfd, F_SETFL, O_NONBLOCK) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: fcntl: %m", s->name);
-                goto fail;
-        }
         r = logs_pipe_reading(p, true);
         if (r < 0) {
                 r = log_error_errno(r, "unit %s: epoll_ctl: %m", s->name);
@@ -339,8 +346,16 @@ int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_tar
         *ret = p;
         return 0;
 fail:
-        logs_pipe_free(p);
+        logs_pipe_free(rfd < 0 ? p : logs_pipe_disown(p));
         return r;
+}
+
+struct logs_pipe *logs_pipe_disown(struct logs_pipe *p) {
+        if (p && p->rfd >= 0) {
+                (void) logs_pipe_reading(p, false);
+                p->rfd = -1;
+        }
+        return p;
 }
 
 /* ------------------------------------------------------------------------ */

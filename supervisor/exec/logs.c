@@ -162,9 +162,14 @@ static int stream_copy_config(logs_stream *s, const struct logs_stream_config *c
         return 0;
 }
 
-int logs_stream_open_pipes(logs_stream *s) {
-        if (!s)
-                return -EINVAL;
+unsigned logs_stream_pipe_layout(const logs_stream *s, bool *ret_shared) {
+        bool has0 = target_has_pipe(&s->target[0]), has1 = target_has_pipe(&s->target[1]);
+        *ret_shared = has0 && has1 && target_same(&s->target[0], &s->target[1]);
+        return (unsigned) has0 + (has1 && !*ret_shared);
+}
+
+int logs_stream_make_pipes(logs_stream *s, const int *rfd, unsigned n) {
+        unsigned j = 0;
         for (unsigned i = 0; i < 2; i++) {
                 if (!target_has_pipe(&s->target[i]) || s->pipe[i])
                         continue;
@@ -172,11 +177,20 @@ int logs_stream_open_pipes(logs_stream *s) {
                         s->pipe[1] = s->pipe[0]; /* one pipe for both (SPEC §4) */
                         continue;
                 }
-                int r = logs_pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i], &s->pipe[i]);
+                if (rfd && j >= n)
+                        return -ESTALE;
+                int r = logs_pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i],
+                                      rfd ? rfd[j++] : -1, &s->pipe[i]);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+int logs_stream_open_pipes(logs_stream *s) {
+        if (!s)
+                return -EINVAL;
+        return logs_stream_make_pipes(s, NULL, 0);
 }
 
 int logs_stream_new(logs_manager *m, const struct logs_stream_config *c, logs_stream **ret) {

@@ -303,11 +303,13 @@ static int on_initial_starts(sd_event_source *s, void *userdata) {
 /* What is left starts now (a daemon-reload reshapes units[]: reload.c).
  * (A unit a tendctl stop reached before its turn still starts at its turn:
  * its start job was queued first, as at tend's start.) */
-void manager_initial_starts_finish(struct manager *m) {
+size_t manager_initial_starts_finish(struct manager *m) {
         if (!initial.source)
-                return;
+                return 0;
+        size_t left = initial.end - MIN(initial.next, initial.end);
         (void) initial_starts_run(m, SIZE_MAX);
         initial_starts_done(m);
+        return left;
 }
 
 static void initial_starts_begin(struct manager *m) {

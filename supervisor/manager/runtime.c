@@ -626,7 +626,7 @@ void own_waiter_settle(struct unit_data *d) {
  * read to the end and closed (the ring stays for `tendctl logs`) unless
  * something of it still runs (KillMode=process survivors may write). A unit
  * in back-off keeps them for its restart (the crash loop's latency). */
-static void logs_release(struct manager *m, struct unit *u) {
+void manager_logs_release(struct manager *m, struct unit *u) {
         struct unit_data *d = data(u);
         if (d->logs && group_populated(m, u, false) == 0) /* no watch (an fd) for it */
                 (void) logs_stream_close_pipes(d->logs);
@@ -648,7 +648,7 @@ static void op_changed(void *userdata, struct unit *u) {
         if (entered && unit_is_dead(u) && !unit_is_restarting(u)) /* security: RemoveIPC= */
                 manager_remove_ipc(m, u);
         if (entered && now.state != UNIT_BACKOFF && unit_is_dead(u))
-                logs_release(m, u);
+                manager_logs_release(m, u);
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);
