@@ -103,6 +103,20 @@ STATE_V1 = '''{"version": 1, "control_fd": 0, "control_conns": [], "units": [
   "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
   "started_text_size": 0, "started_text_hash": 0}]}'''
 
+# A document of format 2 (issue 19's fd budget), frozen as this release writes it: a unit in
+# back-off carries its pipe's read end only (fd 8), a stopped unit no pipe.
+STATE_V2 = '''{"version": 2, "control_fd": 0, "control_conns": [], "units": [
+ {"name": "in-backoff.service", "pos": "backoff", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 1000, "restarts": 2, "restart_step": 0, "starts": [900, 950],
+  "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
+  "started_text_size": 0, "started_text_hash": 0,
+  "logs": {"pipes": [{"rfd": 8, "in": "66697273742d"}], "shared": true}},
+ {"name": "kept-inactive.service", "pos": "inactive", "result": "success", "want_up": false, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 0, "restart_step": 0, "starts": [],
+  "started_text_size": 0, "started_text_hash": 0}]}'''
+
 
 class ListLoop(threading.Thread):
     """`tendctl list` in a loop: every call's duration and status."""
@@ -419,6 +433,31 @@ class Reexec(ServiceTestCase):
         self.assertEqual([fd for fd, what in fds.items() if what == ino(idle_r)], [],
                          'the stopped unit\'s pipe (10, 11) still open in tend: %r' % fds)
         self.assertIn('resuming from the previous tend\'s state (format 1)', self.stderr())
+
+    def test_format_2_read(self):
+        """The frozen format-2 document (STATE_V2): the back-off unit's pipe
+        is made from the read end carried (the bytes in it and in "in"
+        read), its restart opens a write end of the same pipe."""
+        self.unit('in-backoff', "[Service]\nExecStart=/bin/sh -c 'echo from-the-restart; exec sleep 1000'\n"
+                  "Restart=always")
+        self.unit('kept-inactive', '[Service]\nExecStart=/bin/sleep 1000')
+        r, w = os.pipe()
+        self.addCleanup(lambda: [os.close(fd) for fd in (r, w)])
+        os.write(w, b'half\n')
+        with open(self.path('state-v2.json'), 'w') as f:
+            f.write(STATE_V2)
+        self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" 8</proc/%d/fd/%d && exec "$@"' % (os.getpid(), r),
+                              self.path('state-v2.json')], env=dict(os.environ, TEND_REEXEC_STATE_FD='7'))
+        z = self.wait_state('in-backoff', lambda z: z['state'] == 'running', 5, 'its due restart never came')
+        self.assertEqual(z['restarts'], 3)
+        wait_until(lambda: 'from-the-restart' in self.ctl('logs', 'in-backoff')[1], 5,
+                   lambda: 'the restart\'s line never came: %r' % self.ctl('logs', 'in-backoff')[1])
+        said = self.ctl('logs', 'in-backoff')[1]
+        self.assertIn('first-half', said, 'the carried pipe\'s bytes lost')
+        fds = [os.readlink('/proc/%d/fd/%s' % (self.tend_pid, fd)) for fd in os.listdir('/proc/%d/fd' % self.tend_pid)]
+        self.assertEqual(fds.count('pipe:[%d]' % os.fstat(r).st_ino), 1, 'not the read end alone: %r' % fds)
+        self.assertEqual(self.st('kept-inactive')['state'], 'inactive')
+        self.assertIn('resuming from the previous tend\'s state (format 2)', self.stderr())
 
     def test_during_the_initial_starts(self):
         """SIGUSR2 while the start of DIR's units is still spread over the
