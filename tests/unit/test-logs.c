@@ -36,6 +36,7 @@
 
 #include "log.h"
 #include "logs.h"
+#include "logs-handover.h"
 #include "testutil.h"
 
 #ifndef P_PIDFD
@@ -955,6 +956,57 @@ static void test_close_pipes(void **state) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* reexec: a pipe's read end handed over to a stream that has no pipe        */
+/* ------------------------------------------------------------------------ */
+
+static void test_handover_read_end(void **state) {
+        struct fx *f = *state;
+        struct logs_stream_config c1 = console_unit("old"), c2 = console_unit("new"), cn = console_unit("null");
+        cn.stdout_target = cn.stderr_target = (struct logs_target) { LOGS_TARGET_NULL, NULL };
+        _cleanup_(logs_stream_freep) logs_stream *s2 = NULL, *sn = NULL;
+        logs_stream *s1 = NULL;
+        struct logs_handover h;
+        struct collected col = { 0 };
+        int out, err;
+
+        /* The old tend: a running unit's stream holds its pipe's read end only. */
+        assert_int_equal(logs_stream_new(f->m, &c1, &s1), 0);
+        assert_int_equal(logs_stream_handover_get(s1, false, &h), 0);
+        assert_int_equal(h.n_pipes, 0); /* no pipe: nothing carried */
+        assert_int_equal(logs_stream_prepare_spawn(s1, &out, &err), 0);
+        int w = fcntl(out, F_DUPFD_CLOEXEC, 0); /* the child's copy */
+        assert_true(w >= 0);
+        logs_stream_spawn_done(s1);
+        assert_int_equal(logs_stream_handover_get(s1, false, &h), 0);
+        assert_int_equal(h.n_pipes, 1);
+        assert_true(h.shared);
+        assert_false(fcntl(h.pipe[0].rfd, F_GETFD) & FD_CLOEXEC); /* for the execve */
+        int rfd = fcntl(h.pipe[0].rfd, F_DUPFD, 0);                /* what execve keeps */
+        assert_true(rfd >= 0);
+        s1 = logs_stream_free(s1);
+        int fds = count_fds();
+        assert_int_equal(write(w, "abc\npart", 8), 8);
+
+        /* The new tend: its streams have no pipe (issue 19: made at a start). */
+        assert_int_equal(logs_stream_new(f->m, &c2, &s2), 0);
+        assert_int_equal(logs_stream_new(f->m, &cn, &sn), 0);
+        h.pipe[0] = (struct logs_handover_pipe) { .rfd = rfd, .in = "x-", .in_len = 2 };
+        assert_int_equal(logs_stream_handover_put(sn, &h), -ESTALE); /* its settings changed */
+        assert_int_equal(logs_stream_handover_put(s2, &h), 0);
+        assert_int_equal(logs_stream_n_pipes(s2), 1);
+        assert_int_equal(count_fds(), fds); /* the read end taken, no write end made */
+        assert_true(fcntl(rfd, F_GETFD) & FD_CLOEXEC);
+        assert_int_equal(logs_stream_handover_put(s2, &h), -EEXIST);
+        close(w); /* the unit is dead: its pipe read to the end, closed */
+        assert_int_equal(logs_stream_close_pipes(s2), 0);
+        assert_int_equal(count_fds(), fds - 2); /* w and the read end */
+        assert_int_equal(logs_stream_ring(s2, SIZE_MAX, collect, &col), 2); /* nothing lost */
+        assert_string_equal(col.l[0].text, "x-abc");
+        assert_string_equal(col.l[1].text, "part");
+        collected_free(&col);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Pipes: shared for one target, two for two                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -1469,6 +1521,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_followers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pipe_sharing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_close_pipes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_handover_read_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_direct_targets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stdout_nonblock, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_console, setup, teardown),
