@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 
 #include "control-internal.h"
+#include "unit-name-char.h"
 #include "log.h"
 #include "unit-exec.h"
 
@@ -659,12 +660,35 @@ static int request_check_utf8(const char *buf, size_t size, const struct control
         return ok ? 0 : -EBADMSG;
 }
 
+/* Issue 19: a unit name outside systemd's unit-name characters (ASCII
+ * letters, digits, ":-_.\\", and "@" of a template instance) names no unit:
+ * refused with the reason, as at load, never looked up. */
+static int request_check_names(const struct control_request *q, char *reason, size_t rsize) {
+        for (size_t i = 0; i < q->n_units; i++) {
+                const char *n = control_request_unit(q, i);
+                bool ok = n[0] != '\0';
+                for (const char *p = n; ok && *p; p++)
+                        ok = unit_name_char(*p) || *p == '@';
+                if (!ok) {
+                        size_t len = strlen(n), cut = len > 64 ? 64 : len;
+                        while (cut > 0 && cut < len && ((unsigned char) n[cut] & 0xc0) == 0x80)
+                                cut--; /* never inside a UTF-8 sequence: the answer stays UTF-8 */
+                        snprintf(reason, rsize, "invalid unit name \"%.*s%s\": a unit name has only ASCII letters, "
+                                 "digits and \":-_.\\@\"", (int) cut, n, cut < len ? "..." : "");
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 void conn_request(struct conn *c, const char *buf, size_t size) {
         struct control_request q;
         char who[64], reason[256];
 
         int r = control_request_decode(buf, size, &q, reason, sizeof reason);
         if (r >= 0 && (r = request_check_utf8(buf, size, &q, reason, sizeof reason)) < 0)
+                control_request_done(&q);
+        else if (r >= 0 && (r = request_check_names(&q, reason, sizeof reason)) < 0)
                 control_request_done(&q);
         if (r == -EPROTONOSUPPORT) {
                 answer_version(c, reason);

@@ -32,10 +32,16 @@ struct unit_group {
         const char *name;         /* "NAME.service": the cgroup is tree->dir/name, as /proc/PID/cgroup
                                    * names it tree->path/name (not kept: 130 B a unit); the caller's
                                    * when it had the suffix (unit_group_new), else owned */
-        int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd */
-        int events_fd;            /* CGROUP: cgroup.events */
+        int dir_fd;               /* CGROUP: the directory, also CLONE_INTO_CGROUP's fd: open only
+                                   * within a call, and from unit_group_spawn_attr to
+                                   * unit_group_spawn_done (issue 19's fd budget) */
+        int events_fd;            /* CGROUP: cgroup.events, open within a call and while watched
+                                   * (from unit_group_events_fd to unit_group_events_close) */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
         bool removed;
+        bool made;                /* CGROUP: the cgroup exists and is the unit's to use */
+        bool spawning;            /* CGROUP: dir_fd is lent to a spawn's attr */
+        bool watched;             /* CGROUP: events_fd is lent to the caller's event loop */
         bool name_owned;          /* name is the group's (made with the suffix) */
         bool killed;              /* CGROUP: cgroup.kill was written, or tend found the cgroup
                                    * existing (its kill count unknown): see unit_group_renew */
@@ -153,8 +159,13 @@ static int cgroup_has_pid(const struct unit_group *g, pid_t pid) {
         return strncmp(rest, g->name, nn) == 0 && (rest[nn] == '\0' || rest[nn] == '/');
 }
 
+static int group_events_open(struct unit_group *g);
+
 static int read_populated(struct unit_group *g) {
         char buf[256];
+        int r = group_events_open(g);
+        if (r < 0)
+                return r;
         /* Reading through the fd the loop polls re-arms its EPOLLPRI. */
         ssize_t n = pread(g->events_fd, buf, sizeof buf - 1, 0);
         if (n < 0)
@@ -284,59 +295,40 @@ static int signal_by_cgroup_kill(struct unit_group *g) {
 /* FALLBACK mode: the leader's process group                                */
 /* ------------------------------------------------------------------------ */
 
-/* kill(-pgid, 0) answers ESRCH only when no process has that process group:
- * then the group is provably empty and no /proc scan is needed. Any other
- * answer (members left, or a recycled group id) leaves it to the scan. */
+/* kill(-pgid, 0) answers ESRCH only when no process has that process group.
+ * Any other answer means the group exists: a process group id is a pid the
+ * kernel does not hand out again while a process (zombies included) still has
+ * it as its group, so while the unit's group lives its id is the unit's. That
+ * is the whole answer, in one system call: no /proc scan (issue 19: one scan
+ * per unit made a shutdown of 10,000 units quadratic). */
 static bool group_gone(pid_t pgid) {
         return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
 static int fallback_populated(const struct unit_group *g) {
-        if (g->leader <= 1 || group_gone(g->leader))
-                return 0;
-        DIR *d = opendir("/proc");
-        if (!d)
-                return negative_errno();
-        pid_t self = getpid();
-        int found = 0;
-        struct dirent *de;
-        while (!found && (de = readdir(d))) {
-                char *end;
-                long v = strtol(de->d_name, &end, 10);
-                pid_t pgrp;
-                if (*end || v <= 0 || (pid_t) v == self)
-                        continue;
-                found = proc_stat_field((pid_t) v, PROC_FIELD_PGRP, &pgrp) == 0 && pgrp == g->leader;
-        }
-        closedir(d);
-        return found;
+        return g->leader > 1 && !group_gone(g->leader);
 }
 
+/* kill(-pgid) reaches the group's processes as the kernel lists them at
+ * once, forks included. With the leader unreaped its pid cannot have been
+ * recycled; once reaped, a group still there is the unit's (group_gone). */
 static int fallback_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
         if (g->leader <= 1)
                 return 0;
         if (leader_unreaped) {
-                /* The leader is unreaped, so its pid — the group's id — cannot
-                 * have been recycled: kill(-pgid) reaches exactly the group,
-                 * forks included. */
                 pid_t pgid = getpgid(g->leader);
                 if (pgid < 0)
                         return errno == ESRCH ? 0 : negative_errno();
                 if (pgid != g->leader)
                         return -EPERM;
-                if (kill(-pgid, sig) < 0)
-                        return errno == ESRCH ? 0 : negative_errno();
-                return 0;
         }
-        if (group_gone(g->leader))
-                return 0;
-        struct proc_set *set = proc_set_new();
-        if (!set)
-                return -ENOMEM;
-        const struct proc_match m = { PROC_FIELD_PGRP, g->leader };
-        int r = proc_set_signal(set, &m, 1, sig);
-        proc_set_free(set);
-        return r;
+        if (kill(-g->leader, sig) < 0)
+                return errno == ESRCH ? 0 : negative_errno();
+        /* as proc-scan.h did for a group without its leader: a stopped
+         * member gets SIGCONT so it can act on the signal */
+        if (!leader_unreaped && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP))
+                (void) kill(-g->leader, SIGCONT);
+        return 0;
 }
 
 static int fallback_contains(const struct unit_group *g, pid_t pid) {
@@ -382,28 +374,44 @@ struct unit_group *unit_group_free(struct unit_group *g) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct unit_group *, unit_group_free)
 
-/* Opens the unit's cgroup directory and its cgroup.events; on failure
- * neither stays open. */
+/* Opens the unit's cgroup directory if it is not open (issue 19: a unit
+ * holds no cgroup fd between calls, but while a spawn or a watch borrows one). */
 static int group_open_fds(struct unit_group *g) {
-        g->dir_fd = openat(g->tree->dir_fd, g->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (g->dir_fd < 0)
-                return negative_errno();
-        g->events_fd = openat(g->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-        if (g->events_fd >= 0)
-                return 0;
-        int r = negative_errno();
-        g->dir_fd = safe_close(g->dir_fd);
-        return r;
-}
-
-/* The unit's cgroup exists and is open: made now if it is not yet (EEXIST:
- * made meanwhile by someone else, e.g. an operator; used as it is). */
-static int group_ensure(struct unit_group *g) {
         if (g->dir_fd >= 0)
                 return 0;
+        g->dir_fd = openat(g->tree->dir_fd, g->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return g->dir_fd < 0 ? negative_errno() : 0;
+}
+
+/* Opens cgroup.events if it is not open. */
+static int group_events_open(struct unit_group *g) {
+        int r = group_open_fds(g); /* the callers go on with the directory */
+        if (r < 0 || g->events_fd >= 0)
+                return r;
+        g->events_fd = openat(g->dir_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+        return g->events_fd < 0 ? negative_errno() : 0;
+}
+
+/* The end of a call: the fds nobody borrows are closed. */
+static void group_put(struct unit_group *g) {
+        if (!g->spawning)
+                g->dir_fd = safe_close(g->dir_fd);
+        if (!g->watched)
+                g->events_fd = safe_close(g->events_fd);
+}
+
+/* The unit's cgroup exists and its directory is open: made now if it is not
+ * yet (EEXIST: made meanwhile by someone else, e.g. an operator; used as it
+ * is), or again if it went away since (an operator's rmdir). */
+static int group_ensure(struct unit_group *g) {
+        int r = g->made ? group_open_fds(g) : -ENOENT;
+        if (r != -ENOENT)
+                return r;
         if (mkdirat(g->tree->dir_fd, g->name, 0755) < 0 && errno != EEXIST)
                 return negative_errno();
-        return group_open_fds(g);
+        r = group_open_fds(g);
+        g->made = r >= 0;
+        return r;
 }
 
 /* CGROUP mode, at unit_group_new: the names, and the cgroup opened if it
@@ -416,8 +424,11 @@ static int group_init_cgroup(struct unit_group *g) {
         int r = group_open_fds(g);
         if (r == -ENOENT)
                 return 0;
-        if (r == 0)
+        if (r == 0) {
+                g->made = true;
                 g->killed = t->in_leaf;
+        }
+        group_put(g);
         return r;
 }
 
@@ -463,9 +474,17 @@ int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr
                         return r;
                 attr->flags |= EXIT_SPAWN_CGROUP;
                 attr->cgroup_fd = group->dir_fd;
+                group->spawning = true;
         }
         group->spawned = true;
         return 0;
+}
+
+void unit_group_spawn_done(struct unit_group *group) {
+        if (!group)
+                return;
+        group->spawning = false;
+        group_put(group);
 }
 
 /* corpus: TasksMax=. The pids controller is enabled for tend's units (in
@@ -487,15 +506,31 @@ int unit_group_set_pids_max(struct unit_group *group, uint64_t max) {
         r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
         if (r == -ENOENT && cgroup_write_string_at(group->tree->dir_fd, "cgroup.subtree_control", "+pids") >= 0)
                 r = cgroup_write_string_at(group->dir_fd, "pids.max", v);
+        group_put(group);
         return r;
 }
 
-int unit_group_events_fd(const struct unit_group *group) {
+int unit_group_events_fd(struct unit_group *group) {
         if (!group)
                 return -EINVAL;
-        if (group->removed || (is_cgroup(group) && group->events_fd < 0))
+        if (group->removed || (is_cgroup(group) && !group->made))
                 return -ENOENT;
-        return is_cgroup(group) ? group->events_fd : -EOPNOTSUPP;
+        if (!is_cgroup(group))
+                return -EOPNOTSUPP;
+        int r = group_events_open(group);
+        if (r < 0) {
+                group_put(group);
+                return r;
+        }
+        group->watched = true;
+        return group->events_fd;
+}
+
+void unit_group_events_close(struct unit_group *group) {
+        if (!group)
+                return;
+        group->watched = false;
+        group_put(group);
 }
 
 int unit_group_populated(struct unit_group *group) {
@@ -506,7 +541,11 @@ int unit_group_populated(struct unit_group *group) {
         if (!is_cgroup(group))
                 return fallback_populated(group);
         /* Not made yet: nothing was ever spawned into it. */
-        return group->dir_fd < 0 ? 0 : read_populated(group);
+        if (!group->made)
+                return 0;
+        int r = read_populated(group);
+        group_put(group);
+        return r;
 }
 
 int unit_group_kill_leftovers_begin(struct unit_group *group) {
@@ -517,12 +556,12 @@ int unit_group_kill_leftovers_begin(struct unit_group *group) {
         if (!is_cgroup(group))
                 return 0;
         int r = group_ensure(group);
-        if (r < 0)
-                return r;
-        r = read_populated(group);
-        if (r <= 0)
-                return r;
-        return signal_by_cgroup_kill(group);
+        if (r >= 0)
+                r = read_populated(group);
+        if (r > 0)
+                r = signal_by_cgroup_kill(group);
+        group_put(group);
+        return r;
 }
 
 int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
@@ -531,6 +570,7 @@ int unit_group_kill_leftovers(struct unit_group *group, int timeout_ms) {
         if (n <= 0)
                 return n;
         int r = wait_empty(group, deadline);
+        group_put(group);
         return r < 0 ? r : n;
 }
 
@@ -559,15 +599,18 @@ int unit_group_members(struct unit_group *group, pid_t *pids, size_t max) {
                 return -EINVAL;
         if (group->removed)
                 return -ENOENT;
-        if (!is_cgroup(group) || group->dir_fd < 0)
+        if (!is_cgroup(group) || !group->made)
                 return 0;
         struct member_list l = { .pids = pids, .max = max, .self = getpid() };
-        int r = walk_members(group->dir_fd, 0, list_member, &l);
+        int r = group_open_fds(group);
+        if (r >= 0)
+                r = walk_members(group->dir_fd, 0, list_member, &l);
+        group_put(group);
         return r < 0 ? r : (int) (l.n > INT_MAX ? INT_MAX : l.n);
 }
 
 bool unit_group_opened(const struct unit_group *group) {
-        return group && !group->removed && is_cgroup(group) && group->dir_fd >= 0;
+        return group && !group->removed && is_cgroup(group) && group->made;
 }
 
 bool unit_group_needs_renewal(const struct unit_group *group) {
@@ -578,18 +621,35 @@ bool unit_group_needs_renewal(const struct unit_group *group) {
  * closes its fds. One never opened holds nothing of tend's, if it exists at
  * all: only the rmdir. */
 static int group_rmdir(struct unit_group *g) {
-        if (g->dir_fd >= 0) {
-                int r = read_populated(g);
-                if (r != 0)
-                        return r > 0 ? -EBUSY : r;
-                r = remove_below(g->dir_fd, 0);
-                if (r < 0)
-                        return r;
+        /* The kernel refuses (EBUSY) the rmdir of a populated cgroup or of one
+         * with children: tried first, it is the whole work for a unit's
+         * usual empty leaf (issue 19: the shutdown of 10,000 units opened,
+         * read and listed each one before). */
+        bool gone = unlinkat(g->tree->dir_fd, g->name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+        if (!gone && errno != EBUSY && errno != ENOTEMPTY) {
+                int r = negative_errno();
+                group_put(g);
+                return r;
         }
-        if (unlinkat(g->tree->dir_fd, g->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return negative_errno();
+        if (!gone && g->made) {
+                int r = read_populated(g);
+                if (r == 0)
+                        r = remove_below(g->dir_fd, 0);
+                if (r == -ENOENT) /* gone already (an operator's rmdir) */
+                        r = 0;
+                if (r != 0) {
+                        group_put(g);
+                        return r > 0 ? -EBUSY : r;
+                }
+        }
+        if (!gone && unlinkat(g->tree->dir_fd, g->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                int r = negative_errno();
+                group_put(g);
+                return r;
+        }
         g->dir_fd = safe_close(g->dir_fd);
         g->events_fd = safe_close(g->events_fd);
+        g->watched = g->spawning = g->made = false;
         return 0;
 }
 
@@ -600,14 +660,15 @@ int unit_group_renew(struct unit_group *group) {
                 return -ENOENT;
         if (!unit_group_needs_renewal(group))
                 return 0;
-        /* dir_fd < 0: an earlier renewal failed after the rmdir (or the
+        /* !made: an earlier renewal failed after the rmdir (or the
          * cgroup was never opened); only the mkdir is left to do. */
-        if (group->dir_fd >= 0) {
+        if (group->made) {
                 int r = group_rmdir(group);
                 if (r < 0)
                         return r;
         }
         int r = group_ensure(group);
+        group_put(group);
         if (r < 0)
                 return r;
         group->killed = false;
@@ -621,14 +682,15 @@ int unit_group_signal(struct unit_group *group, int sig, bool leader_unreaped) {
                 return -ENOENT;
         if (!is_cgroup(group))
                 return fallback_signal(group, sig, leader_unreaped);
-        if (group->dir_fd < 0)
+        if (!group->made)
                 return 0; /* not made yet: nothing was spawned into it */
         /* An empty cgroup (cgroup.events, authoritative) has nobody to
          * signal: no scan, and no cgroup.kill that would force a renewal. */
         int r = read_populated(group);
-        if (r <= 0)
-                return r;
-        return sig == SIGKILL ? signal_by_cgroup_kill(group) : signal_by_scan(group, sig);
+        if (r > 0)
+                r = sig == SIGKILL ? signal_by_cgroup_kill(group) : signal_by_scan(group, sig);
+        group_put(group);
+        return r;
 }
 
 int unit_group_contains(struct unit_group *group, pid_t pid) {
@@ -638,7 +700,7 @@ int unit_group_contains(struct unit_group *group, pid_t pid) {
                 return -ENOENT;
         if (!is_cgroup(group))
                 return fallback_contains(group, pid);
-        return group->dir_fd < 0 ? 0 : cgroup_has_pid(group, pid);
+        return group->made ? cgroup_has_pid(group, pid) : 0;
 }
 
 int unit_group_remove(struct unit_group *group) {

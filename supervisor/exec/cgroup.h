@@ -206,13 +206,16 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
 /*
  * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets
  * EXIT_SPAWN_CGROUP and cgroup_fd (a directory fd owned by the group, valid
- * until unit_group_remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
+ * until unit_group_spawn_done/remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
  * fallback writes "0" to cgroup.procs through an fd opened before the fork);
  * in FALLBACK mode leaves attr unchanged. The caller sets EXIT_SPAWN_SETSID
  * for the unit's main process itself. Creates the cgroup if it is not yet
  * (unit_group_new). Errors: -EINVAL, -ENOENT (removed), mkdir/open errors.
  */
 int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr);
+/* The spawn that unit_group_spawn_attr prepared is over (done or failed):
+ * the directory fd lent to attr is closed. NULL accepted. */
+void unit_group_spawn_done(struct unit_group *group);
 
 /*
  * corpus: sets pids.max of group's cgroup to max (UINT64_MAX: "max"), making
@@ -226,18 +229,24 @@ int unit_group_set_pids_max(struct unit_group *group, uint64_t max);
  * An fd for the event loop that raises EPOLLPRI (poll: POLLPRI, with
  * POLLERR) whenever cgroup.events changes; unit_group_populated() reads it,
  * which re-arms it (sd-event: sd_event_add_io(…, EPOLLPRI, …)). Owned by the
- * group. Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the
- * leader's exit and uses unit_group_populated), -ENOENT (removed, or not
- * created yet: then it is empty).
+ * group, opened by this call and kept until unit_group_events_close (or the
+ * group's removal/free): the caller stops polling it first. Between calls a
+ * group holds no fd at all (issue 19's fd budget: a running unit's fds are
+ * its pidfd and its log pipe), except while watched or lent to a spawn.
+ * Errors: -EOPNOTSUPP in FALLBACK mode (the caller waits for the leader's
+ * exit and uses unit_group_populated), -ENOENT (removed, or not created yet:
+ * then it is empty), -EMFILE/-ENFILE, open errors.
  */
-int unit_group_events_fd(const struct unit_group *group);
+int unit_group_events_fd(struct unit_group *group);
+/* The caller no longer polls the events fd: closed (NULL accepted). */
+void unit_group_events_close(struct unit_group *group);
 
 /*
  * Whether any process of the unit is left: 1 or 0.
  * CGROUP mode: "populated" of cgroup.events (the whole subtree), read through
- * the events fd, which re-arms its EPOLLPRI. FALLBACK mode: whether /proc
- * lists a process, tend excepted, in the leader's process group (0 without a
- * leader); an unreaped leader counts.
+ * the events fd, which re-arms its EPOLLPRI. FALLBACK mode: whether the
+ * leader's process group exists (kill(-pgid, 0): one system call, no /proc
+ * scan; 0 without a leader); an unreaped leader counts.
  * Errors: -ENOENT (removed), -EIO (unparsable cgroup.events), read errors.
  */
 int unit_group_populated(struct unit_group *group);
@@ -310,12 +319,11 @@ int unit_group_renew(struct unit_group *group);
  * the scan), at most UNIT_GROUP_MAX_PASSES. leader_unreaped is ignored.
  * Neither happens when cgroup.events says the cgroup is empty (so an empty
  * cgroup is never cgroup.kill'ed and needs no renewal).
- * FALLBACK mode: leader_unreaped says whether the caller has not reaped the
- * leader yet, so its pgid cannot have been recycled: then kill(-pgid, sig);
- * else, unless kill(-pgid, 0) answers ESRCH (no process has that group: it
- * is empty), the group's members are found in /proc (the pgrp field of
- * /proc/PID/stat) and signalled through pidfds after the same re-check
- * (proc-scan.h, which follows SIGTERM/SIGINT/SIGHUP with SIGCONT).
+ * FALLBACK mode: kill(-pgid, sig), one system call whatever the number of
+ * processes on the host (no /proc scan): with leader_unreaped (the caller
+ * has not reaped the leader) after checking the leader leads its group; else
+ * the group, if it still exists, is the unit's (a group id is not reused
+ * while the group lives), and SIGTERM/SIGINT/SIGHUP are followed by SIGCONT.
  * A process that left the group (setsid, setpgid) is not reached.
  * Sending SIGCONT after KillSignal is the caller's call: sig = SIGCONT.
  * Returns the number of processes signalled one by one, or found in the

@@ -22,12 +22,12 @@ int logs_stream_handover_get(logs_stream *s, bool cloexec, struct logs_handover 
         *ret = (struct logs_handover) { .n_pipes = logs_stream_pipes(s, p) };
         ret->shared = s->pipe[0] && s->pipe[1] == s->pipe[0];
         for (unsigned i = 0; i < ret->n_pipes; i++) {
-                int k;
-                if ((k = set_cloexec(p[i]->rfd, cloexec)) < 0 || (k = set_cloexec(p[i]->wfd, cloexec)) < 0)
+                /* The read end only (issue 19's fd budget: tend holds no
+                 * write end between spawns; the next spawn opens one). */
+                int k = set_cloexec(p[i]->rfd, cloexec);
+                if (k < 0)
                         return k;
-                ret->pipe[i] = (struct logs_handover_pipe) {
-                        .rfd = p[i]->rfd, .wfd = p[i]->wfd, .in = p[i]->in, .in_len = p[i]->in_len,
-                };
+                ret->pipe[i] = (struct logs_handover_pipe) { .rfd = p[i]->rfd, .in = p[i]->in, .in_len = p[i]->in_len };
         }
         if (s->ring.buf && s->ring.count > 0) {
                 ret->ring = s->ring.buf;
@@ -39,31 +39,37 @@ int logs_stream_handover_get(logs_stream *s, bool cloexec, struct logs_handover 
         return 0;
 }
 
-/* p takes the handed pipe's fds and unread bytes. */
-static int pipe_take(struct logs_pipe *p, const struct logs_handover_pipe *h) {
-        char *in = NULL;
-        if (h->in_len > SCRATCH_SIZE)
-                return -EINVAL;
-        if (h->in_len > 0 && !(in = malloc(h->in_len)))
+/* p takes the handed pipe's unread bytes. */
+static int pipe_take_in(struct logs_pipe *p, const struct logs_handover_pipe *h) {
+        if (h->in_len == 0)
+                return 0;
+        if (!(p->in = malloc(h->in_len)))
                 return -ENOMEM;
-        int k = logs_pipe_reading(p, false);
-        if (k < 0) {
-                free(in);
-                return k;
-        }
-        safe_close(p->rfd);
-        safe_close(p->wfd);
-        p->rfd = h->rfd;
-        p->wfd = h->wfd;
-        (void) set_cloexec(p->rfd, true);
-        (void) set_cloexec(p->wfd, true);
-        (void) fcntl(p->rfd, F_SETFL, O_NONBLOCK);
-        free(p->in);
-        if (in)
-                memcpy(in, h->in, h->in_len);
-        p->in = in;
+        memcpy(p->in, h->in, h->in_len);
         p->in_len = h->in_len;
-        return logs_pipe_reading(p, true);
+        return 0;
+}
+
+/* The pipes made from h's read ends: on failure none is left, h's fds the caller's. */
+static int pipes_take(logs_stream *s, const struct logs_handover *h) {
+        int rfd[2] = { h->pipe[0].rfd, h->pipe[1].rfd }, k = 0;
+        if (h->n_pipes == 0)
+                return 0;
+        for (unsigned i = 0; k >= 0 && i < h->n_pipes; i++)
+                if (h->pipe[i].rfd < 0 || h->pipe[i].in_len > SCRATCH_SIZE)
+                        k = -EINVAL;
+        if (k >= 0)
+                k = logs_stream_make_pipes(s, rfd, h->n_pipes);
+        struct logs_pipe *p[2];
+        unsigned n = logs_stream_pipes(s, p);
+        for (unsigned i = 0; k >= 0 && i < n; i++)
+                k = pipe_take_in(p[i], &h->pipe[i]);
+        if (k < 0) {
+                for (unsigned i = 0; i < n; i++)
+                        logs_pipe_free(logs_pipe_disown(p[i]));
+                s->pipe[0] = s->pipe[1] = NULL;
+        }
+        return k;
 }
 
 /* The ring as it was, when the new stream's is of the same size. */
@@ -82,15 +88,14 @@ static void ring_take(logs_stream *s, const struct logs_handover *h) {
 
 int logs_stream_handover_put(logs_stream *s, const struct logs_handover *h) {
         struct logs_pipe *p[2];
-        unsigned n = logs_stream_pipes(s, p);
-        bool shared = s->pipe[0] && s->pipe[1] == s->pipe[0];
-        if (n != h->n_pipes || shared != h->shared)
+        bool shared;
+        if (logs_stream_pipes(s, p) > 0)
+                return -EEXIST;
+        if (h->n_pipes > 0 && (logs_stream_pipe_layout(s, &shared) != h->n_pipes || shared != h->shared))
                 return -ESTALE;
-        for (unsigned i = 0; i < n; i++) {
-                int k = pipe_take(p[i], &h->pipe[i]);
-                if (k < 0)
-                        return k;
-        }
+        int k = pipes_take(s, h);
+        if (k < 0)
+                return k;
         ring_take(s, h);
         return 0;
 }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reexec: a unit's log stream handed from one tend to the next across
- * execve (docs/tend.8.md "RE-EXECUTING"). The pipes' fds keep their numbers
- * through execve (the old tend clears their O_CLOEXEC), so the unit's
- * processes go on writing into the same pipes and the bytes they hold are
- * read by the new tend: no line is lost. The bytes read but not yet cut into
- * lines and the ring of recent lines travel as data.
+ * execve (docs/tend.8.md "RE-EXECUTING"). What is carried is what exists
+ * (issue 19's fd budget): a unit that holds no pipe (stopped) carries none;
+ * one that does carries each pipe's READ end only — tend holds no write end
+ * between spawns, the unit's processes hold theirs, and the new tend opens
+ * one through /proc/self/fd at the unit's next spawn, as for any spawn. The
+ * read ends keep their numbers through execve (the old tend clears their
+ * O_CLOEXEC), so the unit's processes go on writing into the same pipes and
+ * the bytes they hold are read by the new tend: no line is lost. The bytes
+ * read but not yet cut into lines and the ring of recent lines travel as data.
  * Single-threaded (tend's loop), like logs.h.
  */
 #pragma once
@@ -16,7 +20,7 @@
 #include "logs.h"
 
 struct logs_handover_pipe {
-        int rfd, wfd;
+        int rfd;         /* the read end */
         const void *in;  /* bytes read, not yet emitted (borrowed) */
         size_t in_len;
 };
@@ -30,13 +34,18 @@ struct logs_handover {
 };
 
 /* The old tend: fills *ret from s (pointers borrowed from s, valid until s
- * changes). With cloexec false the pipes' fds lose O_CLOEXEC (for the
- * execve; true puts it back when the re-exec failed). 0 or the errno of fcntl. */
+ * changes): its pipes' read ends (none when it holds no pipe). With cloexec
+ * false they lose O_CLOEXEC (for the execve; true puts it back when the
+ * re-exec failed). 0 or the errno of fcntl. */
 int logs_stream_handover_get(logs_stream *s, bool cloexec, struct logs_handover *ret);
 
-/* The new tend: s, made from the same output settings, takes h's pipes
- * instead of its own (closed), O_CLOEXEC again, and h's unread bytes and
- * ring. On success h's fds are the stream's; on failure the caller keeps
- * them. -ESTALE: h's pipes do not fit s (the unit's output settings
- * changed: the caller closes h's fds), -ENOMEM, the errno of epoll_ctl. */
+/* The new tend: s, made from the same output settings and holding no pipe
+ * yet (pipes are made at a start, none at load), has its pipes built from
+ * h's read ends (O_CLOEXEC again, no write end until its next spawn), and
+ * takes h's unread bytes and ring. On success h's fds are the stream's; on
+ * failure the caller keeps them (and s has no pipe). -ESTALE: h's pipes do
+ * not fit s (the unit's output settings changed: the caller closes h's
+ * fds), -EEXIST (s has pipes already), -EINVAL (an fd < 0, too many unread
+ * bytes), -ENOMEM, the errno of fcntl, epoll_ctl, or of opening a file:
+ * target. */
 int logs_stream_handover_put(logs_stream *s, const struct logs_handover *h);

@@ -229,6 +229,11 @@ int logs_pipe_reading(struct logs_pipe *p, bool on);
 
 /* The sd-event handler of the manager's pipe epoll set (userdata: the manager). */
 int logs_pipes_on_readable(sd_event_source *src, int fd, uint32_t revents, void *userdata);
+/* p's write end for a spawn: the one it has, or a new one opened through
+ * /proc/self/fd (tend closes it after each spawn: issue 19's fd budget), and
+ * p read again. The fd (owned by p) or a negative errno (-EMFILE, -ENOENT
+ * without /proc). */
+int logs_pipe_writer(struct logs_pipe *p);
 
 /* Sets the flush point to what the pipe holds now. 0 or a negative errno. */
 int logs_pipe_mark_flush(struct logs_pipe *p);
@@ -236,8 +241,22 @@ int logs_pipe_mark_flush(struct logs_pipe *p);
 void logs_pipe_run_to_flush(struct logs_pipe *p);
 
 /* A pipe of stream s for origin, writing to target t: 0 with *ret (owned by
- * the stream), or a negative errno, logged. */
-int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret);
+ * the stream), or a negative errno, logged. rfd < 0: a new pipe; else
+ * (reexec) the read end of a pipe handed over by the previous tend, taken
+ * on success (O_CLOEXEC and O_NONBLOCK set; no write end until the next
+ * spawn, logs_pipe_writer), left to the caller on failure. */
+int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, int rfd,
+                  struct logs_pipe **ret);
+/* reexec: p's read end out of the epoll set and no longer p's (the caller
+ * keeps it: a handover that failed); returns p, for logs_pipe_free(). */
+struct logs_pipe *logs_pipe_disown(struct logs_pipe *p);
+/* The pipes s's targets need (logs.c): *ret_shared when stdout and stderr
+ * share one; returns how many distinct ones (0, 1, 2). */
+unsigned logs_stream_pipe_layout(const logs_stream *s, bool *ret_shared);
+/* logs_stream_open_pipes() with the read ends handed over (reexec): the
+ * i-th pipe made takes rfd[i] (n of them; -ESTALE when more are needed).
+ * rfd NULL: new pipes. 0 or a negative errno (logs_pipe_new's). */
+int logs_stream_make_pipes(logs_stream *s, const int *rfd, unsigned n);
 /* Frees p (its leftover dropped); returns NULL. NULL is accepted. */
 struct logs_pipe *logs_pipe_free(struct logs_pipe *p);
 

@@ -218,7 +218,12 @@ void logs_pipe_pump(struct logs_pipe *p, bool do_read) {
                                 s->st.bytes += (uint64_t) n;
                                 /* Bytes in the pipe when the main process exited are its own. */
                                 p->read_pid = p->flush_pending ? p->flush_pid : s->pid;
-                        } else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        } else if (n == 0)
+                                /* every writer gone (tend keeps no write end
+                                 * between spawns, issue 19): out of the set
+                                 * until the next spawn, or EPOLLHUP would spin */
+                                (void) logs_pipe_reading(p, false);
+                        else if (errno != EAGAIN && errno != EINTR)
                                 (void) log_warning_errno(errno, "unit %s: reading its log pipe: %m", s->name);
                 }
         }
@@ -295,9 +300,26 @@ struct logs_pipe *logs_pipe_free(struct logs_pipe *p) {
         return NULL;
 }
 
-int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, struct logs_pipe **ret) {
+/* p's pipe: a new one (rfd < 0), or the read end rfd handed over by a
+ * re-executing tend (reexec: no write end until the next spawn). */
+static int pipe_fds(struct logs_pipe *p, int rfd) {
+        int fds[2];
+        /* The write end stays blocking: its description is the one the child's
+         * fd 1/2 will share. Only tend's read end is O_NONBLOCK. */
+        if (rfd < 0 && pipe2(fds, O_CLOEXEC) < 0)
+                return log_error_errno(negative_errno(), "unit %s: pipe2: %m", p->s->name);
+        p->rfd = rfd < 0 ? fds[0] : rfd;
+        p->wfd = rfd < 0 ? fds[1] : -1;
+        int f = fcntl(p->rfd, F_GETFD);
+        if (f < 0 || fcntl(p->rfd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(p->rfd, F_SETFL, O_NONBLOCK) < 0)
+                return log_error_errno(negative_errno(), "unit %s: fcntl: %m", p->s->name);
+        return 0;
+}
+
+int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_target *t, int rfd,
+                  struct logs_pipe **ret) {
         logs_manager *m = s->m;
-        int fds[2], r;
+        int r;
 
         struct logs_pipe *p = calloc(1, sizeof *p);
         if (!p)
@@ -314,18 +336,8 @@ int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_tar
         } else if ((r = logs_file_sink_open(m, s, t, &p->sink)) < 0)
                 goto fail;
 
-        /* The write end stays blocking: its description is the one the child's
-         * fd 1/2 will share. Only tend's read end is O_NONBLOCK. */
-        if (pipe2(fds, O_CLOEXEC) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: pipe2: %m", s->name);
+        if ((r = pipe_fds(p, rfd)) < 0)
                 goto fail;
-        }
-        p->rfd = fds[0];
-        p->wfd = fds[1];
-        if (fcntl(p->rfd, F_SETFL, O_NONBLOCK) < 0) {
-                r = log_error_errno(negative_errno(), "unit %s: fcntl: %m", s->name);
-                goto fail;
-        }
         r = logs_pipe_reading(p, true);
         if (r < 0) {
                 r = log_error_errno(r, "unit %s: epoll_ctl: %m", s->name);
@@ -334,8 +346,16 @@ int logs_pipe_new(logs_stream *s, enum logs_origin origin, const struct logs_tar
         *ret = p;
         return 0;
 fail:
-        logs_pipe_free(p);
+        logs_pipe_free(rfd < 0 ? p : logs_pipe_disown(p));
         return r;
+}
+
+struct logs_pipe *logs_pipe_disown(struct logs_pipe *p) {
+        if (p && p->rfd >= 0) {
+                (void) logs_pipe_reading(p, false);
+                p->rfd = -1;
+        }
+        return p;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -446,4 +466,52 @@ int logs_manager_drain(logs_manager *m, usec_t deadline) {
         if (!m)
                 return -EINVAL;
         return logs_drain(m, NULL, deadline);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closing a dead unit's pipes (issue 19's fd budget)                        */
+/* ------------------------------------------------------------------------ */
+
+/* Whether p may be freed without losing a byte: everything it held was read
+ * and taken by its sink. */
+static bool pipe_empty_done(struct logs_pipe *p) {
+        int left = 0;
+        if (logs_pipe_mark_flush(p) < 0)
+                return false;
+        logs_pipe_run_to_flush(p);
+        return pipe_done(p) && ioctl(p->rfd, FIONREAD, &left) >= 0 && left == 0;
+}
+
+int logs_stream_close_pipes(logs_stream *s) {
+        struct logs_pipe *ps[2];
+        if (!s)
+                return -EINVAL;
+        /* a file: sink is opened (and truncated) with its pipe: kept, so
+         * that it is truncated once, at the first start, not at each */
+        for (unsigned i = 0; i < 2; i++)
+                if (s->target[i].type == LOGS_TARGET_FILE || s->target[i].type == LOGS_TARGET_APPEND)
+                        return -EBUSY;
+        unsigned n = logs_stream_pipes(s, ps);
+        for (unsigned i = 0; i < n; i++)
+                if (!pipe_empty_done(ps[i]))
+                        return -EBUSY;
+        for (unsigned i = 0; i < n; i++)
+                logs_pipe_free(ps[i]);
+        s->pipe[0] = s->pipe[1] = NULL;
+        return 0;
+}
+
+int logs_pipe_writer(struct logs_pipe *p) {
+        char path[64];
+        if (p->wfd >= 0)
+                return p->wfd;
+        /* A new write end of the same pipe (a pipe opens as a FIFO through
+         * /proc): bytes still in it keep their order, its ring goes on. */
+        snprintf(path, sizeof path, "/proc/self/fd/%d", p->rfd);
+        p->wfd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (p->wfd < 0)
+                return negative_errno();
+        if (!p->paused)
+                (void) logs_pipe_reading(p, true);
+        return p->wfd;
 }

@@ -162,19 +162,35 @@ static int stream_copy_config(logs_stream *s, const struct logs_stream_config *c
         return 0;
 }
 
-static int stream_open_pipes(logs_stream *s) {
+unsigned logs_stream_pipe_layout(const logs_stream *s, bool *ret_shared) {
+        bool has0 = target_has_pipe(&s->target[0]), has1 = target_has_pipe(&s->target[1]);
+        *ret_shared = has0 && has1 && target_same(&s->target[0], &s->target[1]);
+        return (unsigned) has0 + (has1 && !*ret_shared);
+}
+
+int logs_stream_make_pipes(logs_stream *s, const int *rfd, unsigned n) {
+        unsigned j = 0;
         for (unsigned i = 0; i < 2; i++) {
-                if (!target_has_pipe(&s->target[i]))
+                if (!target_has_pipe(&s->target[i]) || s->pipe[i])
                         continue;
                 if (i == 1 && s->pipe[0] && target_same(&s->target[0], &s->target[1])) {
                         s->pipe[1] = s->pipe[0]; /* one pipe for both (SPEC §4) */
                         continue;
                 }
-                int r = logs_pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i], &s->pipe[i]);
+                if (rfd && j >= n)
+                        return -ESTALE;
+                int r = logs_pipe_new(s, i == 0 ? LOGS_ORIGIN_STDOUT : LOGS_ORIGIN_STDERR, &s->target[i],
+                                      rfd ? rfd[j++] : -1, &s->pipe[i]);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+int logs_stream_open_pipes(logs_stream *s) {
+        if (!s)
+                return -EINVAL;
+        return logs_stream_make_pipes(s, NULL, 0);
 }
 
 int logs_stream_new(logs_manager *m, const struct logs_stream_config *c, logs_stream **ret) {
@@ -196,8 +212,8 @@ int logs_stream_new(logs_manager *m, const struct logs_stream_config *c, logs_st
         m->streams = s;
         if ((r = stream_copy_config(s, c)) < 0)
                 return log_error_errno(r, "unit %s: out of memory", c->name);
-        if ((r = stream_open_pipes(s)) < 0)
-                return r;
+        /* No pipe yet (issue 19's fd budget: a unit that does not run holds
+         * no fd): logs_stream_open_pipes() before its start. */
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -240,8 +256,8 @@ logs_stream *logs_stream_free(logs_stream *s) {
                         f->notify(f, f->userdata);
         }
         for (unsigned i = 0; i < n; i++)
-                logs_pipe_free(ps[i]);
-        logs_stream_spawn_done(s);
+                logs_pipe_free(ps[i]); /* their write ends too */
+        s->pipe[0] = s->pipe[1] = NULL;
         if (s->prev)
                 s->prev->next = s->next;
         else if (m->streams == s)
@@ -269,8 +285,10 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
         if (!s || !ret_stdout || !ret_stderr)
                 return -EINVAL;
         logs_stream_spawn_done(s);
+        int r = logs_stream_open_pipes(s);
+        if (r < 0)
+                return r;
         for (unsigned i = 0; i < 2; i++) {
-                int r;
                 if (s->target[i].type == LOGS_TARGET_JOURNAL && (r = logs_journal_connect(s->m)) < 0)
                         return log_error_errno(r, "unit %s: cannot connect %s to the journal (is systemd-journald "
                                                "running?): %m", s->name, i == 0 ? "stdout" : "stderr");
@@ -279,7 +297,10 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
                 case LOGS_TARGET_CONSOLE:
                 case LOGS_TARGET_FILE:
                 case LOGS_TARGET_APPEND:
-                        fd[i] = s->pipe[i]->wfd;
+                        fd[i] = logs_pipe_writer(s->pipe[i]);
+                        if (fd[i] < 0)
+                                return log_error_errno(fd[i], "unit %s: cannot open its log pipe for writing: %m",
+                                                       s->name);
                         break;
                 case LOGS_TARGET_NULL:
                         fd[i] = devnull_fd(s->m);
@@ -298,7 +319,14 @@ int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr) 
 }
 
 void logs_stream_spawn_done(logs_stream *s) {
-        (void) s;
+        struct logs_pipe *ps[2];
+        if (!s)
+                return;
+        /* The child has its copy: tend keeps only the read end (issue 19's
+         * fd budget: a running unit holds its pidfd and its log pipe), and
+         * reads the pipe to its end once every writer is gone. */
+        for (unsigned i = 0, n = logs_stream_pipes(s, ps); i < n; i++)
+                ps[i]->wfd = safe_close(ps[i]->wfd);
 }
 
 void logs_stream_set_pid(logs_stream *s, pid_t pid) {

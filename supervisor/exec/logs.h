@@ -252,15 +252,29 @@ struct logs_stream_config {
         bool no_level_prefix;           /* SyslogLevelPrefix=no: "<N>" is text like any other */
 };
 
-/* Creates a unit's stream when the unit is loaded: one pipe if stdout and
- * stderr go to the same ring-bearing target (console, or the same file:/
- * append: path), two if to two of them, none for null/inherit/journal. A
- * file:/append: target is opened here (file: is truncated here, once: lines of
- * every instance of the unit follow); a FIFO is opened O_NONBLOCK and must
- * have a reader (-ENXIO otherwise). Errors: -EINVAL (empty or too long name,
- * bad target, ring size out of range), -ENOMEM, -EMFILE/-ENFILE, or the errno
- * of opening the file; each is logged naming the unit. */
+/* Creates a unit's stream when the unit is loaded: its ring and settings,
+ * no fd (issue 19's fd budget: its pipes are made before a start,
+ * logs_stream_open_pipes). Errors: -EINVAL (empty or too long name, bad
+ * target, ring size out of range), -ENOMEM; each is logged naming the unit. */
 int logs_stream_new(logs_manager *m, const struct logs_stream_config *c, logs_stream **ret);
+
+/* The stream's pipes, made if they are not (idempotent; called before each
+ * start, and by logs_stream_prepare_spawn): one pipe if stdout and stderr go
+ * to the same ring-bearing target (console, journal, or the same file:/
+ * append: path), two if to two of them, none for null/inherit. A file:/
+ * append: target is opened with its pipe (file: is truncated then, once: its
+ * pipe is never closed, and lines of every later instance follow); a FIFO is
+ * opened O_NONBLOCK and must have a reader (-ENXIO otherwise). Errors:
+ * -EINVAL, -ENOMEM, -EMFILE/-ENFILE (the caller fails the start "out of file
+ * descriptors"), or the errno of opening the file; each logged naming the unit. */
+int logs_stream_open_pipes(logs_stream *s);
+
+/* The unit is dead (no process left): its pipes are read to the end (a last
+ * partial line flushed as a line) and closed; the ring and the followers
+ * stay. -EBUSY (nothing closed) when a sink still holds bytes of it (a
+ * blocked console: the caller tries again at the next death) or a target is
+ * a file:/append: path (kept open, see above); -EINVAL for NULL. */
+int logs_stream_close_pipes(logs_stream *s);
 
 /* Drains without waiting (what the pipes hold now is read and written where
  * the sinks take it), then frees the stream: closes its pipes and the
@@ -280,8 +294,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(logs_stream *, logs_stream_free);
  * logs_stream_spawn_done() once the child exists (or the spawn failed). */
 int logs_stream_prepare_spawn(logs_stream *s, int *ret_stdout, int *ret_stderr);
 
-/* After the fork (kept for the callers' symmetry: pipes stay open, nothing
- * to close). Idempotent. */
+/* After the fork (or a failed spawn): the pipes' write ends are closed (the
+ * child has its copies; the next logs_stream_prepare_spawn opens new ones
+ * through /proc/self/fd). Idempotent; NULL accepted. */
 void logs_stream_spawn_done(logs_stream *s);
 
 /* The pid shown in the prefix and recorded with each line, as of now: the

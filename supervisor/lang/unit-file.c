@@ -44,7 +44,15 @@ const char *uf_quote(char buf[static QUOTE_BUF], const char *s) {
                         end--;
         for (; i < end; i++) {
                 unsigned char ch = (unsigned char) s[i];
-                if (ch < 0x20 || ch == 0x7f)
+                /* a byte that does not start a whole UTF-8 character is
+                 * escaped too (issue 19: a file name in Latin-1 is quoted as
+                 * \xe9, never raw into the log or a JSON answer) */
+                size_t n = ch < 0x80 ? 1 : (ch & 0xe0) == 0xc0 ? 2 : (ch & 0xf0) == 0xe0 ? 3 : (ch & 0xf8) == 0xf0 ? 4 : 0;
+                if (n > 1 && i + n <= end && unit_utf8_is_valid(s + i, n)) {
+                        memcpy(buf + o, s + i, n);
+                        o += n;
+                        i += n - 1;
+                } else if (ch < 0x20 || ch >= 0x7f)
                         o += (size_t) snprintf(buf + o, 5, "\\x%02x", ch);
                 else
                         buf[o++] = (char) ch;

@@ -711,6 +711,11 @@ struct jobs *jobs_free(struct jobs *jb) {
         return NULL;
 }
 
+bool jobs_unit_independent(struct jobs *jb, const struct unit *u) {
+        const struct dep_node *n = node_of(jb, u);
+        return !n || node_is_plain(n);
+}
+
 void jobs_batch(struct jobs *jb, bool on) {
         jb->batch = on;
 }

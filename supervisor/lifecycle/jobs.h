@@ -79,6 +79,13 @@ void jobs_invalidate(struct jobs *jb);
  * on, a start job waits to be judged until the whole batch exists. */
 void jobs_batch(struct jobs *jb, bool on);
 
+/* Whether u has no edge at all (no dependency, no ordering, no Conflicts=,
+ * nothing naming it): its start job goes ahead at once, so it need not be
+ * queued within a batch (tend's start spreads such starts over its loop's
+ * turns, issue 19). True when the graph cannot be built (out of memory), as
+ * jobs_start_job then starts it at once too. */
+bool jobs_unit_independent(struct jobs *jb, const struct unit *u);
+
 /* unit_ops.start_job: 0 to begin u's start now, 1 to wait (its WAIT position, unit.h). May
  * start u's Requires=/BindsTo=/Wants=/Upholds= units, and gives the units that
  * conflict with u (Conflicts=, either side) a stop job; in a batch, conflicts

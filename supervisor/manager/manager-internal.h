@@ -202,6 +202,11 @@ void manager_upstream_update(struct manager *m);
 /* runtime.c (reexec): u's notify socket is fd, made by the tend that
  * re-executed (taken on success). 0 or a negative errno (notify.h). */
 int manager_notify_adopt(struct manager *m, struct unit *u, int fd);
+/* runtime.c (issue 19's fd budget): u is dead: its log pipes read to the
+ * end and closed unless something of it still runs (its cgroup populated)
+ * or a sink holds bytes of them (logs_stream_close_pipes). reexec: also
+ * for a dead unit resumed with pipes (a format-1 state carried every unit's). */
+void manager_logs_release(struct manager *m, struct unit *u);
 
 /* units.c */
 struct logs_target manager_output_target(const struct unit_output *o, bool is_stderr, const struct unit_output *out);
@@ -219,6 +224,11 @@ void manager_notice_missing_wants(struct manager *m);
  * SIGHUP, else the daemon-reload answer's arrays). 0 or the error of reading
  * DIR (logged). */
 int manager_reload(struct manager *m, struct json_object *report);
+/* manager.c (fds, issue 19): the start of DIR's units still spread over the
+ * loop's turns is finished at once (before a reload reshapes units[], before
+ * a re-exec writes the state). Returns how many units of DIR were still to
+ * be reached (0: none, the start was over). */
+size_t manager_initial_starts_finish(struct manager *m);
 /* Removed units that are dead are freed after the current event. */
 void manager_sweep_schedule(struct manager *m);
 

@@ -251,6 +251,90 @@ static char *absolute_dir(const char *dir) {
         return abs;
 }
 
+/* ---- the start of every unit in DIR (SPEC §3) ---- */
+
+/* issue 19: starts made before the loop answers tendctl. Units with an edge
+ * (dependencies, ordering, Conflicts=) are queued in one batch, as they must
+ * be judged together; the independent ones go ahead at once, the first
+ * INITIAL_STARTS_PER_TURN before the loop runs (a DIR of that many starts as
+ * it always did), the rest as many per turn of the loop, so that 10,000
+ * units' spawns no longer keep tendctl waiting for all of them. */
+#define INITIAL_STARTS_PER_TURN 256
+
+static struct {
+        sd_event_source *source;
+        size_t next, end; /* the independent units of units[next, end) are still to start */
+} initial;
+
+static void initial_starts_done(struct manager *m) {
+        initial.source = sd_event_source_disable_unref(initial.source);
+        m->initial_jobs_queued = true;
+        manager_maybe_start_cmd(m);
+        manager_upstream_update(m);
+}
+
+/* Whether tend starts u itself now: not a unit a re-exec resumed (reexec), not
+ * a disabled one (pkg: tendctl disable; says why once). */
+static bool initial_start_wanted(struct manager *m, struct unit *u) {
+        return !data(u)->resumed && manager_unit_starts_on_its_own(m, u);
+}
+
+/* Starts up to max independent units; whether some are left. */
+static bool initial_starts_run(struct manager *m, size_t max) {
+        size_t done = 0;
+        for (; initial.next < initial.end && initial.next < m->n_units && done < max; initial.next++) {
+                struct unit *u = m->units[initial.next];
+                if (!jobs_unit_independent(m->jobs, u))
+                        continue;
+                if (initial_start_wanted(m, u))
+                        manager_start_unit(m, u);
+                done++;
+        }
+        return initial.next < initial.end && initial.next < m->n_units;
+}
+
+static int on_initial_starts(sd_event_source *s, void *userdata) {
+        struct manager *m = userdata;
+        if (m->shutting_down || !initial_starts_run(m, INITIAL_STARTS_PER_TURN))
+                initial_starts_done(m);
+        return 0;
+}
+
+/* What is left starts now (a daemon-reload reshapes units[]: reload.c).
+ * (A unit a tendctl stop reached before its turn still starts at its turn:
+ * its start job was queued first, as at tend's start.) */
+size_t manager_initial_starts_finish(struct manager *m) {
+        if (!initial.source)
+                return 0;
+        size_t left = initial.end - MIN(initial.next, initial.end);
+        (void) initial_starts_run(m, SIZE_MAX);
+        initial_starts_done(m);
+        return left;
+}
+
+static void initial_starts_begin(struct manager *m) {
+        /* Every non-template unit in DIR gets a start job (SPEC §3), those
+         * with an edge all queued before any waits for another. Instances
+         * loaded meanwhile (referenced by a unit) start only when pulled. */
+        initial.next = 0;
+        initial.end = m->n_units;
+        jobs_batch(m->jobs, true);
+        for (size_t i = 0; i < initial.end; i++)
+                if (!jobs_unit_independent(m->jobs, m->units[i]) && initial_start_wanted(m, m->units[i]))
+                        manager_start_unit(m, m->units[i]);
+        jobs_batch(m->jobs, false);
+        /* Below the other sources: a defer source stays pending, and at
+         * their priority it would win every turn (sd-event dispatches the
+         * oldest pending source first): tendctl would wait as before. */
+        if (initial_starts_run(m, INITIAL_STARTS_PER_TURN) &&
+            sd_event_add_defer(m->event, &initial.source, on_initial_starts, m) >= 0 &&
+            sd_event_source_set_priority(initial.source, SD_EVENT_PRIORITY_NORMAL + 10) >= 0 &&
+            sd_event_source_set_enabled(initial.source, SD_EVENT_ON) >= 0)
+                return; /* the rest from the loop, a turn at a time */
+        (void) initial_starts_run(m, SIZE_MAX);
+        initial_starts_done(m);
+}
+
 int manager_run(const struct tend_options *given, const int *inherited, size_t n_inherited) {
         struct tend_options abs_opts = *given;
         _cleanup_free_ char *dir = absolute_dir(given->config_dir);
@@ -276,18 +360,7 @@ int manager_run(const struct tend_options *given, const int *inherited, size_t n
         if (k >= 0)
                 (void) manager_resume_units(&m);
         if (k >= 0) {
-                /* Every non-template unit in DIR gets a start job (SPEC §3),
-                 * all queued before any waits for another. Instances loaded
-                 * meanwhile (referenced by a unit) start only when pulled. */
-                size_t n_initial = m.n_units;
-                jobs_batch(m.jobs, true);
-                for (size_t i = 0; i < n_initial; i++)
-                        if (!data(m.units[i])->resumed && manager_unit_starts_on_its_own(&m, m.units[i])) /* pkg: tendctl disable */
-                                manager_start_unit(&m, m.units[i]);
-                jobs_batch(m.jobs, false);
-                m.initial_jobs_queued = true;
-                manager_maybe_start_cmd(&m);
-                manager_upstream_update(&m);
+                initial_starts_begin(&m);
                 k = sd_event_loop(m.event);
                 if (k < 0)
                         log_error_errno(k, "event loop: %m");

@@ -143,24 +143,38 @@ static void saved_of(json_object *o, struct unit_saved *s) {
                         s->starts[s->n_starts++] = json_object_get_uint64(json_object_array_get_idx(starts, i));
 }
 
-/* The unit's log pipes back into its stream (u NULL: a unit gone from DIR);
- * the fds closed when they do not fit. */
-static int resume_unit_logs(struct unit *u, json_object *o) {
-        json_object *l = NULL, *pipes = NULL, *ring = NULL;
-        if (!json_object_object_get_ex(o, "logs", &l) || !json_object_object_get_ex(l, "pipes", &pipes))
+/* The pipes' read ends and unread bytes of l into h (in[] owned by the
+ * caller). A format-1 document names each pipe's write end too ("wfd"): it
+ * is closed here (issue 19's fd budget: tend holds none between spawns). */
+static int handover_pipes_of(json_object *l, struct logs_handover *h, uint8_t *in[2]) {
+        json_object *pipes = NULL;
+        if (!json_object_object_get_ex(l, "pipes", &pipes))
                 return 0;
-        struct logs_handover h = { .n_pipes = (unsigned) MIN(json_object_array_length(pipes), 2u),
-                                   .shared = get_int(l, "shared", 0) };
-        uint8_t *in[2] = { NULL, NULL }, *ringbuf = NULL;
+        h->n_pipes = (unsigned) MIN(json_object_array_length(pipes), 2u);
+        h->shared = get_int(l, "shared", 0);
         int k = 0;
-        for (unsigned i = 0; i < h.n_pipes && k >= 0; i++) {
+        for (unsigned i = 0; i < h->n_pipes; i++) {
                 json_object *p = json_object_array_get_idx(pipes, i), *t = NULL;
-                h.pipe[i].rfd = (int) get_int(p, "rfd", -1);
-                h.pipe[i].wfd = (int) get_int(p, "wfd", -1);
+                h->pipe[i].rfd = (int) get_int(p, "rfd", -1);
+                safe_close((int) get_int(p, "wfd", -1));
                 (void) json_object_object_get_ex(p, "in", &t);
-                k = unhex(t, &in[i], &h.pipe[i].in_len);
-                h.pipe[i].in = in[i];
+                if (k >= 0)
+                        k = unhex(t, &in[i], &h->pipe[i].in_len);
+                h->pipe[i].in = in[i];
         }
+        return k;
+}
+
+/* The unit's log pipes (the read ends that existed) back into its stream,
+ * and its ring (u NULL: a unit gone from DIR); the fds closed when they do
+ * not fit. */
+static int resume_unit_logs(struct unit *u, json_object *o) {
+        json_object *l = NULL, *ring = NULL;
+        if (!json_object_object_get_ex(o, "logs", &l))
+                return 0;
+        struct logs_handover h = { .n_pipes = 0 };
+        uint8_t *in[2] = { NULL, NULL }, *ringbuf = NULL;
+        int k = handover_pipes_of(l, &h, in);
         if (k >= 0 && json_object_object_get_ex(l, "ring", &ring) && unhex(ring, &ringbuf, &h.ring_cap) >= 0) {
                 h.ring = ringbuf;
                 h.ring_head = get_uint(l, "ring_head", 0);
@@ -172,10 +186,8 @@ static int resume_unit_logs(struct unit *u, json_object *o) {
         if (k < 0) {
                 if (u)
                         log_error_errno(k, "%s: its log pipes cannot be taken back (%m): its output is lost from now on", u->name);
-                for (unsigned i = 0; i < h.n_pipes; i++) {
+                for (unsigned i = 0; i < h.n_pipes; i++)
                         safe_close(h.pipe[i].rfd);
-                        safe_close(h.pipe[i].wfd);
-                }
         }
         free(in[0]);
         free(in[1]);
@@ -229,6 +241,10 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         if (k < 0)
                 return log_error_errno(k, "%s: cannot be put back as it was: %m", u->name);
         data(u)->resumed = true;
+        /* A dead unit holds no pipe (issue 19's fd budget) unless something
+         * of it still runs; a format-1 state carried every unit's. */
+        if ((s.pos == UNIT_POS_INACTIVE || s.pos == UNIT_POS_FAILED) && logs_stream_n_pipes(data(u)->logs) > 0)
+                manager_logs_release(m, u);
         return 0;
 }
 

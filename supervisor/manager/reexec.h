@@ -5,9 +5,10 @@
  * position (at most REEXEC_SETTLE_USEC), asks the new binary whether it
  * reads this state format (`BINARY --check-state-version N`), writes its
  * state as one JSON document into a memfd, clears O_CLOEXEC on the memfd and
- * on the fds the state names (the control socket, the units' log pipes:
- * they keep their numbers through execve, so the state names them by
- * number), and executes the binary at the path it was started from
+ * on the fds the state names (the control socket and its connections, the
+ * read ends of the units' log pipes that exist, the notify sockets: they
+ * keep their numbers through execve, so the state names them by number; no
+ * cgroup fd: those are opened per call), and executes the binary at the path it was started from
  * (resolved at start: a binary replaced on disk is the one run). The pid
  * stays: every unit's processes stay tend's children, and one that exits
  * meanwhile stays a zombie, reaped by the new tend with its status.
@@ -24,8 +25,12 @@
 
 #include "manager-internal.h"
 
-/* The state format this tend writes; it reads 1 … this. */
-#define TEND_STATE_VERSION 1
+/* The state format this tend writes; it reads 1 … this. 2 (issue 19's fd
+ * budget): a log pipe is its read end only ("rfd"), a unit without a pipe
+ * has none — a tend of format 1 would adopt a pipe without a write end and
+ * spawn with fd -1, so it must refuse. 1: every unit's pipes, both ends
+ * ("wfd" too: the reader of 1 closes it, the next spawn opens one). */
+#define TEND_STATE_VERSION 2
 /* How long a re-exec waits for units in transition (starting, stopping) to settle. */
 #define REEXEC_SETTLE_USEC (5 * USEC_PER_SEC)
 /* How long the new binary gets to answer --check-state-version. */

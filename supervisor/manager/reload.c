@@ -167,6 +167,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
  * of reading DIR itself (logged). */
 int manager_reload(struct manager *m, struct json_object *report) {
         _cleanup_(unit_set_freep) struct unit_set *set = NULL;
+        manager_initial_starts_finish(m); /* before units[] changes */
         int k = unit_load_dir(m->opts->config_dir, &set);
         if (k < 0)
                 return k;

@@ -5,6 +5,7 @@
  * sockets, watchdog leases and timers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -311,6 +312,7 @@ static int spawn_process(struct spawn *s, struct manager *m, struct unit *u, boo
         k = unit_group_spawn_attr(d->group, &a);
         if (k >= 0)
                 k = exit_reaper_spawn(m->reaper, &a, ret);
+        unit_group_spawn_done(d->group); /* issue 19: no cgroup fd held while it runs */
         logs_stream_spawn_done(d->logs);
         if (k >= 0 && main)
                 unit_group_set_leader(d->group, exit_process_pid(*ret));
@@ -371,6 +373,15 @@ static int op_spawn(void *userdata, struct unit *u, const struct unit_command *c
 #define GROUP_EVENTS (EPOLLPRI | EPOLLET)
 
 
+/* The unit's cgroup.events is no longer watched: its fd closed (issue 19's
+ * fd budget: a unit holds it only while something waits for its cgroup). */
+static void group_unwatch(struct unit_data *d) {
+        if (!d->group_source)
+                return;
+        d->group_source = sd_event_source_disable_unref(d->group_source);
+        unit_group_events_close(d->group);
+}
+
 /* A previous tend's leftovers are gone (error 0), or will not go: the
  * waiting start goes on in a fresh cgroup, or fails. */
 static void leftovers_gone(struct unit *u, int error) {
@@ -380,7 +391,7 @@ static void leftovers_gone(struct unit *u, int error) {
         if (error >= 0 && unit_group_needs_renewal(d->group)) {
                 /* After cgroup.kill the kernel would kill every child spawned
                  * into that cgroup (cgroup.h): a fresh one, watched anew. */
-                d->group_source = sd_event_source_disable_unref(d->group_source);
+                group_unwatch(d);
                 error = unit_group_renew(d->group);
         }
         unit_prepared(u, error < 0 ? error : 0);
@@ -410,7 +421,7 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
         struct unit_data *d = data(u);
         int populated = unit_group_populated(d->group);
         if (populated == 0) /* sd-event allows this inside the callback */
-                d->group_source = sd_event_source_disable_unref(d->group_source);
+                group_unwatch(d);
         if (leftovers_waiting(u) && populated <= 0) {
                 leftovers_gone(u, populated);
                 return 0;
@@ -426,9 +437,11 @@ static int on_group_event(sd_event_source *s, int fd, uint32_t revents, void *us
  * change since (kernfs compares the counts), edge-triggered or not. */
 static void group_watch(struct unit *u) {
         struct unit_data *d = data(u);
+        if (d->group_source)
+                return;
         int fd = unit_group_events_fd(d->group);
-        if (!d->group_source && fd >= 0)
-                (void) sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u);
+        if (fd >= 0 && sd_event_add_io(d->m->event, &d->group_source, fd, GROUP_EVENTS, on_group_event, u) < 0)
+                unit_group_events_close(d->group);
 }
 
 static uint64_t loop_iteration(struct manager *m) {
@@ -507,6 +520,25 @@ static int leftovers_handle(struct manager *m, struct unit *u) {
         return 1;
 }
 
+/* issue 19's fd budget: a start needs 2 fds (its log pipe and its main
+ * process's pidfd, more with ExecStartPre= or a notify socket); tend keeps
+ * FDS_RESERVED of its RLIMIT_NOFILE free for itself (the control socket's
+ * clients, /proc reads, the store), so running out of fds fails units' starts,
+ * "out of file descriptors", and never tendctl. fds are handed out lowest
+ * first: the lowest free one at or above limit - FDS_RESERVED means fewer than
+ * FDS_RESERVED are free. One dup and close, ≈ 1 µs a start. */
+#define FDS_RESERVED 32
+static bool fds_low(struct manager *m) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX)
+                return false;
+        int fd = fcntl(sd_event_get_fd(m->event), F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+                return errno == EMFILE || errno == ENFILE;
+        safe_close(fd);
+        return (rlim_t) fd + FDS_RESERVED >= rl.rlim_cur;
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
@@ -520,6 +552,8 @@ static int op_prepare(void *userdata, struct unit *u) {
         if (k < 0)
                 return k == -ENOMEM ? log_error_errno(k, "%s: cannot prepare its start: %m", u->name) : k;
         k = manager_logs_renew(m, u);
+        if (k >= 0)
+                k = fds_low(m) ? -EMFILE : logs_stream_open_pipes(d->logs); /* issue 19: at the start, not at load */
         if (k == -EMFILE || k == -ENFILE)
                 return log_error_errno(k, "%s: out of file descriptors: the start fails (result resources), "
                                           "retried per Restart=", u->name);
@@ -535,7 +569,7 @@ static int op_prepare(void *userdata, struct unit *u) {
                 return k;
         /* After cgroup.kill the kernel would kill every child spawned into
          * that cgroup (cgroup.h): a fresh one, watched anew. */
-        d->group_source = sd_event_source_disable_unref(d->group_source);
+        group_unwatch(d);
         k = unit_group_renew(d->group);
         return k < 0 ? log_error_errno(k, "%s: cannot prepare its start: cannot renew its cgroup: %m", u->name) : 0;
 }
@@ -543,16 +577,19 @@ static int op_prepare(void *userdata, struct unit *u) {
 
 /* Within one loop iteration an "empty" answer is asked of cgroup.events
  * once (group-cache.h). */
-static int op_populated(void *userdata, struct unit *u) {
-        struct manager *m = userdata;
+static int group_populated(struct manager *m, struct unit *u, bool watch) {
         struct unit_data *d = data(u);
         if (group_known_empty(m, d))
                 return 0;
         int k = unit_group_populated(d->group);
-        if (k > 0)
+        if (k > 0 && watch)
                 group_watch(u);
         group_cache_answer(&d->group_cache, loop_iteration(m), k);
         return k;
+}
+
+static int op_populated(void *userdata, struct unit *u) {
+        return group_populated(userdata, u, true);
 }
 
 static int op_signal_all(void *userdata, struct unit *u, int sig) {
@@ -561,7 +598,11 @@ static int op_signal_all(void *userdata, struct unit *u, int sig) {
         bool forking = u->file->type == UNIT_TYPE_FORKING;
         if (u->main && forking && unit_group_contains(data(u)->group, u->main_pid) == 0)
                 (void) exit_process_signal(u->main, sig);
-        if (op_populated(userdata, u) == 0)
+        /* Not watched from here: while its main or control process lives,
+         * their exits say when to ask again (unit_sm_stop_complete), and a
+         * watch would hold an fd for each unit stopping (issue 19: a
+         * shutdown at the fd limit had none left to reach the units). */
+        if (group_populated(userdata, u, false) == 0)
                 return 0; /* nobody to signal */
         /* A forking unit's group may be its daemon's, led by a process that
          * exited (fork, setsid, fork): found by a scan (cgroup.h). */
@@ -609,6 +650,16 @@ void own_waiter_settle(struct unit_data *d) {
                 d->own_waiter = sf_waiter_free(d->own_waiter);
 }
 
+/* issue 19's fd budget: a unit that stopped holds no fd. Its log pipes are
+ * read to the end and closed (the ring stays for `tendctl logs`) unless
+ * something of it still runs (KillMode=process survivors may write). A unit
+ * in back-off keeps them for its restart (the crash loop's latency). */
+void manager_logs_release(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        if (d->logs && group_populated(m, u, false) == 0) /* no watch (an fd) for it */
+                (void) logs_stream_close_pipes(d->logs);
+}
+
 static void op_changed(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         own_waiter_settle(data(u));
@@ -624,6 +675,8 @@ static void op_changed(void *userdata, struct unit *u) {
                 exec_dirs_remove_runtime(u->name, u->file, unit_is_restarting(u));
         if (entered && unit_is_dead(u) && !unit_is_restarting(u)) /* security: RemoveIPC= */
                 manager_remove_ipc(m, u);
+        if (entered && now.state != UNIT_BACKOFF && unit_is_dead(u))
+                manager_logs_release(m, u);
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
         jobs_changed(m->jobs, u);

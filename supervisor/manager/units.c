@@ -155,14 +155,11 @@ static int unit_data_new(struct manager *m, struct unit *u) {
         d->exits.unit = u;
         d->jobs.unit = u;
         u->manager_data = d;
+        /* No fd at load (issue 19's fd budget): the stream's pipes are made
+         * by each start (op_prepare), which fails "out of file descriptors"
+         * without them, retried per Restart=. */
         int k = logs_open(m, u, &d->logs, &d->logs_key);
-        if (k == -EMFILE || k == -ENFILE)
-                /* Out of fds while DIR is read: the unit is loaded all the
-                 * same; its start makes the stream (manager_logs_renew) or
-                 * fails, "out of file descriptors", retried per Restart=. */
-                log_warning("%s: out of file descriptors for its log pipes at load: loaded, its start will "
-                            "make them", u->name);
-        else if (k < 0)
+        if (k < 0)
                 return k;
         k = unit_group_new(m->cgroups, u->name, &d->group);
         if (k < 0)

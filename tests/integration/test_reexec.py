@@ -52,6 +52,24 @@ while True:
         time.sleep(d)
 '''
 
+# Exits at once, leaving a process that writes numbered lines on the unit's stdout every 5 ms until
+# 100 lines after tend's binary changed (tend's pid: $PPID), then "linger-done".
+LINGERER = r'''
+(
+    ino=$(stat -L -c %i /proc/$PPID/exe)
+    n=0
+    end=0
+    while [ $end = 0 ] || [ $n -lt $end ]; do
+        n=$((n + 1))
+        echo linger-$n
+        [ $end = 0 ] && [ "$(stat -L -c %i /proc/$PPID/exe)" != "$ino" ] && end=$((n + 100))
+        sleep 0.005
+    done
+    echo linger-done
+) &
+exit 1
+'''
+
 # READY=1, then WATCHDOG=1 and a counting STATUS= every 50 ms, on $NOTIFY_SOCKET.
 NOTIFIER = r'''
 import os, socket, time
@@ -85,6 +103,20 @@ STATE_V1 = '''{"version": 1, "control_fd": 0, "control_conns": [], "units": [
   "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
   "started_text_size": 0, "started_text_hash": 0}]}'''
 
+# A document of format 2 (issue 19's fd budget), frozen as this release writes it: a unit in
+# back-off carries its pipe's read end only (fd 8), a stopped unit no pipe.
+STATE_V2 = '''{"version": 2, "control_fd": 0, "control_conns": [], "units": [
+ {"name": "in-backoff.service", "pos": "backoff", "result": "exit-code", "want_up": true, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 1000, "restarts": 2, "restart_step": 0, "starts": [900, 950],
+  "last_exit_kind": 1, "last_exit_status": 1, "last_exit_core": 0,
+  "started_text_size": 0, "started_text_hash": 0,
+  "logs": {"pipes": [{"rfd": 8, "in": "66697273742d"}], "shared": true}},
+ {"name": "kept-inactive.service", "pos": "inactive", "result": "success", "want_up": false, "finished": false,
+  "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, "since_monotonic": 1000,
+  "deadline": 18446744073709551615, "restarts": 0, "restart_step": 0, "starts": [],
+  "started_text_size": 0, "started_text_hash": 0}]}'''
+
 
 class ListLoop(threading.Thread):
     """`tendctl list` in a loop: every call's duration and status."""
@@ -116,6 +148,16 @@ class Reexec(ServiceTestCase):
         os.rename(b + '.new', b)
         return os.stat(b).st_ino
 
+    def tend_fds(self):
+        """{fd: what it names} of tend (an fd closed while read, a /proc read of tend's own, is left out)."""
+        fds = {}
+        for fd in os.listdir('/proc/%d/fd' % self.tend_pid):
+            try:
+                fds[int(fd)] = os.readlink('/proc/%d/fd/%s' % (self.tend_pid, fd))
+            except FileNotFoundError:
+                pass
+        return fds
+
     def exe_inode(self):
         return os.stat('/proc/%d/exe' % self.tend_pid).st_ino
 
@@ -127,10 +169,10 @@ class Reexec(ServiceTestCase):
                 [Unit]
                 StartLimitIntervalSec=0
                 [Service]
-                ExecStart=/bin/sh -c 'echo $$$$ >> %s; sleep 0.05; exit 1'
+                ExecStart=/bin/sh -c 'echo $$$$ >> %s; sleep 0.05; echo crash%d-ran-$$$$; exit 1'
                 Restart=always
                 RestartSec=50ms
-            """ % self.path('crash%d.runs' % i))
+            """ % (self.path('crash%d.runs' % i), i))
         writer = self.path('writer.py')
         with open(writer, 'w') as f:
             f.write(WRITER)
@@ -140,6 +182,18 @@ class Reexec(ServiceTestCase):
                 ExecStart=/usr/bin/python3 %s %s
                 StandardOutput=append:%s
             """ % (writer, self.path('writer%d.last' % i), self.path('writer%d.log' % i)))
+        # In back-off (for an hour) from its start, its pipe kept: a process it left (KillMode=process)
+        # writes numbered lines into it before, during and until 100 lines after the exec.
+        lingerer = self.path('lingerer.sh')
+        with open(lingerer, 'w') as f:
+            f.write(LINGERER)
+        self.unit('lingerer', '''
+            [Service]
+            ExecStart=/bin/sh %s
+            KillMode=process
+            Restart=always
+            RestartSec=1h
+        ''' % lingerer)
         # Its ring of recent lines (console target) is carried over.
         self.unit('talker', "[Service]\nExecStart=/bin/sh -c 'echo said-before-the-exec; exec sleep 1000'")
         # Exits 7 once tend's binary is another inode: during the exec.
@@ -150,6 +204,8 @@ class Reexec(ServiceTestCase):
 
     def all_up(self):
         s = self.statuses()
+        if s.get('lingerer.service', {}).get('state') != 'backoff':
+            return None
         want = ['idle%d' % i for i in range(N_IDLE)] + ['writer%d' % i for i in range(N_WRITE)] + ['atexec', 'talker']
         if any(s.get(n + '.service', {}).get('state') != 'running' for n in want):
             return None
@@ -217,11 +273,26 @@ class Reexec(ServiceTestCase):
             self.assertGreater(after['crash%d.service' % i]['restarts'], before['crash%d.service' % i]['restarts'])
         self.ctl('stop', *['crash%d' % i for i in range(N_CRASH)] + ['writer%d' % i for i in range(N_WRITE)])
         final = self.statuses()
+        # A unit's pipe in back-off: every line its leftover process wrote, once, in order.
+        wait_until(lambda: 'linger-done' in self.output(), 10,
+                   lambda: 'the lingerer\'s last line never came (its pipe in back-off lost across the re-exec?); '
+                   'last lines %r' % re.findall(r'linger-\w+', self.output())[-3:])
+        out = self.output()
+        got = [int(x) for x in re.findall(r'linger-(\d+)', out)]
+        self.assertEqual(got, list(range(1, len(got) + 1)), 'the lingerer\'s lines lost, repeated or out of order')
+        self.assertEqual(self.st('lingerer')['state'], 'backoff')
         for i in range(N_CRASH):
-            runs = len(self.lines(self.path('crash%d.runs' % i)))
+            runs = self.lines(self.path('crash%d.runs' % i))
             restarts = final['crash%d.service' % i]['restarts']
-            self.assertIn(runs - restarts, (0, 1), 'crash%d: %d runs but %d restarts: an exit lost or counted twice'
-                          % (i, runs, restarts))
+            self.assertIn(len(runs) - restarts, (0, 1), 'crash%d: %d runs but %d restarts: an exit lost or counted '
+                          'twice' % (i, len(runs), restarts))
+            # Each run's last line, written as it exits (the unit then in back-off, its pipe read by
+            # whichever tend runs): every one on tend's stdout, once. The last run may have been stopped.
+            said = re.findall(r'crash%d-ran-(\d+)' % i, out)
+            self.assertEqual(len(said), len(set(said)), 'crash%d: a line repeated across the re-exec' % i)
+            lost = [r for r in runs[:-1] if r not in said]
+            self.assertEqual(lost, [], 'crash%d: the last line of %d of its %d runs lost (its pipe in back-off '
+                             'across the re-exec?)' % (i, len(lost), len(runs)))
 
         self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
         # Every line, once, in order.
@@ -321,16 +392,129 @@ class Reexec(ServiceTestCase):
         self.assertEqual(z['restarts'], 3)
         self.assertIn('resuming from the previous tend\'s state (format 1)', self.stderr())
 
+    def test_format_1_pipes_read(self):
+        """A format-1 document names both ends of every unit's pipes, stopped
+        units' too (tend then held them all): the reader of 1 takes each read
+        end with the bytes in it and in "in", closes each write end (the
+        next spawn opens its own), and closes a stopped unit's pipe once
+        read to its end (issue 19's fd budget)."""
+        self.unit('in-backoff', '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
+        self.unit('kept-inactive', '[Service]\nExecStart=/bin/sleep 1000')
+        busy_r, busy_w = os.pipe()
+        idle_r, idle_w = os.pipe()
+        self.addCleanup(lambda: [os.close(fd) for fd in (busy_r, busy_w, idle_r, idle_w)])
+        os.write(busy_w, b'half\nwritten-before-the-exec\n')
+        os.write(idle_w, b'the-stopped-unit-said\n')
+
+        def entry(name, pos, result, pipe):
+            return ('{"name": "%s.service", "pos": "%s", "result": "%s", "want_up": %s, "finished": false, '
+                    '"watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, '
+                    '"since_monotonic": 1000, "deadline": %s, "restarts": 0, "restart_step": 0, "starts": [], '
+                    '"started_text_size": 0, "started_text_hash": 0, "logs": {"pipes": [%s], "shared": true}}'
+                    % (name, pos, result, 'true' if pos == 'backoff' else 'false',
+                       1000 if pos == 'backoff' else 18446744073709551615, pipe))
+        state = ('{"version": 1, "control_fd": 0, "control_conns": [], "units": [%s, %s]}'
+                 % (entry('in-backoff', 'backoff', 'exit-code', '{"rfd": 8, "wfd": 9, "in": "%s"}'
+                          % b'first-'.hex()),
+                    entry('kept-inactive', 'inactive', 'success', '{"rfd": 10, "wfd": 11, "in": ""}')))
+        with open(self.path('state-v1.json'), 'w') as f:
+            f.write(state)
+        # The fds as a format-1 tend left them: the pipes' ends, at the numbers the document names.
+        me = '/proc/%d/fd/' % os.getpid()
+        self.start_tend(wrap=['bash', '-c', 'exec 7<"$0" 8<%s%d 9>%s%d 10<%s%d 11>%s%d && exec "$@"'
+                              % (me, busy_r, me, busy_w, me, idle_r, me, idle_w), self.path('state-v1.json')],
+                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'))
+        z = self.wait_state('in-backoff', lambda z: z['state'] == 'running', 5, 'its due restart never came')
+        self.assertEqual(z['restarts'], 1, '%r %s' % (z, self.stderr()))
+        os.write(busy_w, b'written-after-the-exec\n')
+        wait_until(lambda: 'written-after-the-exec' in self.ctl('logs', 'in-backoff')[1], 5,
+                   lambda: 'the carried pipe is not read: %r' % self.ctl('logs', 'in-backoff')[1])
+        said = self.ctl('logs', 'in-backoff')[1]
+        for line in ('first-half', 'written-before-the-exec'):
+            self.assertIn(line, said, 'a line of the carried pipe lost')
+        wait_until(lambda: 'the-stopped-unit-said' in self.ctl('logs', 'kept-inactive')[1], 5,
+                   lambda: 'the stopped unit\'s pipe was not read to its end: %r' % self.ctl('logs', 'kept-inactive')[1])
+        fds = self.tend_fds()
+        ino = lambda fd: 'pipe:[%d]' % os.fstat(fd).st_ino  # noqa: E731
+        # (fd numbers are reused: the pipes are told by their inode, both ends have the same one)
+        self.assertEqual([fd for fd, what in fds.items() if what == ino(busy_r)], [8],
+                         'the running unit\'s pipe: its read end kept, its write end (9) not: %r' % fds)
+        self.assertEqual([fd for fd, what in fds.items() if what == ino(idle_r)], [],
+                         'the stopped unit\'s pipe (10, 11) still open in tend: %r' % fds)
+        self.assertIn('resuming from the previous tend\'s state (format 1)', self.stderr())
+
+    def test_format_2_read(self):
+        """The frozen format-2 document (STATE_V2): the back-off unit's pipe
+        is made from the read end carried (the bytes in it and in "in"
+        read), its restart opens a write end of the same pipe."""
+        self.unit('in-backoff', "[Service]\nExecStart=/bin/sh -c 'echo from-the-restart; exec sleep 1000'\n"
+                  "Restart=always")
+        self.unit('kept-inactive', '[Service]\nExecStart=/bin/sleep 1000')
+        r, w = os.pipe()
+        self.addCleanup(lambda: [os.close(fd) for fd in (r, w)])
+        os.write(w, b'half\n')
+        with open(self.path('state-v2.json'), 'w') as f:
+            f.write(STATE_V2)
+        self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" 8</proc/%d/fd/%d && exec "$@"' % (os.getpid(), r),
+                              self.path('state-v2.json')], env=dict(os.environ, TEND_REEXEC_STATE_FD='7'))
+        z = self.wait_state('in-backoff', lambda z: z['state'] == 'running', 5, 'its due restart never came')
+        self.assertEqual(z['restarts'], 3)
+        wait_until(lambda: 'from-the-restart' in self.ctl('logs', 'in-backoff')[1], 5,
+                   lambda: 'the restart\'s line never came: %r' % self.ctl('logs', 'in-backoff')[1])
+        said = self.ctl('logs', 'in-backoff')[1]
+        self.assertIn('first-half', said, 'the carried pipe\'s bytes lost')
+        fds = list(self.tend_fds().values())
+        self.assertEqual(fds.count('pipe:[%d]' % os.fstat(r).st_ino), 1, 'not the read end alone: %r' % fds)
+        self.assertEqual(self.st('kept-inactive')['state'], 'inactive')
+        self.assertIn('resuming from the previous tend\'s state (format 2)', self.stderr())
+
+    def test_during_the_initial_starts(self):
+        """SIGUSR2 while the start of DIR's units is still spread over the
+        loop's turns (256 a turn, manager.c): the rest are started before the
+        state is written, each once, and run on after the re-exec."""
+        n = 600
+        for i in range(n):
+            self.unit('u%03d' % i, '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(wait_ready=False)
+        # SIGUSR2 blocked (tend's signal sources exist): sent now, it is read at the loop's first turn,
+        # when the first 256 units have started and the rest wait for their turns.
+        def blocked():
+            with open('/proc/%d/status' % self.tend_pid) as f:
+                return int(re.search(r'^SigBlk:\s+(\w+)', f.read(), re.M).group(1), 16) & (1 << (signal.SIGUSR2 - 1))
+        wait_until(lambda: not self.tend_proc.running() or blocked(), 10,
+                   lambda: 'tend never blocked SIGUSR2: %r' % self.stderr()[-2000:], interval=0.001)
+        os.kill(self.tend_pid, signal.SIGUSR2)
+        wait_until(lambda: 're-executed: ' in self.stderr(), 30,
+                   lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+        names = ['u%03d.service' % i for i in range(n)]
+
+        def all_running():
+            s = self.statuses()
+            return s if all(s[x]['state'] == 'running' for x in names) else None
+        s = wait_until(all_running, 30, lambda: 'units left unstarted after the re-exec: %r' % sorted(
+            x for x, r in self.statuses().items() if r['state'] != 'running')[:20])
+        self.assertEqual([x for x in names if s[x]['restarts'] != 0], [], 'units restarted')
+        m = re.search(r'the start of DIR\'s units finished first \((\d+) were still to be reached\)', self.stderr())
+        self.assertIsNotNone(m, 'the re-exec did not come during the staged starts: %r' % self.stderr()[-2000:])
+        self.assertGreater(int(m.group(1)), 0)
+        pids = {s[x]['main_pid'] for x in names}
+        self.assertEqual(len(pids), n)
+        with open('/proc/%d/task/%d/children' % (self.tend_pid, self.tend_pid)) as f:
+            children = sorted(int(c) for c in f.read().split())
+        self.assertEqual(children, sorted(pids), 'tend\'s children are not its units\' '
+                         'main processes, one each')
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
+
     def test_incompatible_state_refused(self):
         b = self.binary_copy()
         self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
         self.start_tend(binary=b)
         r = self.wait_running('idle')
         old_ino = self.exe_inode()
-        # The question the old tend asks the new binary: the built one reads format 1 (this one's), not 2.
-        for version, status in (('1', 0), ('2', 1), ('0', 1), ('x', 1)):
+        # The question the old tend asks the new binary: the built one reads formats 1 and 2 (this one's), not 3.
+        for version, status in (('1', 0), ('2', 0), ('3', 1), ('0', 1), ('x', 1)):
             p = subprocess.run([TEND, '--check-state-version', version], capture_output=True, text=True, timeout=10)
-            self.assertEqual((p.returncode, p.stdout), (status, '1\n'), 'tend --check-state-version %s' % version)
+            self.assertEqual((p.returncode, p.stdout), (status, '2\n'), 'tend --check-state-version %s' % version)
         # A "new build" that cannot read the running tend's state format.
         self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
         rc, out, err = self.ctl('daemon-reexec', check=False)

@@ -769,6 +769,29 @@ class Robustness(CtlTestCase):
         r = self.st('web')
         self.assertEqual((r['state'], r['main_pid']), ('running', pid), 'a refused name acted on a unit')
 
+    def test_names_outside_the_unit_name_characters_are_refused(self):
+        """Issue 19: a name with characters systemd's unit names do not have
+        (a space, "/", "*", a non-ASCII letter) is refused with the reason,
+        as at load: it is never looked up (it was answered "not found")."""
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        pid = self.wait_running('web')['main_pid']
+        c = self.conn()
+        for name in ('web service', 'web/..', 'w*b', 'w\u00e9b.service', '', 'web\u00e9' * 40):
+            c.s.send(json.dumps({'version': 1, 'command': 'stop', 'units': [name]}).encode())
+            raw = c.s.recv(MSG_MAX)
+            res = json.loads(raw.decode('utf-8', errors='strict'))
+            self.assertEqual((res['type'], res['ok'], res['error']), ('result', False, 'bad-request'), (name, res))
+            self.assertIn('invalid unit name', res['message'], res)
+        st, out, err = self.ctl('status', 'a b', check=False)
+        self.assertNotEqual(st, 0)
+        self.assertEqual(out, '', 'tendctl printed on stdout for a refused request')
+        self.assertIn('invalid unit name', err)
+        r = self.st('web')
+        self.assertEqual((r['state'], r['main_pid']), ('running', pid), 'a refused name acted on a unit')
+        # the valid forms still work: with and without the suffix, an instance
+        self.assertEqual(self.ctl('status', 'web.service', check=False)[0], 0)
+
 
 # ---------------------------------------------------------------------------
 # daemon-reload: the difference rules (SPEC §5)

@@ -1419,9 +1419,11 @@ static void test_logs(void **state) {
                                          .stderr_target = { LOGS_TARGET_CONSOLE, NULL } };
         assert_int_equal(logs_stream_new(lm, &sc, &f->fake.stream), 0);
         assert_int_equal(logs_stream_prepare_spawn(f->fake.stream, &out, &err), 0);
-        logs_stream_spawn_done(f->fake.stream);
         logs_stream_set_pid(f->fake.stream, 321);
-        assert_int_equal(write(out, "one\ntwo\nthree\n", 14), 14);
+        int w = fcntl(out, F_DUPFD_CLOEXEC, 0); /* the child's copy: tend closes its own at spawn_done */
+        assert_true(w >= 0);
+        logs_stream_spawn_done(f->fake.stream);
+        assert_int_equal(write(w, "one\ntwo\nthree\n", 14), 14);
         size_t want = 3;
         run_until(f, ring_has, &want, -1, WAIT_MS, "three lines in the ring", "the log stream did not read its pipe");
 
@@ -1447,7 +1449,7 @@ static void test_logs(void **state) {
         assert_string_equal(str(m, "text"), "three");
         json_object_put(m);
         assert_no_message(f, a);
-        assert_int_equal(write(out, "four\n", 5), 5);
+        assert_int_equal(write(w, "four\n", 5), 5);
         m = client_recv(f, a);
         assert_string_equal(str(m, "text"), "four");
         json_object_put(m);
@@ -1460,6 +1462,7 @@ static void test_logs(void **state) {
         assert_ask(f, a, "{\"version\":1,\"command\":\"logs\",\"units\":[\"nosuch\"]}", "not-found");
         close(a);
         settle(f);
+        close(w);
         f->fake.stream = logs_stream_free(f->fake.stream);
         lm = logs_manager_free(lm);
         close(devnull);

@@ -36,6 +36,7 @@
 
 #include "log.h"
 #include "logs.h"
+#include "logs-handover.h"
 #include "testutil.h"
 
 #ifndef P_PIDFD
@@ -394,6 +395,8 @@ static void test_crash_console(void **state) {
         struct logs_stream_stats st;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         struct child *k = unit_spawn(&f->kids[0], s, script);
         snprintf(ex.prefix, sizeof ex.prefix, "mega[%d]: ", k->pid);
 
@@ -428,6 +431,8 @@ static void test_crash_file(void **state) {
         close(fd);
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_n_pipes(s), 1);
         struct child *k = unit_spawn(&f->kids[0], s, script);
         wait_for(f, (struct want) { .exited = { k } }, 30000, "the writer to crash",
@@ -455,6 +460,8 @@ static void test_restart(void **state) {
         struct expect ex[2] = { { .n = 500 }, { .n = 500 } };
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         struct child *k1 = unit_spawn(&f->kids[0], s, one);
         snprintf(ex[0].prefix, sizeof ex[0].prefix, "svc[%d]: ", k1->pid);
         /* The loop does not run: instance 1's lines wait in the pipe tend holds. */
@@ -501,7 +508,10 @@ static void test_blocked_fifo(void **state) {
         struct logs_stream_stats st;
 
         assert_int_equal(logs_stream_new(f->m, &ca, &a), 0);
+
+        assert_int_equal(logs_stream_open_pipes(a), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_new(f->m, &cb, &b), 0);
+        assert_int_equal(logs_stream_open_pipes(b), 0); /* issue 19: pipes at the start */
         struct child *ka = unit_spawn(&f->kids[0], a, big);
         run_until(f, stream_paused, a, 20000, "the FIFO unit to pause", "tend never saw EAGAIN on the full FIFO");
         struct child *kb = unit_spawn(&f->kids[1], b, small);
@@ -544,8 +554,12 @@ static void test_blocked_console(void **state) {
         struct sbuf content = { 0 };
         
         assert_int_equal(logs_stream_new(f->m, &ca, &a), 0);
+        
+        assert_int_equal(logs_stream_open_pipes(a), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_new(f->m, &cb, &b), 0);
+        assert_int_equal(logs_stream_open_pipes(b), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_new(f->m, &cc, &c), 0);
+        assert_int_equal(logs_stream_open_pipes(c), 0); /* issue 19: pipes at the start */
         f->read_console = false; /* tend's stdout: a pipe nobody reads */
         struct child *ka = unit_spawn(&f->kids[0], a, big);
         struct child *kb = unit_spawn(&f->kids[1], b, big);
@@ -615,6 +629,8 @@ static void test_partial_line(void **state) {
         struct collected col = { 0 };
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         struct child *k = unit_spawn(&f->kids[0], s, "printf 'abc\\ndef'");
         snprintf(want1, sizeof want1, "part[%d]: abc\n", k->pid);
         snprintf(want2, sizeof want2, "part[%d]: abc\npart[%d]: def\n", k->pid, k->pid);
@@ -646,6 +662,8 @@ static void test_long_line(void **state) {
         struct logs_stream_stats st;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         struct child *k = unit_spawn(&f->kids[0], s, "head -c 102400 /dev/zero | tr '\\0' x; echo");
         snprintf(prefix, sizeof prefix, "long[%d]: ", k->pid);
         char *xs = malloc(LOGS_LINE_MAX);
@@ -716,6 +734,8 @@ static void test_ring(void **state) {
         struct logs_stream_stats st;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         struct child *k = unit_spawn(&f->kids[0], s, script);
         usec_t start = now_usec(CLOCK_REALTIME);
         wait_for(f, (struct want) { .exited = { k }, .s = { s }, .lines = { 1000 } }, 10000, "1000 lines",
@@ -764,6 +784,8 @@ static void test_ring_wrap(void **state) {
         char line[160];
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         for (unsigned i = 0; i < 3000; i++) {
                 int n = snprintf(line, sizeof line, "v%u %.*s\n", i, (int) (i % 53), PAYLOAD PAYLOAD);
@@ -789,6 +811,8 @@ static void test_flush_point_while_blocked(void **state) {
         char line[1024];
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         logs_stream_set_pid(s, 1);
         memset(line, 'z', sizeof line);
@@ -853,6 +877,8 @@ static void test_followers(void **state) {
         struct logs_stream_stats st;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_follow(s, 0, on_follow, &fs, &fast), 0);
         assert_int_equal(logs_stream_follow(s, LOGS_FOLLOWER_QUEUE_MIN, on_follow, &ss, &slow), 0);
         assert_int_equal(logs_stream_follow(s, 0, NULL, NULL, &idle), 0);
@@ -896,6 +922,90 @@ static void test_followers(void **state) {
         assert_int_equal(logs_follower_next(idle, &l), -EPIPE);
 }
 
+/* issue 19's fd budget: a stopped unit holds no fd. Its pipe is read to the
+ * end (the last partial line flushed) and closed; the ring keeps the lines;
+ * the next start makes a new pipe. */
+static void test_close_pipes(void **state) {
+        struct fx *f = *state;
+        struct logs_stream_config c = console_unit("dead");
+        _cleanup_(logs_stream_freep) logs_stream *s = NULL;
+        struct collected col = { 0 };
+
+        int fds = count_fds();
+        assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+        assert_int_equal(count_fds(), fds); /* loaded: no fd */
+        assert_int_equal(logs_stream_open_pipes(s), 0);
+        assert_int_equal(count_fds(), fds + 2);
+        struct child *k = unit_spawn(&f->kids[0], s, "printf 'abc\\ndef'");
+        /* running: the read end only (the child has the write end), and the
+         * test's own pidfd of the child */
+        assert_int_equal(count_fds(), fds + 2);
+        wait_for(f, (struct want) { .exited = { k } }, 10000, "the writer to exit", "the child hangs");
+        assert_int_equal(logs_stream_close_pipes(s), 0);
+        assert_int_equal(count_fds(), fds + 1); /* stopped: no fd of the stream's */
+        assert_int_equal(logs_stream_n_pipes(s), 0);
+        assert_int_equal(logs_stream_ring(s, SIZE_MAX, collect, &col), 2); /* nothing lost */
+        assert_string_equal(col.l[0].text, "abc");
+        assert_string_equal(col.l[1].text, "def");
+        assert_int_equal(col.l[1].flags, LOGS_LINE_PARTIAL);
+        collected_free(&col);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* the next start */
+        assert_int_equal(count_fds(), fds + 3);
+        assert_int_equal(logs_stream_close_pipes(s), 0);
+        assert_int_equal(count_fds(), fds + 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* reexec: a pipe's read end handed over to a stream that has no pipe        */
+/* ------------------------------------------------------------------------ */
+
+static void test_handover_read_end(void **state) {
+        struct fx *f = *state;
+        struct logs_stream_config c1 = console_unit("old"), c2 = console_unit("new"), cn = console_unit("null");
+        cn.stdout_target = cn.stderr_target = (struct logs_target) { LOGS_TARGET_NULL, NULL };
+        _cleanup_(logs_stream_freep) logs_stream *s2 = NULL, *sn = NULL;
+        logs_stream *s1 = NULL;
+        struct logs_handover h;
+        struct collected col = { 0 };
+        int out, err;
+
+        /* The old tend: a running unit's stream holds its pipe's read end only. */
+        assert_int_equal(logs_stream_new(f->m, &c1, &s1), 0);
+        assert_int_equal(logs_stream_handover_get(s1, false, &h), 0);
+        assert_int_equal(h.n_pipes, 0); /* no pipe: nothing carried */
+        assert_int_equal(logs_stream_prepare_spawn(s1, &out, &err), 0);
+        int w = fcntl(out, F_DUPFD_CLOEXEC, 0); /* the child's copy */
+        assert_true(w >= 0);
+        logs_stream_spawn_done(s1);
+        assert_int_equal(logs_stream_handover_get(s1, false, &h), 0);
+        assert_int_equal(h.n_pipes, 1);
+        assert_true(h.shared);
+        assert_false(fcntl(h.pipe[0].rfd, F_GETFD) & FD_CLOEXEC); /* for the execve */
+        int rfd = fcntl(h.pipe[0].rfd, F_DUPFD, 0);                /* what execve keeps */
+        assert_true(rfd >= 0);
+        s1 = logs_stream_free(s1);
+        int fds = count_fds();
+        assert_int_equal(write(w, "abc\npart", 8), 8);
+
+        /* The new tend: its streams have no pipe (issue 19: made at a start). */
+        assert_int_equal(logs_stream_new(f->m, &c2, &s2), 0);
+        assert_int_equal(logs_stream_new(f->m, &cn, &sn), 0);
+        h.pipe[0] = (struct logs_handover_pipe) { .rfd = rfd, .in = "x-", .in_len = 2 };
+        assert_int_equal(logs_stream_handover_put(sn, &h), -ESTALE); /* its settings changed */
+        assert_int_equal(logs_stream_handover_put(s2, &h), 0);
+        assert_int_equal(logs_stream_n_pipes(s2), 1);
+        assert_int_equal(count_fds(), fds); /* the read end taken, no write end made */
+        assert_true(fcntl(rfd, F_GETFD) & FD_CLOEXEC);
+        assert_int_equal(logs_stream_handover_put(s2, &h), -EEXIST);
+        close(w); /* the unit is dead: its pipe read to the end, closed */
+        assert_int_equal(logs_stream_close_pipes(s2), 0);
+        assert_int_equal(count_fds(), fds - 2); /* w and the read end */
+        assert_int_equal(logs_stream_ring(s2, SIZE_MAX, collect, &col), 2); /* nothing lost */
+        assert_string_equal(col.l[0].text, "x-abc");
+        assert_string_equal(col.l[1].text, "part");
+        collected_free(&col);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Pipes: shared for one target, two for two                                 */
 /* ------------------------------------------------------------------------ */
@@ -912,6 +1022,7 @@ static void test_pipe_sharing(void **state) {
         struct logs_stream_config one = console_unit("one");
         fds = count_fds();
         assert_int_equal(logs_stream_new(f->m, &one, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(count_fds(), fds + 2);
         assert_int_equal(logs_stream_n_pipes(s), 1);
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
@@ -925,6 +1036,7 @@ static void test_pipe_sharing(void **state) {
         struct logs_stream_config same = file_unit("same", path2);
         fds = count_fds();
         assert_int_equal(logs_stream_new(f->m, &same, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(count_fds(), fds + 3); /* a pipe and the file */
         assert_int_equal(logs_stream_n_pipes(s), 1);
         s = logs_stream_free(s);
@@ -934,6 +1046,7 @@ static void test_pipe_sharing(void **state) {
         two.stderr_target = (struct logs_target) { LOGS_TARGET_APPEND, path };
         fds = count_fds();
         assert_int_equal(logs_stream_new(f->m, &two, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(count_fds(), fds + 5); /* two pipes and the file */
         assert_int_equal(logs_stream_n_pipes(s), 2);
         struct child *k = unit_spawn(&f->kids[0], s, "echo to-out; echo to-err >&2");
@@ -966,6 +1079,8 @@ static void test_direct_targets(void **state) {
         int out, err;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_n_pipes(s), 0);
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         assert_int_equal(fstat(out, &a), 0);
@@ -1043,6 +1158,7 @@ static void test_socket_console(void **state) {
         assert_false(fcntl(sp[1], F_GETFL) & O_NONBLOCK);
         struct logs_stream_config c = console_unit("sock");
         assert_int_equal(logs_stream_new(m, &c, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         logs_stream_set_pid(s, 4242);
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         assert_int_equal(write(out, "one\ntwo\n", 8), 8);
@@ -1067,6 +1183,8 @@ static void test_final_drain(void **state) {
         int r;
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         int out, err;
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         logs_stream_set_pid(s, 77);
@@ -1101,6 +1219,8 @@ static void test_free_blocked_notes_loss(void **state) {
         char line[1024];
 
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_prepare_spawn(s, &out, &err), 0);
         memset(line, 'y', sizeof line);
         line[sizeof line - 1] = '\n';
@@ -1185,14 +1305,18 @@ static void test_bad_config(void **state) {
         assert_int_equal(logs_stream_new(f->m, &c, &s), -EINVAL);
         c = file_unit("rel", "relative/path");
         assert_int_equal(logs_stream_new(f->m, &c, &s), -EINVAL);
+        /* a file: target is opened with its pipe, before a start (issue 19) */
         c = file_unit("nodir", "/nonexistent-dir/x.log");
-        assert_int_equal(logs_stream_new(f->m, &c, &s), -ENOENT);
+        assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), -ENOENT);
+        s = logs_stream_free(s);
         snprintf(path, sizeof path, "%s/noreader", f->dir);
         assert_int_equal(mkfifo(path, 0600), 0);
         c = file_unit("fifo", path);
-        assert_int_equal(logs_stream_new(f->m, &c, &s), -ENXIO);
+        assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), -ENXIO);
         assert_non_null(strstr(logged.p, "FIFO with no reader"));
-        assert_null(s);
+        s = logs_stream_free(s);
         assert_int_equal(logs_manager_new(NULL, NULL, &(logs_manager *) { NULL }), -EINVAL);
         struct logs_manager_options o = { .console_fd = -1, .ring_bytes = 1 };
         assert_int_equal(logs_manager_new(f->e, &o, &(logs_manager *) { NULL }), -EINVAL);
@@ -1297,6 +1421,7 @@ static void test_journal(void **state) {
         };
         logs_stream *s = NULL;
         assert_int_equal(logs_stream_new(m, &c, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_n_pipes(s), 1);
         struct child *k = unit_spawn(&f->kids[0], s, "printf '<4>careful\\nplain\\n<3>bad\\n<9>odd\\n'");
         struct sbuf entries = { 0 };
@@ -1349,8 +1474,11 @@ static void test_console_strips_level_prefix(void **state) {
         e.no_level_prefix = true;
         _cleanup_(logs_stream_freep) logs_stream *s = NULL, *t = NULL, *u = NULL;
         assert_int_equal(logs_stream_new(f->m, &c, &s), 0);
+        assert_int_equal(logs_stream_open_pipes(s), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_new(f->m, &d, &t), 0);
+        assert_int_equal(logs_stream_open_pipes(t), 0); /* issue 19: pipes at the start */
         assert_int_equal(logs_stream_new(f->m, &e, &u), 0);
+        assert_int_equal(logs_stream_open_pipes(u), 0); /* issue 19: pipes at the start */
         struct child *k1 = unit_spawn(&f->kids[0], s, "echo '<2>crit'");
         struct child *k2 = unit_spawn(&f->kids[1], t, "echo '<2>crit'");
         struct child *k3 = unit_spawn(&f->kids[2], u, "echo '<2>crit'");
@@ -1392,6 +1520,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_flush_point_while_blocked, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_followers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pipe_sharing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_close_pipes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_handover_read_end, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_direct_targets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stdout_nonblock, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_socket_console, setup, teardown),

@@ -1107,6 +1107,7 @@ static void test_load_dir(void **state) {
         write_file("tmpl@.service", EXEC);
         write_file("masked.service", "");
         write_file("bad name.service", EXEC);
+        write_file("x\xe9.service", EXEC); /* issue 19: a Latin-1 name, quoted escaped */
         write_file("README", "not a unit");
         write_file("other.socket", "[Socket]\n");
         assert_int_equal(symlink("/dev/null", dir_path(p, "nulled.service")), 0);
@@ -1125,7 +1126,7 @@ static void test_load_dir(void **state) {
                 int error;
         } errors[] = {
                 { "bad name.service", -EINVAL }, { "bad.service", -EINVAL },    { "dir.service", -EINVAL },
-                { "masked.service", -ERFKILL },  { "nulled.service", -ERFKILL },
+                { "masked.service", -ERFKILL },  { "nulled.service", -ERFKILL }, { "x\xe9.service", -EINVAL },
         };
         assert_int_equal(s->n_errors, ELEMENTSOF(errors));
         for (size_t i = 0; i < ELEMENTSOF(errors); i++) {
@@ -1141,14 +1142,15 @@ static void test_load_dir(void **state) {
         /* Every message of the directory, in order, each naming its file: the
          * names first (the other unit types, invalid names, links), then
          * each unit's file. */
-        char e0[PATH_MAX + 128], w0[PATH_MAX + 128], w1[PATH_MAX + 128], w2[PATH_MAX + 128];
+        char e0[PATH_MAX + 128], e1[PATH_MAX + 128], w0[PATH_MAX + 128], w1[PATH_MAX + 128], w2[PATH_MAX + 128];
         snprintf(w1, sizeof w1, "%s: tend runs services only: ignored 1 socket (other.socket)", dir);
         snprintf(e0, sizeof e0, "%s: invalid unit name \"bad name.service\"", dir);
+        snprintf(e1, sizeof e1, "%s: invalid unit name \"x\\xe9.service\"", dir); /* never the raw byte */
         snprintf(w0, sizeof w0, "%s/bad.service:4: unknown key \"UnknownKey\" in section [Service], ignoring", dir);
         snprintf(m3, sizeof m3, "%s/dir.service: not a regular file", dir);
         snprintf(m4, sizeof m4, "%s/nulled.service: masked (a link to /dev/null), not loaded", dir);
         snprintf(w2, sizeof w2, "%s/warned.service:3: unknown key \"UnknownKey\" in section [Service], ignoring", dir);
-        expect_msgs(LOG_WARNING, w1, LOG_ERR, e0, LOG_NOTICE, m4, LOG_ERR, m1, LOG_WARNING, w0, LOG_ERR, m3,
+        expect_msgs(LOG_WARNING, w1, LOG_ERR, e0, LOG_NOTICE, m4, LOG_ERR, e1, LOG_ERR, m1, LOG_WARNING, w0, LOG_ERR, m3,
                     LOG_NOTICE, m2, LOG_WARNING, w2, -1);
         unit_set_free(s);
 
