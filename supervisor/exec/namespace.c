@@ -372,10 +372,6 @@ static int mount_compare(const void *a, const void *b) {
         return c ? c : (x->mode > y->mode) - (x->mode < y->mode);
 }
 
-static bool exec_class(namespace_mode m) {
-        return m == NAMESPACE_EXEC || m == NAMESPACE_NO_EXEC;
-}
-
 /* Drops the mounts for which drop() holds, keeping the others' order. */
 static void plan_filter(struct namespace_plan *p, bool (*drop)(const struct namespace_plan *p, size_t i)) {
         size_t o = 0;
@@ -391,13 +387,42 @@ static void plan_filter(struct namespace_plan *p, bool (*drop)(const struct name
         p->n_mounts = o;
 }
 
-/* The same path as an earlier entry of its class (the lower mode won the sort). */
+/* What an entry makes read-only, noexec, exec of its path (systemd 252's mount_entry_read_only() …). */
+static bool entry_read_only(const struct namespace_mount *m) {
+        return m->read_only || m->mode == NAMESPACE_READ_ONLY || m->mode == NAMESPACE_INACCESSIBLE;
+}
+
+static bool entry_no_exec(const struct namespace_mount *m) {
+        return m->no_exec || m->mode == NAMESPACE_NO_EXEC || m->mode == NAMESPACE_INACCESSIBLE ||
+               m->mode == NAMESPACE_PROCFS;
+}
+
+static bool entry_exec(const struct namespace_mount *m) {
+        return m->exec || m->mode == NAMESPACE_EXEC;
+}
+
+/* Gives each path's first entry (the lower mode won the sort; it is kept) the
+ * read-only, noexec and exec of the others on the path (systemd 252's
+ * drop_duplicates: ReadOnlyPaths=/tmp with PrivateTmp= is a read-only private
+ * /tmp, a bind under ReadOnlyPaths= of its path read-only, NoExecPaths= beats
+ * ExecPaths=). */
+static void merge_duplicates(struct namespace_plan *p) {
+        for (size_t i = 1, first = 0; i < p->n_mounts; i++) {
+                const struct namespace_mount *m = &p->mounts[i];
+                struct namespace_mount *kept = &p->mounts[first];
+                if (!streq(kept->path, m->path)) {
+                        first = i;
+                        continue;
+                }
+                kept->read_only = kept->read_only || entry_read_only(m);
+                kept->no_exec = kept->no_exec || entry_no_exec(m);
+                kept->exec = kept->exec || entry_exec(m);
+        }
+}
+
+/* The same path as the entry before it: merged into the first (merge_duplicates()). */
 static bool is_duplicate(const struct namespace_plan *p, size_t i) {
-        const struct namespace_mount *m = &p->mounts[i];
-        for (size_t j = i; j-- > 0 && streq(p->mounts[j].path, m->path);)
-                if (exec_class(p->mounts[j].mode) == exec_class(m->mode))
-                        return true;
-        return false;
+        return i > 0 && streq(p->mounts[i - 1].path, p->mounts[i].path);
 }
 
 /* Under an inaccessible path: nothing there to mount on (systemd drops them too). */
@@ -559,6 +584,7 @@ int namespace_plan_finish(const char *unit, const struct unit_file *f, const str
         if (canonicalize(p) < 0)
                 return -ENOMEM;
         qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
+        merge_duplicates(p);
         plan_filter(p, is_duplicate);
         plan_filter(p, is_hidden);
         int r = plan_privileges(unit, f, self, p);
@@ -777,9 +803,10 @@ static int protect(struct namespace_plan *p, size_t i, bool recursive, uint64_t 
         return r;
 }
 
+/* Step 4's entries (inaccessible nodes are made read-only in step 3). */
 static bool read_only_entry(const struct namespace_mount *m, bool *ret_recursive) {
         *ret_recursive = m->mode != NAMESPACE_TMPFS && m->mode != NAMESPACE_PRIVATE_DEV;
-        return m->mode == NAMESPACE_READ_ONLY || m->read_only;
+        return m->mode != NAMESPACE_INACCESSIBLE && entry_read_only(m);
 }
 
 #define STEP_FAIL(m)                                            \
@@ -813,9 +840,11 @@ int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
                 struct namespace_mount *m = &p->mounts[i];
-                if (m->skipped || !exec_class(m->mode))
+                /* noexec wins over exec (systemd 252's make_noexec()); the others' own mounts keep their flags */
+                bool no = entry_no_exec(m);
+                if (m->skipped || m->mode == NAMESPACE_INACCESSIBLE || m->mode == NAMESPACE_PROCFS ||
+                    (!no && !entry_exec(m)))
                         continue;
-                bool no = m->mode == NAMESPACE_NO_EXEC;
                 if (protect(p, i, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
                         STEP_FAIL(m);
         }

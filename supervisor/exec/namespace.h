@@ -7,7 +7,8 @@
  * The keys (unit-file-namespace.h) become a plan of mounts, computed before
  * the fork (STYLE.md "Reserve before fork"): each entry a path, a mode and
  * the key it came from, sorted by path (a parent before what is under it),
- * one entry per path (the stronger mode wins, as in systemd), the entries
+ * one entry per path (the stronger mode wins and takes the others'
+ * read-only and noexec, as systemd's drop_duplicates), the entries
  * under an inaccessible path dropped. The child then, with system calls only
  * (namespace_pre_exec()):
  *   1. unprivileged tend: unshare(CLONE_NEWUSER) with a map of tend's own uid
@@ -38,7 +39,10 @@
 struct unit_file;
 struct sandbox_self;
 
-/* What a mount entry does; a lower value wins over a higher one on the same path. */
+/* What a mount entry does. On one path the lowest value's entry is kept, and
+ * it takes the others' read-only, noexec and exec (systemd 252's order and
+ * merge): ReadOnlyPaths=/tmp makes PrivateTmp='s /tmp read-only, a bind
+ * under ReadOnlyPaths= is read-only, noexec wins over exec. */
 typedef enum namespace_mode {
         NAMESPACE_INACCESSIBLE,         /* an empty 0000 node of the same kind, read-only, noexec */
         NAMESPACE_BIND,                 /* BindPaths=…:norbind */
@@ -48,10 +52,10 @@ typedef enum namespace_mode {
         NAMESPACE_PROCFS,               /* a new procfs instance with options */
         NAMESPACE_READ_ONLY,
         NAMESPACE_READ_WRITE,
+        NAMESPACE_NO_EXEC,
+        NAMESPACE_EXEC,                 /* noexec cleared (pass 5) */
         NAMESPACE_TMPFS,                /* options and flags of its own */
         NAMESPACE_READ_WRITE_IMPLICIT,  /* kept as it is under a read-only parent */
-        NAMESPACE_EXEC,                 /* noexec cleared (pass 5) */
-        NAMESPACE_NO_EXEC,
         _NAMESPACE_MODE_MAX,
 } namespace_mode;
 
@@ -63,7 +67,8 @@ struct namespace_mount {
         const char *key;         /* static: "ReadOnlyPaths=" — the key it came from */
         namespace_mode mode;
         bool optional;           /* '-': a missing path (or bind source) is skipped */
-        bool read_only;          /* binds, tmpfs: made read-only in step 4 */
+        bool read_only;          /* made read-only in step 4 (binds, tmpfs; merged entries) */
+        bool no_exec, exec;      /* merged from other entries on the path: noexec set (wins), or cleared */
         /* the child's own copy: */
         bool skipped;
         int fd;

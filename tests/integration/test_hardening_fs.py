@@ -262,6 +262,38 @@ class HardeningFs(ServiceTestCase):
         self.assertTrue(os.path.exists(r('src/w')), "BindPaths=: the unit's write did not reach the source")
         self.assertFalse(os.path.exists(r('tfs/x')), "TemporaryFileSystem=: the unit's file is on the host")
 
+    # ---- two keys on one path: merged as systemd 252 does ----
+
+    def test_same_path_merged(self):
+        """The entry kept for a path takes the others' read-only and noexec
+        (QA's H1: each of these was writable, or executable, before)."""
+        r = self.rpath
+        for d in ('both', 'tfs'):
+            os.mkdir(r(d))
+        with open(r('tfs/m'), 'w') as fh:
+            fh.write('m')
+        bin_dir = self.host_dir('/usr/local', 'tend-ns-merge-%d' % os.getpid())
+        shutil.copy('/bin/true', os.path.join(bin_dir, 'true'))
+        true = os.path.join(bin_dir, 'true')
+        root_probe = '/root/tend-ns-merge-%d' % os.getpid()
+        self.addCleanup(lambda: os.path.exists(root_probe) and os.unlink(root_probe))
+        cg = self.writable_cgroup_file()
+        self.check({
+            'tmp-ro': ('PrivateTmp=yes\nReadOnlyPaths=/tmp', {('ls', '/tmp'): 'empty', ('write', '/tmp/x'): 'EROFS'}),
+            'bind-ro': ('BindPaths=%s\nReadOnlyPaths=%s' % (r('both'), r('both')),
+                        {('write', r('both/x')): 'EROFS'}),
+            'bind-only': ('BindPaths=%s' % r('both'), {('write', r('both/y')): 'ok'}),
+            'home-bind': ('ProtectHome=read-only\nBindPaths=/root', {('write', root_probe): 'EROFS'}),
+            'cgroup-bind': ('ProtectControlGroups=yes\nBindPaths=/sys/fs/cgroup', {('openw', cg): 'EROFS'}),
+            'cgroup-bind-no': ('BindPaths=/sys/fs/cgroup', {('openw', cg): 'ok'}),
+            'tfs-rw': ('TemporaryFileSystem=%s:ro\nReadWritePaths=%s' % (r('tfs'), r('tfs')),
+                       {('ls', r('tfs')): 'm', ('write', r('tfs/x')): 'EROFS'}),
+            'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, bin_dir), {('exec', true): 'EACCES'}),
+            'exec-only': ('ExecPaths=%s' % bin_dir, {('exec', true): 'ok'}),
+        })
+        self.assertFalse(os.path.exists(r('both/x')), 'BindPaths= + ReadOnlyPaths=: the write reached the host')
+        self.assertFalse(os.path.exists(root_probe), 'ProtectHome=read-only + BindPaths=/root: the write reached /root')
+
     # ---- /proc and /sys ----
 
     def writable_cgroup_file(self):

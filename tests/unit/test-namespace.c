@@ -229,6 +229,26 @@ static void test_plan_merge(void **state) {
         namespace_plan_free(p);
 }
 
+/* Two keys on one path: the kept entry takes the others' read-only, noexec, exec (systemd 252). */
+static void test_plan_merge_flags(void **state) {
+        (void) state;
+        struct namespace_plan *p = plan_of(EXEC "PrivateTmp=yes\nReadOnlyPaths=/tmp\n"
+                                                "BindPaths=/usr/share\nReadOnlyPaths=/usr/share\n"
+                                                "TemporaryFileSystem=/srv:ro\nReadWritePaths=/srv\n"
+                                                "NoExecPaths=/opt\nExecPaths=/opt\n");
+        assert_int_equal(find(p, "/tmp")->mode, NAMESPACE_PRIVATE_TMP);
+        assert_true(find(p, "/tmp")->read_only);
+        assert_int_equal(find(p, "/usr/share")->mode, NAMESPACE_BIND_RECURSIVE);
+        assert_true(find(p, "/usr/share")->read_only);
+        assert_int_equal(find(p, "/srv")->mode, NAMESPACE_READ_WRITE); /* the tmpfs dropped, its ro kept */
+        assert_true(find(p, "/srv")->read_only);
+        assert_int_equal(find(p, "/opt")->mode, NAMESPACE_NO_EXEC);
+        assert_true(find(p, "/opt")->exec); /* noexec still wins in the child */
+        for (size_t i = 1; i < p->n_mounts; i++)
+                assert_true(strcmp(p->mounts[i - 1].path, p->mounts[i].path) != 0);
+        namespace_plan_free(p);
+}
+
 static void test_plan_missing(void **state) {
         (void) state;
         struct unit_file *u = parse_ok(EXEC "ReadOnlyPaths=/nonexistent-tend-test\n");
@@ -280,6 +300,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_tables, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_merge, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_merge_flags, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_missing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_add, setup, teardown),
