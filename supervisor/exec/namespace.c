@@ -473,6 +473,26 @@ static int mkdir_ok(const char *path, mode_t mode) {
         return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* An empty mode-0000 regular file, an existing one (not a link) accepted:
+ * opening it again with O_CREAT fails with EACCES for a non-root tend. */
+static int make_empty_file(const char *path) {
+        struct stat st;
+        int fd = -1;
+        for (int tries = 0; tries < 2 && fd < 0; tries++) { /* a second: made by another meanwhile */
+                if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                        return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+                if (errno != ENOENT)
+                        return negative_errno();
+                fd = open(path, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+                if (fd < 0 && errno != EEXIST)
+                        return negative_errno();
+        }
+        if (fd < 0)
+                return -EEXIST;
+        safe_close(fd);
+        return 0;
+}
+
 /* <runtime root>/tend/inaccessible/{dir,reg}: empty, mode 0000. */
 static int make_inaccessible(const char *unit, struct namespace_plan *p) {
         _cleanup_free_ char *root = NULL, *tend = NULL, *base = NULL;
@@ -488,10 +508,8 @@ static int make_inaccessible(const char *unit, struct namespace_plan *p) {
                 r = mkdir_ok(base, 0755);
         if (r >= 0)
                 r = mkdir_ok(p->inaccessible_dir, 0);
-        int fd = r >= 0 ? open(p->inaccessible_reg, O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0) : -1;
-        if (r >= 0 && fd < 0)
-                r = negative_errno();
-        safe_close(fd);
+        if (r >= 0)
+                r = make_empty_file(p->inaccessible_reg);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot make the inaccessible nodes in %s: %m", unit, base);
         return 0;
@@ -545,11 +563,14 @@ static int plan_privileges(const char *unit, const struct unit_file *f, const st
         }
         if ((self->effective >> CAP_SYS_ADMIN) & 1)
                 return 0;
-        if (!userns_allowed())
+        /* A user namespace of tend's own only for a non-root tend, whose units run as its
+         * uid: root's units would be root in it, with every capability over the mount
+         * namespace (and none on the host's network, no setgroups). */
+        if (self->uid == 0 || !userns_allowed())
                 return cannot_apply(unit, f, p, false, "needs a mount namespace: tend lacks CAP_SYS_ADMIN");
         p->user_namespace = true;
-        snprintf(p->uid_map, sizeof p->uid_map, "%u %u 1\n", (unsigned) geteuid(), (unsigned) geteuid());
-        snprintf(p->gid_map, sizeof p->gid_map, "%u %u 1\n", (unsigned) getegid(), (unsigned) getegid());
+        snprintf(p->uid_map, sizeof p->uid_map, "%u %u 1\n", (unsigned) self->uid, (unsigned) self->uid);
+        snprintf(p->gid_map, sizeof p->gid_map, "%u %u 1\n", (unsigned) self->gid, (unsigned) self->gid);
         return cannot_apply(unit, f, p, true, "needs a new /proc: tend lacks CAP_SYS_ADMIN");
 }
 
@@ -815,14 +836,28 @@ static bool read_only_entry(const struct namespace_mount *m, bool *ret_recursive
                 return errno > 0 ? -errno : -EIO;               \
         } while (0)
 
+/* A user namespace (flags: with more namespaces) mapping tend's uid and gid. */
+static int enter_user_namespace(const struct namespace_plan *p, int flags) {
+        if (unshare(CLONE_NEWUSER | flags) < 0 || write_file("/proc/self/setgroups", "deny") < 0 ||
+            write_file("/proc/self/uid_map", p->uid_map) < 0 || write_file("/proc/self/gid_map", p->gid_map) < 0)
+                return -1;
+        return 0;
+}
+
 static int enter_namespaces(const struct namespace_plan *p) {
-        if (p->user_namespace &&
-            (unshare(CLONE_NEWUSER) < 0 || write_file("/proc/self/setgroups", "deny") < 0 ||
-             write_file("/proc/self/uid_map", p->uid_map) < 0 || write_file("/proc/self/gid_map", p->gid_map) < 0))
+        if (p->user_namespace && enter_user_namespace(p, 0) < 0)
                 return -1;
         if (unshare(CLONE_NEWNS) < 0)
                 return -1;
         return mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL);
+}
+
+/* After the mounts, in tend's user namespace: a second user and mount namespace
+ * below it, so the kernel locks every mount copied into it (MNT_LOCKED and its
+ * read-only, noexec…): a unit holding capabilities there (file capabilities)
+ * cannot unmount an inaccessible node nor remount a read-only path. */
+static int lock_mounts(const struct namespace_plan *p) {
+        return p->user_namespace ? enter_user_namespace(p, CLONE_NEWNS) : 0;
 }
 
 int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
@@ -848,6 +883,8 @@ int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
                 if (protect(p, i, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
                         STEP_FAIL(m);
         }
+        if (lock_mounts(p) < 0)
+                return errno > 0 ? -errno : -EIO;
         if (p->private_dev && ((prctl(PR_CAPBSET_DROP, CAP_MKNOD, 0, 0, 0) < 0 && errno != EINVAL) ||
                                (prctl(PR_CAPBSET_DROP, CAP_SYS_RAWIO, 0, 0, 0) < 0 && errno != EINVAL))) {
                 *ret_key = key_index("PrivateDevices=");

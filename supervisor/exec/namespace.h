@@ -11,8 +11,9 @@
  * read-only and noexec, as systemd's drop_duplicates), the entries
  * under an inaccessible path dropped. The child then, with system calls only
  * (namespace_pre_exec()):
- *   1. unprivileged tend: unshare(CLONE_NEWUSER) with a map of tend's own uid
- *      and gid (systemd's user manager does the same);
+ *   1. a non-root tend without CAP_SYS_ADMIN: unshare(CLONE_NEWUSER) with a
+ *      map of tend's own uid and gid (systemd's user manager does the same);
+ *      root without CAP_SYS_ADMIN is refused (its units would be root there);
  *   2. unshare(CLONE_NEWNS), then "/" MS_SLAVE|MS_REC: nothing it mounts
  *      propagates to the host, the host's later mounts still reach it;
  *   3. the mounts, in path order: binds, tmpfs (TemporaryFileSystem=,
@@ -23,6 +24,9 @@
  *      "deny list", here by cloning those subtrees before and putting them
  *      back after);
  *   5. noexec / exec the same way (NoExecPaths=, ExecPaths=);
+ *   5b. after step 1: unshare(CLONE_NEWUSER|CLONE_NEWNS) again, so the kernel
+ *      locks every mount (a unit with capabilities in the user namespace cannot
+ *      unmount or remount them);
  *   6. PrivateDevices=: CAP_MKNOD and CAP_SYS_RAWIO out of the bounding set;
  *   7. chdir to the working directory again (libexit entered it on the host's
  *      mounts, before the hook).
@@ -114,8 +118,8 @@ int namespace_plan_add(struct namespace_plan **p, namespace_mode mode, const cha
  * directory", -ENOENT), prepares the inaccessible nodes (<runtime
  * root>/tend/inaccessible/{dir,reg}, made once, as systemd's
  * /run/systemd/inaccessible), and decides how the namespace is made: with
- * self (NULL: read now) lacking CAP_SYS_ADMIN, in a user namespace if the
- * kernel allows unprivileged ones (ProtectProc=, ProcSubset= excepted: a new
+ * self (NULL: read now) lacking CAP_SYS_ADMIN, in a user namespace if self is
+ * not root and the kernel allows unprivileged ones (ProtectProc=, ProcSubset= excepted: a new
  * /proc needs a PID namespace of that user namespace), else each key goes
  * through hardening_cannot_apply() (-EPERM refuses the start; accepted keys
  * are dropped, and the plan may become empty: *p is then freed and NULL).
