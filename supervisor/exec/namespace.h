@@ -75,7 +75,8 @@ struct namespace_mount {
         bool no_exec, exec;      /* merged from other entries on the path: noexec set (wins), or cleared */
         /* the child's own copy: */
         bool skipped;
-        int fd;
+        int fd;                  /* the mount's root after step 3 (every later step goes through it) */
+        int clone_fd;            /* steps 4, 5: its subtree, cloned aside */
 };
 
 /* The plan of one spawn. Read-only outside namespace.c (tests inspect it). */

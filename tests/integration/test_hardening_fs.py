@@ -286,6 +286,9 @@ class HardeningFs(ServiceTestCase):
         bin_dir = self.host_dir('/usr/local', 'tend-ns-merge-%d' % os.getpid())
         shutil.copy('/bin/true', os.path.join(bin_dir, 'true'))
         true = os.path.join(bin_dir, 'true')
+        os.mkdir(os.path.join(bin_dir, 'rw'))
+        rw_true = os.path.join(bin_dir, 'rw', 'true')
+        shutil.copy('/bin/true', rw_true)
         root_probe = '/root/tend-ns-merge-%d' % os.getpid()
         self.addCleanup(lambda: os.path.exists(root_probe) and os.unlink(root_probe))
         cg = self.writable_cgroup_file()
@@ -301,6 +304,9 @@ class HardeningFs(ServiceTestCase):
                        {('ls', r('tfs')): 'm', ('write', r('tfs/x')): 'EROFS'}),
             'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, bin_dir), {('exec', true): 'EACCES'}),
             'exec-only': ('ExecPaths=%s' % bin_dir, {('exec', true): 'ok'}),
+            # only ExecPaths= keeps its own mode under NoExecPaths= (systemd 252), not a ReadWritePaths=
+            'noexec-rw': ('NoExecPaths=%s\nReadWritePaths=%s' % (bin_dir, os.path.dirname(rw_true)),
+                          {('exec', rw_true): 'EACCES', ('write', os.path.join(bin_dir, 'rw', 'w')): 'ok'}),
         })
         self.assertFalse(os.path.exists(r('both/x')), 'BindPaths= + ReadOnlyPaths=: the write reached the host')
         self.assertFalse(os.path.exists(root_probe), 'ProtectHome=read-only + BindPaths=/root: the write reached /root')
