@@ -18,7 +18,11 @@
  *      propagates to the host, the host's later mounts still reach it;
  *   3. the mounts, in path order: binds, tmpfs (TemporaryFileSystem=,
  *      PrivateTmp=, ProtectHome=tmpfs), a minimal /dev (PrivateDevices=), a
- *      new /proc (ProtectProc=, ProcSubset=), inaccessible nodes;
+ *      new /proc (ProtectProc=, ProcSubset=), inaccessible nodes; each path
+ *      opened once with openat2(RESOLVE_NO_SYMLINKS) (a link put there since
+ *      the plan: ELOOP), every mount of it, here and in steps 4 and 5, through
+ *      that fd (open_tree, fsmount, move_mount, mount_setattr) and the mount's
+ *      root fd kept (namespace-child.c);
  *   4. read-only (mount_setattr): each read-only entry's whole subtree except
  *      the other entries under it, which keep their own mode (systemd's
  *      "deny list", here by cloning those subtrees before and putting them
@@ -30,7 +34,7 @@
  *   6. PrivateDevices=: CAP_MKNOD and CAP_SYS_RAWIO out of the bounding set;
  *   7. chdir to the working directory again (libexit entered it on the host's
  *      mounts, before the hook).
- * Needs Linux 5.12 (open_tree, move_mount, mount_setattr).
+ * Needs Linux 5.12 (open_tree, move_mount, mount_setattr; fsopen, openat2).
  */
 #pragma once
 
@@ -124,6 +128,7 @@ int namespace_plan_add(struct namespace_plan **p, namespace_mode mode, const cha
  * /proc needs a PID namespace of that user namespace), else each key goes
  * through hardening_cannot_apply() (-EPERM refuses the start; accepted keys
  * are dropped, and the plan may become empty: *p is then freed and NULL).
+ * A path in /proc/self (or tend's own /proc/PID) is refused: -EINVAL.
  * 0 or a negative errno (logged, naming the unit and the key, except -ENOMEM).
  */
 int namespace_plan_finish(const char *unit, const struct unit_file *f, const struct sandbox_self *self,
