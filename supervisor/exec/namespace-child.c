@@ -280,20 +280,16 @@ static int apply_mount(struct namespace_plan *p, struct namespace_mount *m) {
         return r;
 }
 
-/* Whether an entry keeps its own mode under another's pass: every entry in step 4,
- * only ExecPaths=/NoExecPaths= ones in step 5 (systemd 252's "simplified deny list":
- * a ReadWritePaths= under NoExecPaths=/ is noexec). */
-static bool kept(const struct namespace_mount *m, bool exec_pass) {
-        return !m->skipped && (!exec_pass || entry_no_exec(m) || entry_exec(m));
-}
-
-/* Whether entry j is one of i's nearest entries below it (no other entry between). */
-static bool nearest_below(const struct namespace_plan *p, size_t i, size_t j, bool exec_pass) {
+/* Whether entry j is one of i's nearest entries below it (no other entry between). Every
+ * entry keeps its own mode under another's read-only and noexec alike: systemd 252 means a
+ * shorter deny list for noexec, but its loop leaves every entry in it (a ReadWritePaths=
+ * under NoExecPaths=/ keeps exec). */
+static bool nearest_below(const struct namespace_plan *p, size_t i, size_t j) {
         const struct namespace_mount *mj = &p->mounts[j];
-        if (j == i || !kept(mj, exec_pass) || !path_under(mj->path, p->mounts[i].path))
+        if (j == i || mj->skipped || !path_under(mj->path, p->mounts[i].path))
                 return false;
         for (size_t k = 0; k < p->n_mounts; k++)
-                if (k != i && k != j && kept(&p->mounts[k], exec_pass) && path_under(mj->path, p->mounts[k].path) &&
+                if (k != i && k != j && !p->mounts[k].skipped && path_under(mj->path, p->mounts[k].path) &&
                     path_under(p->mounts[k].path, p->mounts[i].path))
                         return false;
         return true;
@@ -336,13 +332,13 @@ static int refresh_below(struct namespace_plan *p, size_t j) {
  * its own mount, the other entries below it kept as they are: their subtrees
  * cloned before, put back after (on their own mounts, through their fds; the
  * clone's root is then the entry's mount). */
-static int protect(struct namespace_plan *p, size_t i, bool recursive, bool exec_pass, uint64_t set, uint64_t clear) {
+static int protect(struct namespace_plan *p, size_t i, bool recursive, uint64_t set, uint64_t clear) {
         struct namespace_mount *m = &p->mounts[i];
         int r = 0;
         if (!recursive)
                 return set_attr(m->fd, false, set, clear);
         for (size_t j = 0; j < p->n_mounts && r >= 0; j++)
-                if (nearest_below(p, i, j, exec_pass)) {
+                if (nearest_below(p, i, j)) {
                         p->mounts[j].clone_fd = open_tree(p->mounts[j].fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
                                                                                    AT_EMPTY_PATH | AT_RECURSIVE);
                         r = p->mounts[j].clone_fd;
@@ -411,7 +407,7 @@ int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
         for (size_t i = 0; i < p->n_mounts; i++) {
                 bool recursive;
                 struct namespace_mount *m = &p->mounts[i];
-                if (!m->skipped && read_only_entry(m, &recursive) && protect(p, i, recursive, false, MOUNT_ATTR_RDONLY, 0) < 0)
+                if (!m->skipped && read_only_entry(m, &recursive) && protect(p, i, recursive, MOUNT_ATTR_RDONLY, 0) < 0)
                         STEP_FAIL(m);
         }
         for (size_t i = 0; i < p->n_mounts; i++) {
@@ -421,7 +417,7 @@ int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
                 if (m->skipped || m->mode == NAMESPACE_INACCESSIBLE || m->mode == NAMESPACE_PROCFS ||
                     (!no && !entry_exec(m)))
                         continue;
-                if (protect(p, i, true, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
+                if (protect(p, i, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
                         STEP_FAIL(m);
         }
         if (lock_mounts(p) < 0)
