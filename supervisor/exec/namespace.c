@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ns: the mount namespace of a unit's process (namespace.h): the plan from
- * the keys, before the fork; the child's step, system calls only.
+ * the keys, before the fork (the child's step: namespace-child.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -18,14 +16,11 @@
 #include "exec-dirs.h"
 #include "hardening.h"
 #include "log.h"
+#include "namespace-internal.h"
 #include "namespace.h"
 #include "sandbox.h"
 #include "unit-file-namespace.h"
 #include "unit-file.h"
-
-#ifndef STATX_ATTR_MOUNT_ROOT
-#define STATX_ATTR_MOUNT_ROOT 0x00002000
-#endif
 
 /* The keys a failure can name, by index (the stage code's offset, sandbox.h). */
 static const char *const key_names[] = {
@@ -40,7 +35,7 @@ const char *namespace_key_name(int index) {
 }
 
 /* The index of key in key_names (the same static string, or equal text); 0 if none. */
-static int key_index(const char *key) {
+int key_index(const char *key) {
         for (size_t i = 0; i < ELEMENTSOF(key_names); i++)
                 if (key == key_names[i] || streq(key, key_names[i]))
                         return (int) i;
@@ -107,7 +102,8 @@ static struct namespace_mount *plan_push(struct namespace_plan **pp, namespace_m
                 return NULL;
         note_key(p, key);
         struct namespace_mount *m = &p->mounts[p->n_mounts++];
-        *m = (struct namespace_mount) { .path = copy, .key = key, .mode = mode, .optional = optional, .fd = -1 };
+        *m = (struct namespace_mount) { .path = copy, .key = key, .mode = mode, .optional = optional, .fd = -1,
+                                        .clone_fd = -1 };
         return m;
 }
 
@@ -351,7 +347,7 @@ int namespace_plan_new(const char *unit, const struct unit_file *f, struct names
 /* ------------------------------------------------------------------------ */
 
 /* Whether path is strictly under parent. */
-static bool path_under(const char *path, const char *parent) {
+bool path_under(const char *path, const char *parent) {
         size_t n = strlen(parent);
         if (streq(parent, "/"))
                 return path[1] != 0;
@@ -372,10 +368,6 @@ static int mount_compare(const void *a, const void *b) {
         return c ? c : (x->mode > y->mode) - (x->mode < y->mode);
 }
 
-static bool exec_class(namespace_mode m) {
-        return m == NAMESPACE_EXEC || m == NAMESPACE_NO_EXEC;
-}
-
 /* Drops the mounts for which drop() holds, keeping the others' order. */
 static void plan_filter(struct namespace_plan *p, bool (*drop)(const struct namespace_plan *p, size_t i)) {
         size_t o = 0;
@@ -391,13 +383,42 @@ static void plan_filter(struct namespace_plan *p, bool (*drop)(const struct name
         p->n_mounts = o;
 }
 
-/* The same path as an earlier entry of its class (the lower mode won the sort). */
+/* What an entry makes read-only, noexec, exec of its path (systemd 252's mount_entry_read_only() …). */
+bool entry_read_only(const struct namespace_mount *m) {
+        return m->read_only || m->mode == NAMESPACE_READ_ONLY || m->mode == NAMESPACE_INACCESSIBLE;
+}
+
+bool entry_no_exec(const struct namespace_mount *m) {
+        return m->no_exec || m->mode == NAMESPACE_NO_EXEC || m->mode == NAMESPACE_INACCESSIBLE ||
+               m->mode == NAMESPACE_PROCFS;
+}
+
+bool entry_exec(const struct namespace_mount *m) {
+        return m->exec || m->mode == NAMESPACE_EXEC;
+}
+
+/* Gives each path's first entry (the lower mode won the sort; it is kept) the
+ * read-only, noexec and exec of the others on the path (systemd 252's
+ * drop_duplicates: ReadOnlyPaths=/tmp with PrivateTmp= is a read-only private
+ * /tmp, a bind under ReadOnlyPaths= of its path read-only, NoExecPaths= beats
+ * ExecPaths=). */
+static void merge_duplicates(struct namespace_plan *p) {
+        for (size_t i = 1, first = 0; i < p->n_mounts; i++) {
+                const struct namespace_mount *m = &p->mounts[i];
+                struct namespace_mount *kept = &p->mounts[first];
+                if (!streq(kept->path, m->path)) {
+                        first = i;
+                        continue;
+                }
+                kept->read_only = kept->read_only || entry_read_only(m);
+                kept->no_exec = kept->no_exec || entry_no_exec(m);
+                kept->exec = kept->exec || entry_exec(m);
+        }
+}
+
+/* The same path as the entry before it: merged into the first (merge_duplicates()). */
 static bool is_duplicate(const struct namespace_plan *p, size_t i) {
-        const struct namespace_mount *m = &p->mounts[i];
-        for (size_t j = i; j-- > 0 && streq(p->mounts[j].path, m->path);)
-                if (exec_class(p->mounts[j].mode) == exec_class(m->mode))
-                        return true;
-        return false;
+        return i > 0 && streq(p->mounts[i - 1].path, p->mounts[i].path);
 }
 
 /* Under an inaccessible path: nothing there to mount on (systemd drops them too). */
@@ -448,6 +469,26 @@ static int mkdir_ok(const char *path, mode_t mode) {
         return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* An empty mode-0000 regular file, an existing one (not a link) accepted:
+ * opening it again with O_CREAT fails with EACCES for a non-root tend. */
+static int make_empty_file(const char *path) {
+        struct stat st;
+        int fd = -1;
+        for (int tries = 0; tries < 2 && fd < 0; tries++) { /* a second: made by another meanwhile */
+                if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                        return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+                if (errno != ENOENT)
+                        return negative_errno();
+                fd = open(path, O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+                if (fd < 0 && errno != EEXIST)
+                        return negative_errno();
+        }
+        if (fd < 0)
+                return -EEXIST;
+        safe_close(fd);
+        return 0;
+}
+
 /* <runtime root>/tend/inaccessible/{dir,reg}: empty, mode 0000. */
 static int make_inaccessible(const char *unit, struct namespace_plan *p) {
         _cleanup_free_ char *root = NULL, *tend = NULL, *base = NULL;
@@ -463,10 +504,8 @@ static int make_inaccessible(const char *unit, struct namespace_plan *p) {
                 r = mkdir_ok(base, 0755);
         if (r >= 0)
                 r = mkdir_ok(p->inaccessible_dir, 0);
-        int fd = r >= 0 ? open(p->inaccessible_reg, O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0) : -1;
-        if (r >= 0 && fd < 0)
-                r = negative_errno();
-        safe_close(fd);
+        if (r >= 0)
+                r = make_empty_file(p->inaccessible_reg);
         if (r < 0)
                 return log_error_errno(r, "%s: cannot make the inaccessible nodes in %s: %m", unit, base);
         return 0;
@@ -520,24 +559,41 @@ static int plan_privileges(const char *unit, const struct unit_file *f, const st
         }
         if ((self->effective >> CAP_SYS_ADMIN) & 1)
                 return 0;
-        if (!userns_allowed())
+        /* A user namespace of tend's own only for a non-root tend, whose units run as its
+         * uid: root's units would be root in it, with every capability over the mount
+         * namespace (and none on the host's network, no setgroups). */
+        if (self->uid == 0 || !userns_allowed())
                 return cannot_apply(unit, f, p, false, "needs a mount namespace: tend lacks CAP_SYS_ADMIN");
         p->user_namespace = true;
-        snprintf(p->uid_map, sizeof p->uid_map, "%u %u 1\n", (unsigned) geteuid(), (unsigned) geteuid());
-        snprintf(p->gid_map, sizeof p->gid_map, "%u %u 1\n", (unsigned) getegid(), (unsigned) getegid());
+        snprintf(p->uid_map, sizeof p->uid_map, "%u %u 1\n", (unsigned) self->uid, (unsigned) self->uid);
+        snprintf(p->gid_map, sizeof p->gid_map, "%u %u 1\n", (unsigned) self->gid, (unsigned) self->gid);
         return cannot_apply(unit, f, p, true, "needs a new /proc: tend lacks CAP_SYS_ADMIN");
 }
 
 /* Each existing path (and bind source) with its symbolic links resolved, as
  * systemd chases them: /var/run/x is /run/x, /lib is /usr/lib; a mount lands
  * where the link points, and two names of one directory are one entry. */
-static int canonicalize(struct namespace_plan *p) {
+static bool path_in(const char *path, const char *dir) {
+        return streq(path, dir) || path_under(path, dir);
+}
+
+static int canonicalize(const char *unit, struct namespace_plan *p) {
+        char self[32];
+        snprintf(self, sizeof self, "/proc/%d", (int) getpid());
         for (size_t i = 0; i < p->n_mounts; i++) {
                 char **fields[] = { &p->mounts[i].path, &p->mounts[i].source };
                 for (size_t k = 0; k < ELEMENTSOF(fields); k++) {
                         char *c = *fields[k] ? realpath(*fields[k], NULL) : NULL;
                         if (!c && *fields[k] && errno == ENOMEM)
                                 return -ENOMEM;
+                        /* resolved here, /proc/self is tend's process, not the unit's (QA's M4) */
+                        const char *t = c ? c : *fields[k];
+                        if (t && (path_in(t, self) || path_in(t, "/proc/self") || path_in(t, "/proc/thread-self"))) {
+                                log_error("%s: %s%s: names a process's own /proc directory (/proc/self), which tend "
+                                          "would resolve to its own: not supported", unit, p->mounts[i].key, *fields[k]);
+                                free(c);
+                                return -EINVAL;
+                        }
                         if (!c)
                                 continue;
                         free(*fields[k]);
@@ -556,12 +612,14 @@ int namespace_plan_finish(const char *unit, const struct unit_file *f, const str
         struct namespace_plan *p = *pp;
         if (!p)
                 return 0;
-        if (canonicalize(p) < 0)
-                return -ENOMEM;
+        int r = canonicalize(unit, p);
+        if (r < 0)
+                return r;
         qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
+        merge_duplicates(p);
         plan_filter(p, is_duplicate);
         plan_filter(p, is_hidden);
-        int r = plan_privileges(unit, f, self, p);
+        r = plan_privileges(unit, f, self, p);
         if (r < 0)
                 return r;
         if (p->n_keys == 0) {
@@ -587,244 +645,4 @@ void namespace_plan_set_cwd(struct namespace_plan *p, const char *cwd) {
                 snprintf(p->working_directory, sizeof p->working_directory, "%s", cwd);
         else if (!getcwd(p->working_directory, sizeof p->working_directory))
                 snprintf(p->working_directory, sizeof p->working_directory, "/");
-}
-
-/* ------------------------------------------------------------------------ */
-/* The child: system calls only                                              */
-/* ------------------------------------------------------------------------ */
-
-/* PrivateDevices=: the host's nodes bound into the new /dev (dev_fds by index), as systemd's list. */
-static const struct {
-        const char *path;
-        bool dir, recursive, optional;
-} dev_nodes[] = {
-        { "/dev/null", false, false, false },    { "/dev/zero", false, false, false },
-        { "/dev/full", false, false, false },    { "/dev/random", false, false, false },
-        { "/dev/urandom", false, false, false }, { "/dev/tty", false, false, true },
-        { "/dev/ptmx", false, false, true },     { "/dev/pts", true, true, true },
-        { "/dev/shm", true, true, true },        { "/dev/mqueue", true, false, true },
-        { "/dev/hugepages", true, false, true }, { "/dev/log", false, false, true },
-};
-static const struct {
-        const char *target, *path;
-} dev_links[] = {
-        { "/proc/self/fd", "/dev/fd" },
-        { "/proc/self/fd/0", "/dev/stdin" },
-        { "/proc/self/fd/1", "/dev/stdout" },
-        { "/proc/self/fd/2", "/dev/stderr" },
-};
-
-static int write_file(const char *path, const char *text) {
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        ssize_t n = write(fd, text, strlen(text));
-        int e = errno;
-        close(fd);
-        errno = e;
-        return n == (ssize_t) strlen(text) ? 0 : -1;
-}
-
-static int set_attr(const char *path, bool recursive, uint64_t set, uint64_t clear) {
-        struct mount_attr a = { .attr_set = set, .attr_clr = clear };
-        return mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &a, sizeof a);
-}
-
-static bool is_mount_point(const char *path) {
-        struct statx stx;
-        if (statx(AT_FDCWD, path, 0, STATX_TYPE, &stx) < 0)
-                return false;
-        return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-}
-
-/* Clones of the host's device nodes, before anything covers /dev. */
-static int clone_dev_nodes(struct namespace_plan *p) {
-        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-                if (i == ELEMENTSOF(dev_nodes) - 1 && p->dev_log[0])
-                        continue; /* /dev/log: a symbolic link, made again */
-                unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (dev_nodes[i].recursive ? AT_RECURSIVE : 0);
-                p->dev_fds[i] = open_tree(AT_FDCWD, dev_nodes[i].path, flags);
-                if (p->dev_fds[i] < 0 && !(dev_nodes[i].optional && errno == ENOENT))
-                        return -1;
-        }
-        return 0;
-}
-
-/* A tmpfs on /dev holding the clones and the links. */
-static int mount_dev(struct namespace_plan *p, const struct namespace_mount *m) {
-        bool ptmx = p->dev_fds[6] >= 0, pts = p->dev_fds[7] >= 0;
-        if (mount("tmpfs", "/dev", "tmpfs", m->flags, m->options) < 0)
-                return -1;
-        for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-                if (p->dev_fds[i] < 0)
-                        continue;
-                int fd = dev_nodes[i].dir ? mkdir(dev_nodes[i].path, 0755)
-                                          : open(dev_nodes[i].path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0666);
-                if (fd < 0)
-                        return -1;
-                if (!dev_nodes[i].dir)
-                        close(fd);
-                if (move_mount(p->dev_fds[i], "", AT_FDCWD, dev_nodes[i].path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                        return -1;
-                close(p->dev_fds[i]);
-                p->dev_fds[i] = -1;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(dev_links); i++)
-                if (symlink(dev_links[i].target, dev_links[i].path) < 0)
-                        return -1;
-        if (!ptmx && pts && symlink("pts/ptmx", "/dev/ptmx") < 0)
-                return -1;
-        if (p->dev_log[0] && symlink(p->dev_log, "/dev/log") < 0)
-                return -1;
-        return 0;
-}
-
-/* A bind's destination, made when missing (its leaf only, as the source's kind). */
-static int make_destination(const struct namespace_mount *m, const struct stat *src) {
-        struct stat st;
-        if (stat(m->path, &st) >= 0 || errno != ENOENT)
-                return errno == ENOENT ? -1 : 0;
-        if (S_ISDIR(src->st_mode))
-                return mkdir(m->path, 0755);
-        int fd = open(m->path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
-        if (fd < 0)
-                return -1;
-        close(fd);
-        return 0;
-}
-
-static int apply_bind(struct namespace_mount *m) {
-        struct stat src;
-        if (stat(m->source, &src) < 0) {
-                m->skipped = m->optional && errno == ENOENT;
-                return m->skipped ? 0 : -1;
-        }
-        if (make_destination(m, &src) < 0)
-                return -1;
-        return mount(m->source, m->path, NULL, MS_BIND | (m->mode == NAMESPACE_BIND_RECURSIVE ? MS_REC : 0), NULL);
-}
-
-static int apply_inaccessible(const struct namespace_plan *p, const struct namespace_mount *m, const struct stat *st) {
-        const char *src = S_ISDIR(st->st_mode) ? p->inaccessible_dir : p->inaccessible_reg;
-        if (mount(src, m->path, NULL, MS_BIND, NULL) < 0)
-                return -1;
-        return set_attr(m->path, false, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, 0);
-}
-
-/* Step 3, one entry. */
-static int apply_mount(struct namespace_plan *p, struct namespace_mount *m) {
-        struct stat st;
-        if (m->mode == NAMESPACE_BIND || m->mode == NAMESPACE_BIND_RECURSIVE)
-                return apply_bind(m);
-        if (stat(m->path, &st) < 0) {
-                m->skipped = m->optional && errno == ENOENT;
-                return m->skipped ? 0 : -1;
-        }
-        switch (m->mode) {
-        case NAMESPACE_INACCESSIBLE:
-                return apply_inaccessible(p, m, &st);
-        case NAMESPACE_PRIVATE_TMP:
-        case NAMESPACE_TMPFS:
-                return mount("tmpfs", m->path, "tmpfs", m->flags, m->options);
-        case NAMESPACE_PRIVATE_DEV:
-                return mount_dev(p, m);
-        case NAMESPACE_PROCFS:
-                return mount("proc", m->path, "proc", m->flags, m->options);
-        default: /* read-only, read-write, exec, noexec: a mount of its own, its mode in steps 4 and 5 */
-                if (streq(m->path, "/") || is_mount_point(m->path))
-                        return 0;
-                return mount(m->path, m->path, NULL, MS_BIND | MS_REC, NULL);
-        }
-}
-
-/* Whether entry j is one of i's nearest entries below it (no other entry between). */
-static bool nearest_below(const struct namespace_plan *p, size_t i, size_t j) {
-        const struct namespace_mount *mj = &p->mounts[j];
-        if (j == i || mj->skipped || !path_under(mj->path, p->mounts[i].path))
-                return false;
-        for (size_t k = 0; k < p->n_mounts; k++)
-                if (k != i && k != j && !p->mounts[k].skipped && path_under(mj->path, p->mounts[k].path) &&
-                    path_under(p->mounts[k].path, p->mounts[i].path))
-                        return false;
-        return true;
-}
-
-/* Steps 4, 5: sets and clears attributes on entry i's subtree (recursive) or
- * its own mount, the other entries below it kept as they are: their subtrees
- * cloned before, put back after. */
-static int protect(struct namespace_plan *p, size_t i, bool recursive, uint64_t set, uint64_t clear) {
-        struct namespace_mount *m = &p->mounts[i];
-        int r = 0;
-        if (!recursive)
-                return set_attr(m->path, false, set, clear);
-        for (size_t j = 0; j < p->n_mounts && r >= 0; j++)
-                if (nearest_below(p, i, j)) {
-                        p->mounts[j].fd = open_tree(AT_FDCWD, p->mounts[j].path,
-                                                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-                        r = p->mounts[j].fd;
-                }
-        if (r >= 0)
-                r = set_attr(m->path, true, set, clear);
-        for (size_t j = 0; j < p->n_mounts; j++) {
-                struct namespace_mount *mj = &p->mounts[j];
-                if (mj->fd < 0)
-                        continue;
-                if (r >= 0)
-                        r = move_mount(mj->fd, "", AT_FDCWD, mj->path, MOVE_MOUNT_F_EMPTY_PATH);
-                close(mj->fd);
-                mj->fd = -1;
-        }
-        return r;
-}
-
-static bool read_only_entry(const struct namespace_mount *m, bool *ret_recursive) {
-        *ret_recursive = m->mode != NAMESPACE_TMPFS && m->mode != NAMESPACE_PRIVATE_DEV;
-        return m->mode == NAMESPACE_READ_ONLY || m->read_only;
-}
-
-#define STEP_FAIL(m)                                            \
-        do {                                                    \
-                *ret_key = key_index((m)->key);                 \
-                return errno > 0 ? -errno : -EIO;               \
-        } while (0)
-
-static int enter_namespaces(const struct namespace_plan *p) {
-        if (p->user_namespace &&
-            (unshare(CLONE_NEWUSER) < 0 || write_file("/proc/self/setgroups", "deny") < 0 ||
-             write_file("/proc/self/uid_map", p->uid_map) < 0 || write_file("/proc/self/gid_map", p->gid_map) < 0))
-                return -1;
-        if (unshare(CLONE_NEWNS) < 0)
-                return -1;
-        return mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL);
-}
-
-int namespace_pre_exec(struct namespace_plan *p, int *ret_key) {
-        *ret_key = p->n_keys ? key_index(p->keys[0]) : 0;
-        if (enter_namespaces(p) < 0 || (p->private_dev && clone_dev_nodes(p) < 0))
-                return errno > 0 ? -errno : -EIO;
-        for (size_t i = 0; i < p->n_mounts; i++)
-                if (apply_mount(p, &p->mounts[i]) < 0)
-                        STEP_FAIL(&p->mounts[i]);
-        for (size_t i = 0; i < p->n_mounts; i++) {
-                bool recursive;
-                struct namespace_mount *m = &p->mounts[i];
-                if (!m->skipped && read_only_entry(m, &recursive) && protect(p, i, recursive, MOUNT_ATTR_RDONLY, 0) < 0)
-                        STEP_FAIL(m);
-        }
-        for (size_t i = 0; i < p->n_mounts; i++) {
-                struct namespace_mount *m = &p->mounts[i];
-                if (m->skipped || !exec_class(m->mode))
-                        continue;
-                bool no = m->mode == NAMESPACE_NO_EXEC;
-                if (protect(p, i, true, no ? MOUNT_ATTR_NOEXEC : 0, no ? 0 : MOUNT_ATTR_NOEXEC) < 0)
-                        STEP_FAIL(m);
-        }
-        if (p->private_dev && ((prctl(PR_CAPBSET_DROP, CAP_MKNOD, 0, 0, 0) < 0 && errno != EINVAL) ||
-                               (prctl(PR_CAPBSET_DROP, CAP_SYS_RAWIO, 0, 0, 0) < 0 && errno != EINVAL))) {
-                *ret_key = key_index("PrivateDevices=");
-                return -errno;
-        }
-        if (p->working_directory[0] && chdir(p->working_directory) < 0)
-                return -errno;
-        return 0;
 }

@@ -7,25 +7,34 @@
  * The keys (unit-file-namespace.h) become a plan of mounts, computed before
  * the fork (STYLE.md "Reserve before fork"): each entry a path, a mode and
  * the key it came from, sorted by path (a parent before what is under it),
- * one entry per path (the stronger mode wins, as in systemd), the entries
+ * one entry per path (the stronger mode wins and takes the others'
+ * read-only and noexec, as systemd's drop_duplicates), the entries
  * under an inaccessible path dropped. The child then, with system calls only
  * (namespace_pre_exec()):
- *   1. unprivileged tend: unshare(CLONE_NEWUSER) with a map of tend's own uid
- *      and gid (systemd's user manager does the same);
+ *   1. a non-root tend without CAP_SYS_ADMIN: unshare(CLONE_NEWUSER) with a
+ *      map of tend's own uid and gid (systemd's user manager does the same);
+ *      root without CAP_SYS_ADMIN is refused (its units would be root there);
  *   2. unshare(CLONE_NEWNS), then "/" MS_SLAVE|MS_REC: nothing it mounts
  *      propagates to the host, the host's later mounts still reach it;
  *   3. the mounts, in path order: binds, tmpfs (TemporaryFileSystem=,
  *      PrivateTmp=, ProtectHome=tmpfs), a minimal /dev (PrivateDevices=), a
- *      new /proc (ProtectProc=, ProcSubset=), inaccessible nodes;
+ *      new /proc (ProtectProc=, ProcSubset=), inaccessible nodes; each path
+ *      opened once with openat2(RESOLVE_NO_SYMLINKS) (a link put there since
+ *      the plan: ELOOP), every mount of it, here and in steps 4 and 5, through
+ *      that fd (open_tree, fsmount, move_mount, mount_setattr) and the mount's
+ *      root fd kept (namespace-child.c);
  *   4. read-only (mount_setattr): each read-only entry's whole subtree except
  *      the other entries under it, which keep their own mode (systemd's
  *      "deny list", here by cloning those subtrees before and putting them
  *      back after);
  *   5. noexec / exec the same way (NoExecPaths=, ExecPaths=);
+ *   5b. after step 1: unshare(CLONE_NEWUSER|CLONE_NEWNS) again, so the kernel
+ *      locks every mount (a unit with capabilities in the user namespace cannot
+ *      unmount or remount them);
  *   6. PrivateDevices=: CAP_MKNOD and CAP_SYS_RAWIO out of the bounding set;
  *   7. chdir to the working directory again (libexit entered it on the host's
  *      mounts, before the hook).
- * Needs Linux 5.12 (open_tree, move_mount, mount_setattr).
+ * Needs Linux 5.12 (open_tree, move_mount, mount_setattr; fsopen, openat2).
  */
 #pragma once
 
@@ -38,7 +47,10 @@
 struct unit_file;
 struct sandbox_self;
 
-/* What a mount entry does; a lower value wins over a higher one on the same path. */
+/* What a mount entry does. On one path the lowest value's entry is kept, and
+ * it takes the others' read-only, noexec and exec (systemd 252's order and
+ * merge): ReadOnlyPaths=/tmp makes PrivateTmp='s /tmp read-only, a bind
+ * under ReadOnlyPaths= is read-only, noexec wins over exec. */
 typedef enum namespace_mode {
         NAMESPACE_INACCESSIBLE,         /* an empty 0000 node of the same kind, read-only, noexec */
         NAMESPACE_BIND,                 /* BindPaths=…:norbind */
@@ -48,10 +60,10 @@ typedef enum namespace_mode {
         NAMESPACE_PROCFS,               /* a new procfs instance with options */
         NAMESPACE_READ_ONLY,
         NAMESPACE_READ_WRITE,
+        NAMESPACE_NO_EXEC,
+        NAMESPACE_EXEC,                 /* noexec cleared (pass 5) */
         NAMESPACE_TMPFS,                /* options and flags of its own */
         NAMESPACE_READ_WRITE_IMPLICIT,  /* kept as it is under a read-only parent */
-        NAMESPACE_EXEC,                 /* noexec cleared (pass 5) */
-        NAMESPACE_NO_EXEC,
         _NAMESPACE_MODE_MAX,
 } namespace_mode;
 
@@ -63,10 +75,12 @@ struct namespace_mount {
         const char *key;         /* static: "ReadOnlyPaths=" — the key it came from */
         namespace_mode mode;
         bool optional;           /* '-': a missing path (or bind source) is skipped */
-        bool read_only;          /* binds, tmpfs: made read-only in step 4 */
+        bool read_only;          /* made read-only in step 4 (binds, tmpfs; merged entries) */
+        bool no_exec, exec;      /* merged from other entries on the path: noexec set (wins), or cleared */
         /* the child's own copy: */
         bool skipped;
-        int fd;
+        int fd;                  /* the mount's root after step 3 (every later step goes through it) */
+        int clone_fd;            /* steps 4, 5: its subtree, cloned aside */
 };
 
 /* The plan of one spawn. Read-only outside namespace.c (tests inspect it). */
@@ -109,11 +123,12 @@ int namespace_plan_add(struct namespace_plan **p, namespace_mode mode, const cha
  * directory", -ENOENT), prepares the inaccessible nodes (<runtime
  * root>/tend/inaccessible/{dir,reg}, made once, as systemd's
  * /run/systemd/inaccessible), and decides how the namespace is made: with
- * self (NULL: read now) lacking CAP_SYS_ADMIN, in a user namespace if the
- * kernel allows unprivileged ones (ProtectProc=, ProcSubset= excepted: a new
+ * self (NULL: read now) lacking CAP_SYS_ADMIN, in a user namespace if self is
+ * not root and the kernel allows unprivileged ones (ProtectProc=, ProcSubset= excepted: a new
  * /proc needs a PID namespace of that user namespace), else each key goes
  * through hardening_cannot_apply() (-EPERM refuses the start; accepted keys
  * are dropped, and the plan may become empty: *p is then freed and NULL).
+ * A path in /proc/self (or tend's own /proc/PID) is refused: -EINVAL.
  * 0 or a negative errno (logged, naming the unit and the key, except -ENOMEM).
  */
 int namespace_plan_finish(const char *unit, const struct unit_file *f, const struct sandbox_self *self,

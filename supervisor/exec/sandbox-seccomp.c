@@ -435,8 +435,8 @@ static int plan_bounding(const char *unit, const struct unit_file *f, const stru
          * back in it (redis-server's CapabilityBoundingSet= kept CAP_SYS_RESOURCE under a
          * tend without it), so every capability the unit does not keep is dropped. */
         uint64_t bounding = s->private_users ? sandbox_capability_all() : self->bounding;
-        if (s->private_users)
-                p->bounding_drop |= bounding & ~unit_file_sandbox(f)->capability_bounding_set;
+        if (s->private_users) /* with or without CapabilityBoundingSet=: never more than tend's own */
+                p->bounding_drop |= bounding & ~(unit_file_sandbox(f)->capability_bounding_set & self->bounding);
         for (size_t i = 0; i < ELEMENTSOF(drops); i++) {
                 if (!*(const bool *) ((const char *) h + drops[i].offset))
                         continue;

@@ -10,6 +10,7 @@ import os
 import pwd
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -59,7 +60,17 @@ def capbnd(p):
     line = [l for l in open('/proc/self/status') if l.startswith('CapBnd:')][0]
     v = int(line.split()[1], 16)
     return 'mknod=%d rawio=%d' % ((v >> 27) & 1, (v >> 17) & 1)
+def libc_call(name, *args):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return 'ok'
+MS_REMOUNT, MS_BIND = 32, 4096
 OPS = {
+    'umount': lambda p: libc_call('umount2', p.encode(), 0),
+    'remount-rw': lambda p: libc_call('mount', None, p.encode(), None, MS_REMOUNT | MS_BIND, None),
     'write': write, 'openw': openw, 'blockdevs': blockdevs, 'exec': execv, 'capbnd': capbnd,
     'exists': lambda p: 'yes' if os.path.lexists(p) else 'no',
     'ls': lambda p: ','.join(sorted(os.listdir(p))) or 'empty',
@@ -262,6 +273,44 @@ class HardeningFs(ServiceTestCase):
         self.assertTrue(os.path.exists(r('src/w')), "BindPaths=: the unit's write did not reach the source")
         self.assertFalse(os.path.exists(r('tfs/x')), "TemporaryFileSystem=: the unit's file is on the host")
 
+    # ---- two keys on one path: merged as systemd 252 does ----
+
+    def test_same_path_merged(self):
+        """The entry kept for a path takes the others' read-only and noexec
+        (QA's H1: each of these was writable, or executable, before)."""
+        r = self.rpath
+        for d in ('both', 'tfs'):
+            os.mkdir(r(d))
+        with open(r('tfs/m'), 'w') as fh:
+            fh.write('m')
+        bin_dir = self.host_dir('/usr/local', 'tend-ns-merge-%d' % os.getpid())
+        shutil.copy('/bin/true', os.path.join(bin_dir, 'true'))
+        true = os.path.join(bin_dir, 'true')
+        os.mkdir(os.path.join(bin_dir, 'rw'))
+        rw_true = os.path.join(bin_dir, 'rw', 'true')
+        shutil.copy('/bin/true', rw_true)
+        root_probe = '/root/tend-ns-merge-%d' % os.getpid()
+        self.addCleanup(lambda: os.path.exists(root_probe) and os.unlink(root_probe))
+        cg = self.writable_cgroup_file()
+        self.check({
+            'tmp-ro': ('PrivateTmp=yes\nReadOnlyPaths=/tmp', {('ls', '/tmp'): 'empty', ('write', '/tmp/x'): 'EROFS'}),
+            'bind-ro': ('BindPaths=%s\nReadOnlyPaths=%s' % (r('both'), r('both')),
+                        {('write', r('both/x')): 'EROFS'}),
+            'bind-only': ('BindPaths=%s' % r('both'), {('write', r('both/y')): 'ok'}),
+            'home-bind': ('ProtectHome=read-only\nBindPaths=/root', {('write', root_probe): 'EROFS'}),
+            'cgroup-bind': ('ProtectControlGroups=yes\nBindPaths=/sys/fs/cgroup', {('openw', cg): 'EROFS'}),
+            'cgroup-bind-no': ('BindPaths=/sys/fs/cgroup', {('openw', cg): 'ok'}),
+            'tfs-rw': ('TemporaryFileSystem=%s:ro\nReadWritePaths=%s' % (r('tfs'), r('tfs')),
+                       {('ls', r('tfs')): 'm', ('write', r('tfs/x')): 'EROFS'}),
+            'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, bin_dir), {('exec', true): 'EACCES'}),
+            'exec-only': ('ExecPaths=%s' % bin_dir, {('exec', true): 'ok'}),
+            # a ReadWritePaths= under NoExecPaths= keeps its own mount's exec, as under systemd 252
+            'noexec-rw': ('NoExecPaths=%s\nReadWritePaths=%s' % (bin_dir, os.path.dirname(rw_true)),
+                          {('exec', true): 'EACCES', ('exec', rw_true): 'ok'}),
+        })
+        self.assertFalse(os.path.exists(r('both/x')), 'BindPaths= + ReadOnlyPaths=: the write reached the host')
+        self.assertFalse(os.path.exists(root_probe), 'ProtectHome=read-only + BindPaths=/root: the write reached /root')
+
     # ---- /proc and /sys ----
 
     def writable_cgroup_file(self):
@@ -351,9 +400,27 @@ class HardeningFs(ServiceTestCase):
         self.oneshot('u-strict', 'ProtectSystem=strict', 'write:%s/a' % pub)
         self.oneshot('u-plain', '', 'write:%s/b' % pub, 'exists:' + marker)
         self.oneshot('u-proc', 'ProtectProc=invisible', 'exists:/proc/1')
-        os.environ['TEND_SERVER_UID'] = str(pwd.getpwnam('nobody').pw_uid)
+        # QA's H3: a unit with capabilities in tend's user namespace (a python with the
+        # file capability CAP_SYS_ADMIN, allowed there) tries to undo its mounts.
+        secret = self.rpath('secret')
+        os.mkdir(secret)
+        capped = os.path.join(self.host_dir('/usr/local', 'tend-ns-cap-%d' % os.getpid()), 'python3')
+        shutil.copy(os.path.realpath(PYTHON), capped)
+        os.chmod(os.path.dirname(capped), 0o755)
+        has_setcap = shutil.which('setcap') and subprocess.run(['setcap', 'cap_sys_admin+ep', capped]).returncode == 0
+        self.unit('u-lock', '[Service]\nType=oneshot\nExecStart=%s %s umount:%s remount-rw:/ write:%s/c\n'
+                  'StandardOutput=file:%s\nStandardError=file:%s\nInaccessiblePaths=%s\nProtectSystem=strict\n'
+                  % (capped, self.probe, secret, pub, self.out('u-lock'), self.out('u-lock'), secret))
+        # QA's M2: the second unit needing the inaccessible nodes found them made, mode 0000 (EACCES)
+        self.oneshot('u-inacc2', 'InaccessiblePaths=%s' % secret, 'ls:' + secret)
+        nobody = pwd.getpwnam('nobody').pw_uid
+        xdg = self.rpath('xdg')
+        os.mkdir(xdg, 0o700)
+        os.chown(xdg, nobody, -1)
+        os.environ['TEND_SERVER_UID'] = str(nobody)
         self.addCleanup(os.environ.pop, 'TEND_SERVER_UID', None)
-        self.start_tend(wrap=['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'], cgroup=False)
+        self.start_tend(wrap=['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups'], cgroup=False,
+                        env=dict(os.environ, XDG_RUNTIME_DIR=xdg))
         if not userns_allowed():
             r = self.finished('u-ptmp')
             self.assertEqual(r['state'], 'failed', r)
@@ -368,6 +435,46 @@ class HardeningFs(ServiceTestCase):
         self.assertEqual(r['state'], 'failed', r)
         self.assertIn('u-proc.service: ProtectProc= cannot be applied (needs a new /proc: tend lacks CAP_SYS_ADMIN)',
                       self.stderr())
+        self.assertEqual(self.results('u-inacc2'), {('ls', secret): 'EACCES'})
+        if has_setcap:
+            self.assertEqual(self.results('u-lock'), {('umount', secret): 'EINVAL', ('remount-rw', '/'): 'EPERM',
+                                                      ('write', pub + '/c'): 'EROFS'},
+                             'a unit with CAP_SYS_ADMIN in the user namespace undid its mounts')
+
+
+    # ---- root without CAP_SYS_ADMIN: refused, never a user namespace where the unit is root ----
+
+    def test_root_without_sys_admin(self):
+        """QA's H3: root tend without CAP_SYS_ADMIN made the unit root with every
+        capability in a user namespace owning its mount namespace: it unmounted
+        InaccessiblePaths= and remounted / read-write. Now refused, naming the key."""
+        if not shutil.which('capsh'):
+            self.skipTest('no capsh(8)')
+        os.mkdir(self.rpath('secret'))
+        with open(self.rpath('secret/f'), 'w') as fh:
+            fh.write('secret')
+        self.oneshot('r-inacc', 'InaccessiblePaths=%s' % self.rpath('secret'),
+                     'umount:' + self.rpath('secret'), 'ls:' + self.rpath('secret'))
+        self.oneshot('r-strict', 'ProtectSystem=strict', 'remount-rw:/', 'write:/usr/tend-ns-qa')
+        self.oneshot('r-users', 'PrivateUsers=yes\nInaccessiblePaths=%s' % self.rpath('secret'),
+                     'umount:' + self.rpath('secret'))
+        self.oneshot('r-plain', '', 'ls:' + self.rpath('secret'))
+        self.addCleanup(lambda: os.path.exists('/usr/tend-ns-qa') and os.unlink('/usr/tend-ns-qa'))
+        self.start_tend(wrap=['capsh', '--drop=cap_sys_admin', '--', '-c', 'exec "$0" "$@"'])
+        with open('/proc/%d/status' % self.tend_pid) as f:
+            cap_eff = [int(ln.split()[1], 16) for ln in f if ln.startswith('CapEff:')][0]
+        self.assertEqual((cap_eff >> 21) & 1, 0, 'capsh did not drop CAP_SYS_ADMIN from tend: %x' % cap_eff)
+        self.assertEqual(self.results('r-plain'), {('ls', self.rpath('secret')): 'f'})
+        for name, key in (('r-inacc', 'InaccessiblePaths='), ('r-strict', 'ProtectSystem='),
+                          ('r-users', 'InaccessiblePaths=')):
+            r = self.finished(name)
+            with open(self.out(name)) if os.path.exists(self.out(name)) else open(os.devnull) as f:
+                text = f.read()
+            self.assertEqual(r['state'], 'failed', '%s started without CAP_SYS_ADMIN: %r; its probe said %r'
+                             % (name, r, text))
+            self.assertIn('%s.service: %s cannot be applied (needs a mount namespace: tend lacks CAP_SYS_ADMIN)'
+                          % (name, key), self.stderr())
+        self.assertFalse(os.path.exists('/usr/tend-ns-qa'), 'a unit wrote in the host /usr')
 
 
 def userns_allowed():

@@ -255,8 +255,13 @@ class HardeningSeccomp(ServiceTestCase):
         self.unit('h-bnd', '[Service]\nUser=nobody\nExecStart=/bin/sleep 60\nPrivateUsers=yes\n'
                   'CapabilityBoundingSet=CAP_NET_BIND_SERVICE\n')
         self.unit('h-bnd-empty', '[Service]\nExecStart=/bin/sleep 60\nPrivateUsers=yes\nCapabilityBoundingSet=\n')
+        # QA's M8: without CapabilityBoundingSet=, the namespace's bounding set is tend's own
+        self.unit('h-bnd-none', '[Service]\nExecStart=/bin/sleep 60\nPrivateUsers=yes\n')
         self.start_tend(wrap=['setpriv', '--bounding-set=-sys_resource', '--'])
-        for name, want in (('h-bnd', 1 << 10), ('h-bnd-empty', 0)):
+        with open('/proc/%d/status' % self.tend_pid) as f:
+            tend_bnd = [int(ln.split()[1], 16) for ln in f if ln.startswith('CapBnd:')][0]
+        self.assertEqual((tend_bnd >> 24) & 1, 0, 'setpriv left CAP_SYS_RESOURCE in tend: %x' % tend_bnd)
+        for name, want in (('h-bnd', 1 << 10), ('h-bnd-empty', 0), ('h-bnd-none', tend_bnd)):
             self.assertEqual(int(self.status_of(name)['CapBnd'], 16), want, name)
 
     def status_of(self, name):

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <linux/capability.h>
 
 #include <cmocka.h>
@@ -230,6 +234,88 @@ static void test_plan_merge(void **state) {
         namespace_plan_free(p);
 }
 
+/* Two keys on one path: the kept entry takes the others' read-only, noexec, exec (systemd 252). */
+static void test_plan_merge_flags(void **state) {
+        (void) state;
+        struct namespace_plan *p = plan_of(EXEC "PrivateTmp=yes\nReadOnlyPaths=/tmp\n"
+                                                "BindPaths=/usr/share\nReadOnlyPaths=/usr/share\n"
+                                                "TemporaryFileSystem=/srv:ro\nReadWritePaths=/srv\n"
+                                                "NoExecPaths=/opt\nExecPaths=/opt\n");
+        assert_int_equal(find(p, "/tmp")->mode, NAMESPACE_PRIVATE_TMP);
+        assert_true(find(p, "/tmp")->read_only);
+        assert_int_equal(find(p, "/usr/share")->mode, NAMESPACE_BIND_RECURSIVE);
+        assert_true(find(p, "/usr/share")->read_only);
+        assert_int_equal(find(p, "/srv")->mode, NAMESPACE_READ_WRITE); /* the tmpfs dropped, its ro kept */
+        assert_true(find(p, "/srv")->read_only);
+        assert_int_equal(find(p, "/opt")->mode, NAMESPACE_NO_EXEC);
+        assert_true(find(p, "/opt")->exec); /* noexec still wins in the child */
+        for (size_t i = 1; i < p->n_mounts; i++)
+                assert_true(strcmp(p->mounts[i - 1].path, p->mounts[i].path) != 0);
+        namespace_plan_free(p);
+}
+
+/* QA's M3: the plan resolves the paths before the fork; a directory swapped for a
+ * symbolic link afterwards (here, deterministically, between the plan and the
+ * child) must not redirect the mount: the child opens each path without
+ * following a link and fails with ELOOP, never making the link's target
+ * read-only in place of the path. Root only (a real mount namespace, in a child). */
+static void test_child_follows_no_link(void **state) {
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        char base[] = "/run/tend-test-ns-XXXXXX", d[64], elsewhere[64], moved[64], text[256];
+        assert_non_null(mkdtemp(base));
+        snprintf(d, sizeof d, "%s/d", base);
+        snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", base);
+        snprintf(moved, sizeof moved, "%s/d.moved", base);
+        assert_int_equal(mkdir(d, 0755), 0);
+        assert_int_equal(mkdir(elsewhere, 0755), 0);
+        snprintf(text, sizeof text, EXEC "ReadOnlyPaths=%s\n", d);
+        struct namespace_plan *p = plan_of(text);
+        assert_int_equal(rename(d, moved), 0); /* the race, won by the writer */
+        assert_int_equal(symlink(elsewhere, d), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int key;
+                int r = namespace_pre_exec(p, &key);
+                struct statvfs sv;
+                bool redirected = statvfs(elsewhere, &sv) == 0 && (sv.f_flag & ST_RDONLY);
+                _exit(redirected ? 2 : r == -ELOOP ? 0 : 3);
+        }
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        namespace_plan_free(p);
+        unlink(d);
+        rmdir(moved);
+        rmdir(elsewhere);
+        rmdir(base);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 2)
+                fail_msg("the child followed the link: %s became read-only", elsewhere);
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* QA's M4: /proc/self resolved before the fork is tend's own process: refused, naming the key. */
+static void test_plan_proc_self(void **state) {
+        (void) state;
+        static const char *const units[] = { EXEC "InaccessiblePaths=/proc/self/environ\n",
+                                             EXEC "ReadOnlyPaths=/proc/thread-self\n",
+                                             EXEC "BindReadOnlyPaths=/proc/self/fd:/srv\n" };
+        for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+                struct unit_file *u = parse_ok(units[i]);
+                struct namespace_plan *p = NULL;
+                struct sandbox_self self = privileged();
+                last[0] = 0;
+                assert_int_equal(namespace_plan_new("a.service", u, &p), 0);
+                assert_int_equal(namespace_plan_finish("a.service", u, &self, &p), -EINVAL);
+                assert_non_null(strstr(last, "a.service: "));
+                assert_non_null(strstr(last, "(/proc/self), which tend would resolve to its own: not supported"));
+                namespace_plan_free(p);
+                unit_file_free(u);
+        }
+}
+
 static void test_plan_missing(void **state) {
         (void) state;
         struct unit_file *u = parse_ok(EXEC "ReadOnlyPaths=/nonexistent-tend-test\n");
@@ -281,6 +367,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_tables, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_merge, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_merge_flags, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_child_follows_no_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_plan_proc_self, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_missing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_refused, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_plan_add, setup, teardown),
