@@ -10,6 +10,8 @@ beside the same units without, and beside two floors, in one run:
             calls, nothing else)
   tend      tend, units without the keys (Restart=always, RestartSec=0)
   tend-ns   tend, the same units with the three keys
+  tend-ns-sc  the same with SystemCallFilter=@system-service (the seccomp programs'
+            cost: compiled once per unit file, cost17), beside loop-ns (no seccomp floor)
 
   restart   SIGKILL → the new instance's first clock read (bench-restart kill),
             the rows interleaved round robin, each instance killed after 1.2 s.
@@ -43,12 +45,19 @@ bs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bs)
 
 KEYS = 'ProtectSystem=strict\nPrivateTmp=yes\nPrivateDevices=yes\n'
-ROWS = ['loop', 'loop-ns', 'tend', 'tend-ns']
+FILTER = 'SystemCallFilter=@system-service\n'
+ROWS = ['loop', 'loop-ns', 'tend', 'tend-ns', 'tend-ns-sc']
 if os.environ.get('TEND_B'):
-    ROWS += ['tend-b', 'tend-ns-b']
+    ROWS += ['tend-b', 'tend-ns-b', 'tend-ns-sc-b']
 SHOWN = {'loop': 'minimal restart loop (floor)', 'loop-ns': 'minimal loop + the namespace (floor-ns)',
          'tend': 'tend, no keys', 'tend-ns': 'tend, the three keys',
-         'tend-b': 'tend B, no keys', 'tend-ns-b': 'tend B, the three keys'}
+         'tend-ns-sc': 'tend, the three keys + SystemCallFilter=@system-service',
+         'tend-b': 'tend B, no keys', 'tend-ns-b': 'tend B, the three keys',
+         'tend-ns-sc-b': 'tend B, the three keys + SystemCallFilter=@system-service'}
+
+
+def keys_of(row):
+    return (KEYS if '-ns' in row else '') + (FILTER if '-sc' in row else '')
 
 
 def floor_of(row):
@@ -73,7 +82,7 @@ class Hardening(bs.Bench):
         units = os.path.join(d, 'units')
         os.mkdir(units)
         for i in range(n):
-            self.hard_unit(units, 'bench' if n == 1 else 'bench-%04d' % i, fifo, mode, KEYS if '-ns' in row else '')
+            self.hard_unit(units, 'bench' if n == 1 else 'bench-%04d' % i, fifo, mode, keys_of(row))
         tend = self.tend_b if row.endswith('-b') else self.tend
         return [tend, '--config-dir', units, '--control-socket', os.path.join(d, 'control')]
 
@@ -141,7 +150,7 @@ class Hardening(bs.Bench):
         self.table('restart latency, SIGKILL → new instance', res)
         if not self.quick:
             print()
-            for r in [r for r in ROWS if r.startswith('tend-ns')]:
+            for r in [r for r in ROWS if r.startswith('tend-ns') and '-sc' not in r]:
                 v, f = res[r], res['loop-ns']
                 m, p = statistics.median(v) / statistics.median(f), bs.pct(v, 99) / bs.pct(f, 99)
                 print('target (%s): restart within 1.2× of loop-ns (median %.2f×, p99 %.2f×): %s'
@@ -160,7 +169,7 @@ class Hardening(bs.Bench):
         self.table('start of %d units' % n, res)
         if not self.quick:
             print()
-            for r in [r for r in ROWS if r.startswith('tend-ns')]:
+            for r in [r for r in ROWS if r.startswith('tend-ns') and '-sc' not in r]:
                 m = statistics.median(res[r]) / statistics.median(res['loop-ns'])
                 print('target (%s): %d units within 1.5× of loop-ns: %.2f× — %s'
                       % (SHOWN[r], n, m, 'met' if m <= 1.5 else 'NOT met'))
