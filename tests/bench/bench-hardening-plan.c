@@ -9,7 +9,10 @@
  *   child  in a fork()ed child, sandbox_pre_exec() (the hook tend's child
  *          runs before its exec), from its first to its last instruction;
  *          the floor: floor_ns_setup() (floor-ns.h) timed the same way;
- *   fork   fork() → the child's first clock read, the same for every row.
+ *   fork   fork() → the child's first clock read, the same for every row;
+ *   exit   the child's last clock read → its parent's waitpid() returns: the
+ *          child exits right after its step, so with a namespace this is the
+ *          namespace's teardown (its mounts, when its last process exits).
  *
  * Rows: a unit without keys; ProtectSystem=strict + PrivateTmp= +
  * PrivateDevices=; the same with SystemCallFilter=@system-service; the
@@ -58,8 +61,8 @@ static int child_step(struct sandbox_plan *p, int fd, uint64_t forked) {
         return r;
 }
 
-/* One fork: the times of fork → child and of the child's step. */
-static int time_child(struct sandbox_plan *p, uint64_t *ret_fork, uint64_t *ret_step) {
+/* One fork: the times of fork → child, of the child's step, of its exit. */
+static int time_child(struct sandbox_plan *p, uint64_t *ret_fork, uint64_t *ret_step, uint64_t *ret_exit) {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
@@ -74,10 +77,12 @@ static int time_child(struct sandbox_plan *p, uint64_t *ret_fork, uint64_t *ret_
         int status = 0;
         if (pid > 0)
                 (void) waitpid(pid, &status, 0);
+        uint64_t reaped = now_ns();
         if (n != (ssize_t) sizeof t || !WIFEXITED(status) || WEXITSTATUS(status))
                 return -EIO;
         *ret_fork = t[1] - t[0];
         *ret_step = t[2] - t[1];
+        *ret_exit = reaped - t[2];
         return 0;
 }
 
@@ -91,9 +96,9 @@ static int row(const char *name, const char *keys, long count) {
                 return -EINVAL;
         }
         uint64_t *plan = calloc((size_t) count, sizeof *plan), *fork_ns = calloc((size_t) count, sizeof *fork_ns),
-                 *step = calloc((size_t) count, sizeof *step);
+                 *step = calloc((size_t) count, sizeof *step), *exit_ns = calloc((size_t) count, sizeof *exit_ns);
         uint64_t cold = 0;
-        int r = plan && fork_ns && step ? 0 : -ENOMEM;
+        int r = plan && fork_ns && step && exit_ns ? 0 : -ENOMEM;
         for (long i = 0; f && i <= count && r >= 0; i++) {
                 struct sandbox_plan *p = NULL;
                 uint64_t t0 = now_ns();
@@ -109,7 +114,7 @@ static int row(const char *name, const char *keys, long count) {
         if (f && r >= 0)
                 r = sandbox_plan_new("bench.service", f, 0, NULL, &p);
         for (long i = 0; i < count && r >= 0; i++)
-                r = time_child(p, &fork_ns[i], &step[i]);
+                r = time_child(p, &fork_ns[i], &step[i], &exit_ns[i]);
         if (r < 0)
                 fprintf(stderr, "bench-hardening-plan: %s: %s\n", name, strerror(-r));
         else {
@@ -119,12 +124,14 @@ static int row(const char *name, const char *keys, long count) {
                 }
                 report(name, "fork → child", fork_ns, count);
                 report(name, "child step", step, count);
+                report(name, "exit → reaped", exit_ns, count);
         }
         sandbox_plan_free(p);
         unit_file_free(f);
         free(plan);
         free(fork_ns);
         free(step);
+        free(exit_ns);
         return r;
 }
 
