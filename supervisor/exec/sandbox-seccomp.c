@@ -117,6 +117,11 @@ static int compile_filter(const struct unit_file *f, struct unit_bpf_program *re
         if (!ctx)
                 return -ENOMEM;
         int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); /* the hook sets it, in its place */
+        /* cost17: the calls sorted into a binary tree (libseccomp ≥ 2.5): the same decisions, but
+         * the kernel checks and prepares a shorter program at each start (the child's load of
+         * @system-service: 0.95 → 0.35 ms, docs/benchmarks.md) and runs it in O(log n) per call. */
+        if (r >= 0)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
         if (r >= 0)
                 r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny);
         if (r >= 0) {
