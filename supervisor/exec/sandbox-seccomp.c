@@ -98,13 +98,52 @@ static int build_filter(const struct unit_file *f, scmp_filter_ctx ctx, uint32_t
         return r;
 }
 
-/* cost17: f's cache of compiled programs (unit-file.h), made at its first use;
+/* cost17: SystemCallFilter='s programs, shared by the unit files whose filter is the same
+ * (the start of 100 copies of a unit compiles one); a unit file's cache holds a reference. */
+struct shared_filter {
+        struct shared_filter *next;
+        unsigned refs;
+        bool allow_list;
+        int error_number;
+        struct sandbox_syscall *syscalls; /* n, sorted by nr (the parser's order), owned */
+        size_t n;
+        struct unit_bpf_program program;  /* owned */
+};
+static struct shared_filter *shared_filters; /* manager thread only */
+
+static bool same_filter(const struct shared_filter *e, const struct unit_sandbox_keys *sb) {
+        const struct sandbox_syscall_filter *sf = &sb->syscall_filter;
+        return e->allow_list == sf->allow_list && e->error_number == sb->syscall_error_number && e->n == sf->n &&
+               (!e->n || !memcmp(e->syscalls, sf->syscalls, e->n * sizeof *e->syscalls));
+}
+
+static void shared_filter_unref(struct shared_filter *e) {
+        if (!e || --e->refs > 0)
+                return;
+        for (struct shared_filter **pp = &shared_filters; *pp; pp = &(*pp)->next)
+                if (*pp == e) {
+                        *pp = e->next;
+                        break;
+                }
+        free(e->syscalls);
+        free(e->program.filter);
+        free(e);
+}
+
+static void bpf_cache_release(struct unit_bpf_cache *c) {
+        shared_filter_unref(c->filter_shared);
+        for (size_t i = 0; i < c->n_programs; i++)
+                free(c->programs[i].filter);
+        free(c);
+}
+
+/* f's cache of compiled programs (unit-file.h), made at its first use;
  * NULL on ENOMEM. f->sandbox is set: only a unit with seccomp keys asks. */
 static struct unit_bpf_cache *bpf_cache(const struct unit_file *f) {
         struct unit_sandbox_keys *sb = f->sandbox;
         assert(sb);
-        if (!sb->bpf_cache)
-                sb->bpf_cache = calloc(1, sizeof *sb->bpf_cache);
+        if (!sb->bpf_cache && (sb->bpf_cache = calloc(1, sizeof *sb->bpf_cache)))
+                sb->bpf_cache->release = bpf_cache_release;
         return sb->bpf_cache;
 }
 
@@ -134,6 +173,37 @@ static int compile_filter(const struct unit_file *f, struct unit_bpf_program *re
         return r;
 }
 
+/* The shared program of f's filter: found, or compiled now and shared; NULL on failure (*ret_error). */
+static struct shared_filter *shared_filter_get(const struct unit_file *f, int *ret_error) {
+        const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
+        for (struct shared_filter *e = shared_filters; e; e = e->next)
+                if (same_filter(e, sb)) {
+                        e->refs++;
+                        return e;
+                }
+        struct shared_filter *e = calloc(1, sizeof *e);
+        size_t size = sb->syscall_filter.n * sizeof *e->syscalls;
+        *ret_error = -ENOMEM;
+        if (!e || (size && !(e->syscalls = malloc(size)))) {
+                free(e);
+                return NULL;
+        }
+        *ret_error = compile_filter(f, &e->program);
+        if (*ret_error < 0) {
+                free(e->syscalls);
+                free(e);
+                return NULL;
+        }
+        if (size)
+                memcpy(e->syscalls, sb->syscall_filter.syscalls, size);
+        e->n = sb->syscall_filter.n;
+        e->allow_list = sb->syscall_filter.allow_list;
+        e->error_number = sb->syscall_error_number;
+        e->refs = 1;
+        e->next = shared_filters;
+        return shared_filters = e;
+}
+
 int sandbox_seccomp_plan(const char *unit, const struct unit_file *f, bool sys_admin, struct sandbox_plan *p) {
         const struct unit_sandbox_keys *sb = unit_file_sandbox(f);
         if (!sb->syscall_filter.set)
@@ -142,11 +212,16 @@ int sandbox_seccomp_plan(const char *unit, const struct unit_file *f, bool sys_a
         p->no_new_privs |= !sys_admin;
         struct unit_bpf_cache *c = bpf_cache(f);
         int r = c ? 0 : -ENOMEM;
-        if (r >= 0 && !c->filter_built) /* cost17: the first start compiles it, the next ones reuse it */
-                r = compile_filter(f, &c->filter);
+        if (r >= 0 && !c->filter_built) { /* cost17: the first start gets it, the next ones reuse it */
+                struct shared_filter *e = shared_filter_get(f, &r);
+                if (e) {
+                        c->filter_shared = e;
+                        c->filter = e->program;
+                        c->filter_built = true;
+                }
+        }
         if (r < 0)
                 return log_error_errno(r, "%s: SystemCallFilter=: cannot build the filter: %m", unit);
-        c->filter_built = true;
         p->seccomp_filter = c->filter.filter;
         p->seccomp_len = c->filter.len;
         return 0;

@@ -3,8 +3,9 @@
  * cost17: the seccomp programs of a unit file are compiled once, at its first
  * start, and reused (unit-file.h struct unit_bpf_cache; exec/sandbox-seccomp.c):
  * the second plan borrows the very same programs, a child still gets them,
- * a unit without such keys gets no cache, and a changed file (what
- * daemon-reload loads, manager/reload.c) compiles its own.
+ * a unit without such keys gets no cache, a changed file (what
+ * daemon-reload loads, manager/reload.c) compiles its own, and files with
+ * the same SystemCallFilter= share one program, which outlives any one of them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,12 +136,36 @@ static void test_changed_file_compiles_its_own(void **state) {
         unit_file_free(old);
 }
 
+/* 100 copies of a unit start with one compiled SystemCallFilter=; it lives while a file holds it. */
+static void test_shared_between_files(void **state) {
+        (void) state;
+        struct unit_file *a = parse_ok(filters), *b = parse_ok(EXEC "SystemCallErrorNumber=EPERM\n"
+                                                                    "SystemCallFilter=~@privileged\n"
+                                                                    "RestrictAddressFamilies=AF_UNIX AF_INET\n");
+        struct unit_file *other = parse_ok(EXEC "SystemCallFilter=~@privileged\n"); /* kills: another program */
+        struct sandbox_plan *pa = plan_ok(a), *pb = plan_ok(b), *po = plan_ok(other);
+        assert_ptr_not_equal(a->sandbox->bpf_cache, b->sandbox->bpf_cache); /* each file its cache */
+        assert_ptr_equal(pa->seccomp_filter, pb->seccomp_filter);           /* one program */
+        assert_ptr_not_equal(po->seccomp_filter, pa->seccomp_filter);
+        sandbox_plan_free(pa);
+        unit_file_free(a); /* b still holds it */
+        assert_int_equal(run_hook(pb), 0);
+        sandbox_plan_free(pb);
+        struct sandbox_plan *again = plan_ok(b);
+        assert_int_equal(run_hook(again), 0);
+        sandbox_plan_free(again);
+        sandbox_plan_free(po);
+        unit_file_free(b);
+        unit_file_free(other); /* LeakSanitizer (the ASan build) checks that the last one freed it */
+}
+
 int main(void) {
         log_set_sink(quiet, NULL);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reused),
                 cmocka_unit_test(test_none_without_filters),
                 cmocka_unit_test(test_changed_file_compiles_its_own),
+                cmocka_unit_test(test_shared_between_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
