@@ -14,7 +14,8 @@ struct sandbox_self;
 struct unit_file;
 
 /*
- * SystemCallFilter= of f into p->seccomp_filter (owned by p) and
+ * SystemCallFilter= of f into p->seccomp_filter (borrowed from f's bpf_cache,
+ * compiled at f's first plan: cost17) and
  * p->no_new_privs: without CAP_SYS_ADMIN at the filter (sys_admin false),
  * NoNewPrivileges=yes is implied, as in systemd. unit names the unit in the
  * message logged on failure. Returns 0, or a negative errno of libseccomp
@@ -42,7 +43,7 @@ struct sandbox_hardening {
         bool private_network, private_ipc, protect_hostname;
         /* the seccomp programs, loaded before SystemCallFilter='s (sandbox-seccomp.c) */
         struct {
-                void *filter;      /* struct sock_filter[len], owned */
+                void *filter;      /* struct sock_filter[len], borrowed from the unit file's bpf_cache (cost17) */
                 unsigned short len;
         } programs[SANDBOX_HARDENING_PROGRAMS];
         size_t n_programs;

@@ -405,7 +405,6 @@ struct sandbox_plan *sandbox_plan_free(struct sandbox_plan *p) {
                 strv_free(p->environment);
         free(p->home);
         free(p->groups);
-        free(p->seccomp_filter);
         sandbox_hardening_free(p->hardening); /* seccomp */
         namespace_plan_free(p->ns); /* ns */
         free(p);

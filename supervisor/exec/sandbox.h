@@ -143,7 +143,7 @@ struct sandbox_plan {
         int pdeath_signal;        /* from the spawn attributes (sandbox_plan_apply) */
         pid_t parent;
         bool no_new_privs;
-        void *seccomp_filter;     /* struct sock_filter[seccomp_len] */
+        void *seccomp_filter;     /* struct sock_filter[seccomp_len], borrowed from the unit file's bpf_cache (cost17) */
         unsigned short seccomp_len;
         /* exec (issue 16): the process keys, applied first (systemd's order) */
         int tty_force;            /* StandardInput=tty*: TIOCSCTTY's argument; -1: no terminal */
@@ -177,7 +177,9 @@ struct sandbox_plan {
  *            tend's own without CAP_SYS_RESOURCE;
  *   -ENOMEM, or an error of the lookups or of libseccomp.
  * On success *ret is owned by the caller (sandbox_plan_free()); it must
- * outlive the spawn it is applied to.
+ * outlive the spawn it is applied to, and f must outlive it: the seccomp
+ * programs are borrowed from f's cache (cost17: compiled by the first plan of
+ * f, reused by the next ones; f is not const there: manager thread only).
  */
 int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_flags, const struct sandbox_self *self,
                      struct sandbox_plan **ret);

@@ -352,6 +352,8 @@ static void sandbox_keys_clear(struct unit_sandbox_keys *s) {
         free(s->exec);
         unit_hardening_keys_free(s->hardening); /* seccomp */
         unit_namespace_keys_free(s->ns); /* ns */
+        if (s->bpf_cache) /* cost17: exec's, freed as exec says */
+                s->bpf_cache->release(s->bpf_cache);
         *s = unit_sandbox_defaults;
 }
 

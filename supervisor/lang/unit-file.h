@@ -280,6 +280,30 @@ struct unit_sandbox_keys {
         struct unit_hardening_keys *hardening; /* owned; NULL: every key at its default (unit_file_hardening()) */
         /* ns: the file-system namespace keys (unit-file-namespace.h, exec/namespace.h) */
         struct unit_namespace_keys *ns;  /* owned; NULL: every key at its default (unit_file_namespace()) */
+        /* cost17: the seccomp programs compiled from these keys, reused at every start */
+        struct unit_bpf_cache *bpf_cache; /* owned; NULL until the first start that needs one */
+};
+
+/* cost17: BPF programs exec/sandbox-seccomp.c compiled with libseccomp at the
+ * first start of a loaded unit file, reused by every later start until the
+ * file is freed (a daemon-reload that changes it parses a new one). They are
+ * a function of the keys alone (and of tend's personality, which never
+ * changes), so a start never needs a fresh one; files with the same
+ * SystemCallFilter= share one program. Manager thread only; released with
+ * the file (unit_file_free() calls release, which exec sets). */
+struct unit_bpf_program {
+        void *filter;                    /* struct sock_filter[len], owned; NULL: none */
+        unsigned short len;
+};
+#define UNIT_BPF_PROGRAMS 8
+struct unit_bpf_cache {
+        void (*release)(struct unit_bpf_cache *c); /* frees c and what it holds (never NULL) */
+        bool filter_built;               /* SystemCallFilter='s program is in filter */
+        struct unit_bpf_program filter;  /* borrowed from filter_shared */
+        void *filter_shared;             /* exec's reference to the program shared by files (opaque) */
+        bool programs_built;             /* the hardening keys' programs are in programs[] */
+        size_t n_programs;
+        struct unit_bpf_program programs[UNIT_BPF_PROGRAMS]; /* in load order */
 };
 
 /* seccomp (issue 17): RestrictAddressFamilies= … PrivateUsers= (exec/sandbox-seccomp.c,

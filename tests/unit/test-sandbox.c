@@ -705,7 +705,8 @@ static int run_hook(const char *text, enum as as, int (*check)(void), int *ret_e
         if (as == AS_RESOURCE)
                 self.effective |= 1ull << CAP_SYS_RESOURCE;
         struct sandbox_plan *p = NULL;
-        int k = plan(text, &self, &p, NULL);
+        struct unit_file *u = NULL; /* outlives the plan: its seccomp program is the file's (cost17) */
+        int k = plan(text, &self, &p, &u);
         if (k < 0)
                 fail_msg("no plan (%d): %s", k, n_msgs ? msgs[0].text : "(no message)");
         int pipefd[2];
@@ -724,6 +725,7 @@ static int run_hook(const char *text, enum as as, int (*check)(void), int *ret_e
         close(pipefd[0]);
         assert_int_equal(waitpid(pid, &status, 0), pid);
         sandbox_plan_free(p);
+        unit_file_free(u);
         *ret_error = report[0];
         *ret_stage = report[1];
         return status;
