@@ -416,6 +416,26 @@ static void merge_duplicates(struct namespace_plan *p) {
         }
 }
 
+/* ExecPaths=/NoExecPaths= change only the exec flag: an entry of theirs inside a
+ * read-only tree (ProtectSystem=, ReadOnlyPaths=, ProtectHome=read-only…) stays
+ * read-only, as the nearest entry above it says. Without this its bind, a copy of
+ * the host's read-write mount, would keep the other keys' read-only step away from
+ * it (redis-server's ExecPaths=/usr/lib under ProtectSystem=strict was writable).
+ * Stricter than systemd 252, whose deny list leaves such a path writable. Entries
+ * in path order, a directory before what is under it; after merge_duplicates(). */
+static void inherit_read_only(struct namespace_plan *p) {
+        for (size_t i = 0; i < p->n_mounts; i++) {
+                struct namespace_mount *m = &p->mounts[i];
+                if ((m->mode != NAMESPACE_EXEC && m->mode != NAMESPACE_NO_EXEC) || m->read_only)
+                        continue;
+                for (size_t j = i; j-- > 0;)
+                        if (path_under(m->path, p->mounts[j].path)) {
+                                m->read_only = entry_read_only(&p->mounts[j]);
+                                break;
+                        }
+        }
+}
+
 /* The same path as the entry before it: merged into the first (merge_duplicates()). */
 static bool is_duplicate(const struct namespace_plan *p, size_t i) {
         return i > 0 && streq(p->mounts[i - 1].path, p->mounts[i].path);
@@ -619,6 +639,7 @@ int namespace_plan_finish(const char *unit, const struct unit_file *f, const str
         merge_duplicates(p);
         plan_filter(p, is_duplicate);
         plan_filter(p, is_hidden);
+        inherit_read_only(p);
         r = plan_privileges(unit, f, self, p);
         if (r < 0)
                 return r;

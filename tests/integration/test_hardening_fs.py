@@ -266,6 +266,15 @@ class HardeningFs(ServiceTestCase):
             'noexec-exec': ('NoExecPaths=%s\nExecPaths=%s' % (bin_dir, os.path.join(bin_dir, 'sub')),
                             {('exec', true): 'EACCES', ('exec', sub_true): 'ok'}),
             'exec-no': ('', {('exec', true): 'ok'}),
+            # ExecPaths=/NoExecPaths= inside a read-only tree stay read-only (QA N1: the bind of
+            # the exec entry, a copy of the host's rw mount, was skipped by the read-only step)
+            'exec-in-ro': ('ProtectSystem=strict\nExecPaths=%s' % bin_dir,
+                           {('write', os.path.join(bin_dir, 'w')): 'EROFS', ('exec', true): 'ok'}),
+            'noexec-in-ro': ('ReadOnlyPaths=%s\nNoExecPaths=%s' % (bin_dir, os.path.join(bin_dir, 'sub')),
+                             {('write', os.path.join(bin_dir, 'sub', 'w')): 'EROFS', ('exec', sub_true): 'EACCES'}),
+            'noexec-in-rw': ('ProtectSystem=strict\nReadWritePaths=%s\nNoExecPaths=%s'
+                             % (bin_dir, os.path.join(bin_dir, 'sub')),
+                             {('write', os.path.join(bin_dir, 'sub', 'w')): 'ok', ('exec', sub_true): 'EACCES'}),
             # ExecPaths= naming a link under NoExecPaths=/ (as /lib in redis-server.service)
             'exec-link': ('NoExecPaths=/\nExecPaths=%s %s /usr/bin /usr/lib /lib' % (bin_link, PYTHON),
                           {('exec', true): 'ok', ('exec', '/bin/true'): 'ok'}),
