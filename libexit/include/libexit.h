@@ -388,6 +388,16 @@ enum exit_spawn_flags {
                                            * once it exists, not once it has exec'd, so a slow
                                            * exec (a binary on a hung mount) never suspends the
                                            * caller; its exec status comes as for any fork */
+        EXIT_SPAWN_SESSION_KEYRING = 1u << 10, /* the child joins a new anonymous session keyring
+                                           * (keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): one
+                                           * system call, before the pre-exec hook), owned by the
+                                           * child's uid at that point; it no longer shares the
+                                           * caller's. A failure (ENOSYS: a kernel without keys;
+                                           * EPERM: a seccomp policy; EDQUOT) is the exec status,
+                                           * stage EXIT_STAGE_KEYRING. Either path (vfork or fork) */
+        EXIT_SPAWN_SESSION_KEYRING_SHARED = 1u << 11, /* implies SESSION_KEYRING: then links the
+                                           * child's user keyring (KEY_SPEC_USER_KEYRING) into it
+                                           * (KEYCTL_LINK), as systemd's KeyringMode=shared */
 };
 
 #define EXIT_SPAWN_FD_INHERIT (-1) /* stdio slot: keep the caller's fd of that number */
@@ -399,6 +409,7 @@ enum exit_spawn_stage {
         EXIT_STAGE_SETUP = 1,  /* session/group, terminal, parent-death signal, cgroup, mask */
         EXIT_STAGE_FDS = 2,
         EXIT_STAGE_CHDIR = 3,
+        EXIT_STAGE_KEYRING = 4, /* EXIT_SPAWN_SESSION_KEYRING: the join, or the user keyring's link */
         EXIT_STAGE_HOOK = 16,  /* the pre-exec hook; it may add its own code to this */
 };
 

@@ -683,7 +683,8 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
                                struct exit_process **ret) {
         const uint32_t known = EXIT_SPAWN_SETSID | EXIT_SPAWN_SETPGID | EXIT_SPAWN_FOREGROUND |
                                EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID | EXIT_SPAWN_STDIO |
-                               EXIT_SPAWN_CGROUP | EXIT_SPAWN_KEEP_FDS | EXIT_SPAWN_UMASK | EXIT_SPAWN_NO_VFORK;
+                               EXIT_SPAWN_CGROUP | EXIT_SPAWN_KEEP_FDS | EXIT_SPAWN_UMASK | EXIT_SPAWN_NO_VFORK |
+                               EXIT_SPAWN_SESSION_KEYRING | EXIT_SPAWN_SESSION_KEYRING_SHARED;
         if (!r || !attr || !ret || attr->size < offsetof(struct exit_spawn_attr, pre_exec) ||
             !attr->argv || !attr->argv[0] || (attr->flags & ~known))
                 return -EINVAL;

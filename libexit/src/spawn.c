@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/keyctl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -339,6 +340,19 @@ static int child_fds(struct spawn_plan *plan) {
         return 0;
 }
 
+/* EXIT_SPAWN_SESSION_KEYRING: a new anonymous session keyring, joined; with
+ * _SHARED, the user keyring of our uid linked into it. Raw system calls:
+ * libkeyutils is not needed for two calls. */
+static int child_keyring(const struct spawn_plan *plan) {
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0UL, 0UL, 0UL, 0UL) < 0)
+                return -errno;
+        if ((plan->flags & EXIT_SPAWN_SESSION_KEYRING_SHARED) &&
+            syscall(SYS_keyctl, KEYCTL_LINK, (long) KEY_SPEC_USER_KEYRING, (long) KEY_SPEC_SESSION_KEYRING, 0UL,
+                    0UL) < 0)
+                return -errno;
+        return 0;
+}
+
 static void child_exec(const struct spawn_plan *plan) {
         sigset_t none;
         sigemptyset(&none);
@@ -387,6 +401,9 @@ _Noreturn static void child_run(const struct spawn_plan *shared) {
                 child_fail(plan, errno, EXIT_STAGE_SETUP);
         if (plan->cwd && chdir(plan->cwd) < 0)
                 child_fail(plan, errno, EXIT_STAGE_CHDIR);
+        if ((plan->flags & (EXIT_SPAWN_SESSION_KEYRING | EXIT_SPAWN_SESSION_KEYRING_SHARED)) &&
+            (r = child_keyring(plan)) < 0)
+                child_fail(plan, -r, EXIT_STAGE_KEYRING);
         if (plan->pre_exec) {
                 int stage = EXIT_STAGE_HOOK;
                 r = plan->pre_exec(plan->pre_exec_userdata, &stage);

@@ -20,9 +20,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/seccomp.h>
 
 #include "exec-dirs.h"
+#include "hardening.h"
 #include "libexit.h"
 #include "log.h"
 #include "sandbox-seccomp.h"
@@ -31,6 +33,7 @@
 #include "sandbox.h"
 #include "unit-exec.h"
 #include "unit-file.h"
+#include "unit-hardening.h"
 
 /* 16-bit ids on some 32-bit ABIs: the 32-bit calls take gid_t/uid_t. */
 #ifdef SYS_setgroups32
@@ -491,6 +494,21 @@ static int plan_implied_mounts(const struct unit_file *f, struct namespace_plan 
         return r;
 }
 
+/* keyring: KeyringMode=, resolved (unit-hardening.h); after the credentials (set_uid). */
+static int plan_keyring(const char *unit, const struct unit_file *f, struct sandbox_plan *p) {
+        enum unit_keyring_mode m = unit_keyring_mode(f);
+        if (m != UNIT_KEYRING_INHERIT && !unit_keyring_available()) {
+                int r = hardening_cannot_apply(unit, f, "KeyringMode=",
+                                               "keyctl(2) is missing or denied here (a seccomp policy?)");
+                if (r < 0)
+                        return r;
+                m = UNIT_KEYRING_INHERIT;
+        }
+        p->keyring = (unsigned char) m;
+        p->keyring_in_hook = m != UNIT_KEYRING_INHERIT && p->set_uid;
+        return 0;
+}
+
 int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_flags, const struct sandbox_self *self,
                      struct sandbox_plan **ret) {
         if (!unit || !f || !ret)
@@ -516,6 +534,8 @@ int sandbox_plan_new(const char *unit, const struct unit_file *f, unsigned cmd_f
                 r = plan_limits(unit, f, self, p);
         if (r >= 0 && !full)
                 r = plan_capabilities(unit, f, self, p);
+        if (r >= 0)
+                r = plan_keyring(unit, f, p); /* keyring */
         bool sys_admin = has_cap(drops_root(self, p) ? p->ambient : self->effective, CAP_SYS_ADMIN);
         if (r >= 0 && !full) {
                 p->no_new_privs = unit_file_sandbox(f)->no_new_privileges;
@@ -596,7 +616,12 @@ void sandbox_start_notices(const char *unit, const struct unit_file *f) {
 }
 
 void sandbox_plan_apply(struct sandbox_plan *p, struct exit_spawn_attr *a) {
-        if (!p || !a || !p->hook)
+        if (!p || !a)
+                return;
+        if (p->keyring != UNIT_KEYRING_INHERIT && !p->keyring_in_hook) /* keyring: libexit's, no hook */
+                a->flags |= p->keyring == UNIT_KEYRING_SHARED ? EXIT_SPAWN_SESSION_KEYRING_SHARED
+                                                              : EXIT_SPAWN_SESSION_KEYRING;
+        if (!p->hook)
                 return;
         p->pdeath_signal = a->pdeath_signal;
         p->parent = getpid();
@@ -680,6 +705,16 @@ static int apply_process(const struct sandbox_plan *p, int *ret_stage) {
         return 0;
 }
 
+/* keyring: a new session keyring of the (new) uid; shared: its user keyring linked in. */
+static int join_keyring(const struct sandbox_plan *p) {
+        if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0L, 0L, 0L, 0L) < 0)
+                return -1;
+        if (p->keyring == UNIT_KEYRING_SHARED &&
+            syscall(SYS_keyctl, KEYCTL_LINK, (long) KEY_SPEC_USER_KEYRING, (long) KEY_SPEC_SESSION_KEYRING, 0L, 0L) < 0)
+                return -1;
+        return 0;
+}
+
 int sandbox_pre_exec(void *userdata, int *ret_stage) {
         const struct sandbox_plan *p = userdata;
         int r = apply_process(p, ret_stage);
@@ -725,6 +760,8 @@ int sandbox_pre_exec(void *userdata, int *ret_stage) {
                         FAIL(SANDBOX_STAGE_PDEATHSIG);
                 }
         }
+        if (p->keyring_in_hook && join_keyring(p) < 0) /* keyring: the unit user's own */
+                FAIL(SANDBOX_STAGE_KEYRING);
         if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 FAIL(SANDBOX_STAGE_NO_NEW_PRIVS);
         if ((r = sandbox_hardening_seccomp_step(p->hardening, ret_stage)) < 0) /* seccomp (issue 17) */
@@ -773,10 +810,13 @@ bool sandbox_stage_describe(int stage, const char **ret_key, const char **ret_st
                 [SANDBOX_STAGE_UTSNS] = { "ProtectHostname=", "unshare(CLONE_NEWUTS)" },
                 [SANDBOX_STAGE_HARDENING_SECCOMP] = { "RestrictAddressFamilies=/RestrictNamespaces=/…",
                                                       "PR_SET_SECCOMP" },
+                [SANDBOX_STAGE_KEYRING] = { "KeyringMode=", "keyctl(KEYCTL_JOIN_SESSION_KEYRING) after the uid change" },
         };
         int s = stage - EXIT_STAGE_HOOK;
         const char *key = NULL, *step = NULL;
-        if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
+        if (stage == EXIT_STAGE_KEYRING) { /* keyring: libexit's join */
+                key = "KeyringMode=", step = "keyctl(KEYCTL_JOIN_SESSION_KEYRING)";
+        } else if (s >= SANDBOX_STAGE_LIMIT && s < _SANDBOX_STAGE_END) {
                 key = sandbox_rlimit_key_eq(s - SANDBOX_STAGE_LIMIT), step = "setrlimit";
         } else if (s >= SANDBOX_STAGE_NAMESPACE && s < _SANDBOX_STAGE_NAMESPACE_END) { /* ns */
                 key = namespace_key_name(s - SANDBOX_STAGE_NAMESPACE), step = "setting up the mount namespace";

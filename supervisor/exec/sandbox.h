@@ -36,6 +36,11 @@
  *      when every uid became non-zero;
  *   7. PR_SET_PDEATHSIG again if the spawn asked for one (a credential change
  *      clears it), then the parent checked;
+ *   7b. keyring: with a uid change and KeyringMode= other than inherit, a new
+ *      session keyring joined (owned by the unit's user; with shared, its user
+ *      keyring linked in); without a uid change libexit joins it before the
+ *      hook (EXIT_SPAWN_SESSION_KEYRING), and a unit with no other key needs
+ *      no hook;
  *   8. PR_SET_NO_NEW_PRIVS;
  *   9. PR_SET_SECCOMP with the hardening keys' programs (issue 17,
  *      sandbox-seccomp.c), then with SystemCallFilter='s — last: after it come only
@@ -103,6 +108,8 @@ enum {
         SANDBOX_STAGE_IPCNS,
         SANDBOX_STAGE_UTSNS,
         SANDBOX_STAGE_HARDENING_SECCOMP,
+        /* keyring: KeyringMode= after the uid change (libexit's EXIT_STAGE_KEYRING without one) */
+        SANDBOX_STAGE_KEYRING,
         SANDBOX_STAGE_LIMIT = 32, /* + the resource */
         _SANDBOX_STAGE_END = SANDBOX_STAGE_LIMIT + SANDBOX_RLIMIT_MAX,
         /* ns: the mount namespace (namespace.h), + the key's index (namespace_key_name()) */
@@ -155,6 +162,11 @@ struct sandbox_plan {
         struct sandbox_hardening *hardening; /* owned; NULL: none */
         /* ns: the mount namespace (namespace.h), made after the process keys and the limits */
         struct namespace_plan *ns; /* owned; NULL: none */
+        /* keyring: KeyringMode= (enum unit_keyring_mode, resolved): without a uid change,
+         * libexit's EXIT_SPAWN_SESSION_KEYRING flag (no hook needed); with one, the hook
+         * joins it after setresuid, so the keyring is the unit user's (step 7b) */
+        unsigned char keyring;
+        bool keyring_in_hook;
 };
 
 /*

@@ -154,10 +154,14 @@ static int assess_root_directory(const struct info *i, const void *param, const 
         return (!r || !*r || streq(r, "/")) && (!m || !*m);
 }
 
+/* keyring: what tend gives the unit (unit_keyring_mode(): its value or tend's default), if it can. */
+static bool keyring_private(const struct unit_file *f) {
+        return applied(f, "KeyringMode") && unit_keyring_available() && unit_keyring_mode(f) == UNIT_KEYRING_PRIVATE;
+}
+
 static int assess_keyring(const struct info *i, const void *param, const char **d) {
         (void) param, (void) d;
-        const char *v = value(i, "KeyringMode");
-        return !(v && streq(v, "private"));
+        return !keyring_private(i->f);
 }
 
 static int assess_notify_access(const struct info *i, const void *param, const char **d) {
@@ -538,8 +542,11 @@ static const char *level_of(unsigned exposure) {
 
 /* Whether tend's outcome for d may differ from systemd's for f. */
 static bool not_applied(const struct unit_file *f, const struct check_def *d) {
-        if (streq(d->key, "KeyringMode")) /* systemd's default is private: tend never makes one */
-                return true;
+        if (streq(d->key, "KeyringMode")) { /* keyring: systemd's default is private, tend's only as root */
+                const char *v = unit_hardening_value(f, d->key);
+                bool systemd_private = !v || !*v || streq(v, "private");
+                return systemd_private != keyring_private(f) || !applied(f, d->key);
+        }
         bool set = unit_hardening_value(f, d->key) != NULL;
         if (streq(d->key, "RootDirectory"))
                 set = set || unit_hardening_value(f, "RootImage");

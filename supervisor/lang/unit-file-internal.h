@@ -306,6 +306,8 @@ int uf_hardening_note(struct parse_ctx *c, const char *key, const char *value);
 bool uf_refused_key(struct parse_ctx *c, enum section section, const char *key, const char *value);
 /* RemoveIPC=: a boolean, kept in c->u->hardening. */
 int uf_parse_remove_ipc(struct parse_ctx *c, const struct key_def *k, const char *value);
+/* keyring: KeyringMode=: inherit, private, shared or empty, kept in c->u->hardening. */
+int uf_parse_keyring_mode(struct parse_ctx *c, const struct key_def *k, const char *value);
 /* [X-Tend] AcceptWeakerIsolation=: yes, no, or keys with or without '='. */
 int uf_parse_accept_weaker(struct parse_ctx *c, const struct key_def *k, const char *value);
 /* At the end of a parse: each refused key set is reported as the unit's error,

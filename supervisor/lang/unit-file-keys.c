@@ -449,6 +449,8 @@ static const struct key_def unit_keys[] = {
         { SECTION_TEND, "Singleton", parse_bool, F(singleton), NULL },
         { SECTION_TEND, "Hosts", uf_parse_cluster_words, 0, 0, LIST(LIST_HOSTS) },
         { SECTION_TEND, "HostMetadata", uf_parse_cluster_words, 0, 0, LIST(LIST_HOST_METADATA) },
+        /* keyring: a session keyring per unit (systemd.exec(5) KeyringMode=; unit-hardening.h) */
+        { S, "KeyringMode", uf_parse_keyring_mode, 0, 0, NULL },
 };
 
 const struct key_def *uf_key_lookup(enum section section, const char *key) {

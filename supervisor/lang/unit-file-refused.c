@@ -12,9 +12,13 @@
  * unit never gets as far as a start (docs/tend.service.5.md "Keys tend
  * refuses" says why).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/keyctl.h>
 
 #include "security-assess.h"
 #include "unit-file-internal.h"
@@ -65,8 +69,6 @@ static const struct refused_key refused_keys[] = {
         { "IPCNamespacePath", "tend does not join another IPC namespace", NOTHING_EMPTY, NULL },
         { "MountFlags", "tend does not change mount propagation", NOTHING_WORDS, "shared" },
         { "DynamicUser", "tend does not allocate dynamic users (use User=)", NOTHING_FALSE, NULL },
-        { "KeyringMode", "tend does not give a unit a session keyring of its own (its processes keep tend's)",
-          NOTHING_WORDS, "inherit" },
         { "SecureBits", "tend does not set securebits", NOTHING_EMPTY, NULL },
 };
 _Static_assert(ELEMENTSOF(refused_keys) <= 64, "uf_hardening_parse.restrictive holds 64 bits");
@@ -81,6 +83,7 @@ static const char *const nothing_keys[] = {
 struct uf_hardening_parse {
         struct strv_builder assignments, accepted;
         bool accept_all, remove_ipc;
+        unsigned char keyring_mode; /* keyring: enum unit_keyring_mode */
         uint64_t restrictive;    /* bit i: refused_keys[i]'s last assignment asks for something */
         unsigned line[ELEMENTSOF(refused_keys)];
 };
@@ -216,6 +219,49 @@ int uf_parse_remove_ipc(struct parse_ctx *c, const struct key_def *k, const char
         return 0;
 }
 
+/* keyring: KeyringMode= (systemd.exec(5)): inherit, private, shared; empty: the default. */
+int uf_parse_keyring_mode(struct parse_ctx *c, const struct key_def *k, const char *value) {
+        static const char *const names[] = {
+                [UNIT_KEYRING_INHERIT] = "inherit", [UNIT_KEYRING_PRIVATE] = "private",
+                [UNIT_KEYRING_SHARED] = "shared",
+        };
+        struct uf_hardening_parse *h = state(c);
+        char q[QUOTE_BUF];
+        if (!h)
+                return report(c, LOG_ERR, ENOMEM, "%s=: out of memory", k->key);
+        for (size_t i = UNIT_KEYRING_INHERIT; i < ELEMENTSOF(names); i++)
+                if (streq(value, names[i])) {
+                        h->keyring_mode = (unsigned char) i;
+                        return 0;
+                }
+        if (*value)
+                return syntax_error(c, "%s=: %s is none of inherit, private, shared", k->key, uf_quote(q, value));
+        h->keyring_mode = UNIT_KEYRING_DEFAULT;
+        return 0;
+}
+
+/* Whether this tend can give a process a session keyring of its own: a
+ * kernel with keys, no seccomp policy denying keyctl (a container's default
+ * one does). Asked once. */
+static bool keyrings_available(void) {
+        static int available = -1;
+        if (available < 0)
+                available = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, (long) KEY_SPEC_SESSION_KEYRING, 0L) >= 0 ||
+                            !(errno == ENOSYS || errno == EPERM || errno == EACCES);
+        return available;
+}
+
+enum unit_keyring_mode unit_keyring_mode(const struct unit_file *f) {
+        enum unit_keyring_mode m = f && f->hardening ? f->hardening->keyring_mode : UNIT_KEYRING_DEFAULT;
+        if (m != UNIT_KEYRING_DEFAULT)
+                return m;
+        return geteuid() == 0 && keyrings_available() ? UNIT_KEYRING_PRIVATE : UNIT_KEYRING_INHERIT;
+}
+
+bool unit_keyring_available(void) {
+        return keyrings_available();
+}
+
 static bool listed(char *const *l, const char *key) {
         size_t n = strcspn(key, "=");
         for (; l && *l; l++)
@@ -316,6 +362,7 @@ int uf_finish_hardening(struct parse_ctx *c) {
                 return -ENOMEM;
         u->accept_all = h->accept_all;
         u->remove_ipc = h->remove_ipc;
+        u->keyring_mode = h->keyring_mode;
         u->accepted = h->accepted.v ? strv_builder_take(&h->accepted) : NULL;
         u->assignments = h->assignments.v ? strv_builder_take(&h->assignments) : NULL;
         c->u->hardening = u; /* before the checks: unit_hardening_accepts() reads it */

@@ -25,7 +25,30 @@ struct unit_hardening {
         char **accepted;    /* AcceptWeakerIsolation='s keys ("Key", no '='), owned; NULL: none */
         bool accept_all;    /* AcceptWeakerIsolation=yes */
         bool remove_ipc;    /* RemoveIPC=, no (exec/remove-ipc.h) */
+        unsigned char keyring_mode; /* keyring: KeyringMode=, enum unit_keyring_mode */
 };
+
+/* keyring: KeyringMode= (systemd.exec(5); docs/tend.service.5.md "Session keyring"). */
+enum unit_keyring_mode {
+        UNIT_KEYRING_DEFAULT, /* not set, or set empty */
+        UNIT_KEYRING_INHERIT, /* the processes keep tend's session keyring */
+        UNIT_KEYRING_PRIVATE, /* a new anonymous session keyring per process tree */
+        UNIT_KEYRING_SHARED,  /* private, with the user keyring of the unit's user linked into it */
+};
+
+/*
+ * The keyring f's processes get (never UNIT_KEYRING_DEFAULT): its
+ * KeyringMode=, else tend's default, systemd's: private when tend runs as
+ * root (a system manager) and this kernel lets it make keyrings
+ * (unit_keyring_available()), else inherit (a user manager's default). f may
+ * be NULL (the default). Manager thread only (the probe is cached).
+ */
+enum unit_keyring_mode unit_keyring_mode(const struct unit_file *f);
+
+/* Whether tend can give a process a keyring of its own here: keyctl(2) is
+ * neither missing (ENOSYS) nor denied (EPERM, EACCES: a container's seccomp
+ * policy). Probed once; manager thread only. */
+bool unit_keyring_available(void);
 
 /* Frees h and what it owns; NULL. */
 struct unit_hardening *unit_hardening_free(struct unit_hardening *h);

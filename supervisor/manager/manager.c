@@ -40,6 +40,7 @@
 #include "singleflight.h"
 #include "store.h"
 #include "unit.h"
+#include "unit-hardening.h"
 #include "watchdog.h"
 
 /* ---- signals (SPEC §1's table) ---- */
@@ -157,6 +158,10 @@ static uint32_t watch_queue_capacity(void) {
 
 static int manager_setup(struct manager *m) {
         raise_nofile(m);
+        /* keyring: systemd's default, KeyringMode=private, needs keyctl(2) (unit-hardening.h) */
+        if (geteuid() == 0 && !unit_keyring_available())
+                log_notice("keyctl(2) is missing or denied here: units that do not set KeyringMode= "
+                           "keep tend's session keyring");
         int k = sd_event_new(&m->event);
         if (k < 0)
                 return log_error_errno(k, "sd_event_new: %m");

@@ -6,6 +6,8 @@
  *   child-probe env NAME     NAME's value, or "(unset)"
  *   child-probe pid          its pid
  *   child-probe cwd          its working directory
+ *   child-probe keyring      its session keyring's id and whether its user keyring is linked
+ *                            into it: "ID linked|unlinked" (keyctl(2))
  *   child-probe exit N       exits with N
  * For the entrypoint integration tests (tests/integration/):
  *   child-probe record OUT EXITSIG CODE DELAY_MS
@@ -39,17 +41,21 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/keyctl.h>
 
 static int list_fds(void) {
         DIR *d = opendir("/proc/self/fd");
@@ -310,6 +316,20 @@ static int notify(int argc, char **argv) {
         return 0;
 }
 
+static int keyring(void) {
+        long id = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, (long) KEY_SPEC_SESSION_KEYRING, 0L);
+        long user = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, (long) KEY_SPEC_USER_KEYRING, 1L);
+        int32_t links[256];
+        long n = syscall(SYS_keyctl, KEYCTL_READ, (long) KEY_SPEC_SESSION_KEYRING, links, sizeof links);
+        if (id < 0 || user < 0 || n < 0)
+                return 1;
+        bool linked = false;
+        for (long i = 0; i < n / 4 && i < 256; i++)
+                linked = linked || links[i] == user;
+        printf("%ld %s\n", id, linked ? "linked" : "unlinked");
+        return 0;
+}
+
 int main(int argc, char **argv) {
         if (argc < 2)
                 return 2;
@@ -329,6 +349,8 @@ int main(int argc, char **argv) {
                 printf("%s\n", buf);
                 return 0;
         }
+        if (strcmp(argv[1], "keyring") == 0)
+                return keyring();
         if (strcmp(argv[1], "pid") == 0) {
                 printf("%d\n", (int) getpid());
                 return 0;

@@ -61,7 +61,7 @@ static const struct {
         { "ProtectHostname", "yes", KEPT }, { "MemoryDenyWriteExecute", "yes", KEPT },
         { "LockPersonality", "yes", KEPT }, { "RestrictRealtime", "yes", KEPT },
         { "RestrictSUIDSGID", "yes", KEPT }, { "NoNewPrivileges", "yes", KEPT }, { "UMask", "0077", KEPT },
-        { "RemoveIPC", "yes", KEPT }, { "NotifyAccess", "all", KEPT }, { "KeyringMode", "private", KEPT },
+        { "RemoveIPC", "yes", KEPT }, { "NotifyAccess", "all", KEPT }, { "KeyringMode", "shared", KEPT },
         { "DevicePolicy", "strict", KEPT }, { "RuntimeDirectoryMode", "0700", KEPT },
         { "StateDirectoryMode", "0700", KEPT }, { "CacheDirectoryMode", "0700", KEPT },
         { "LogsDirectoryMode", "0700", KEPT }, { "ConfigurationDirectoryMode", "0700", KEPT },
@@ -140,6 +140,8 @@ static char *fingerprint(const struct unit_file *f) {
         put(&b, &n, &user, 1), put(&b, &n, &group, 1), put(&b, &n, &groups, 1);
         bool rmipc = f->hardening && f->hardening->remove_ipc;
         put(&b, &n, &rmipc, 1);
+        enum unit_keyring_mode keyring = unit_keyring_mode(f);
+        put(&b, &n, &keyring, sizeof keyring);
         for (char **r = f->hardening ? f->hardening->refused : NULL; r && *r; r++)
                 put(&b, &n, *r, strlen(*r) + 1);
         struct security_assessment a;

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -418,6 +419,45 @@ static void test_cwd(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* EXIT_SPAWN_SESSION_KEYRING: the child's session keyring is a new one (not
+ * ours, not an earlier child's); without the flag, ours (inherited); with
+ * _SHARED, our user keyring linked into it. On each spawn path. */
+static void test_session_keyring(void **state) {
+        struct ctx *c = *state;
+        char *argv[] = { (char *) probe, (char *) "keyring", NULL };
+        static const uint32_t flags[] = { 0, EXIT_SPAWN_SESSION_KEYRING, EXIT_SPAWN_SESSION_KEYRING,
+                                          EXIT_SPAWN_SESSION_KEYRING_SHARED };
+        long ids[4];
+        char linked[4][16];
+        for (size_t i = 0; i < ELEMENTSOF(flags); i++) {
+                int out[2];
+                assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+                struct exit_process *p = spawn_full(c, argv, out[1], flags[i]);
+                close(out[1]);
+                char buf[256];
+                read_all(out[0], buf, sizeof buf);
+                close(out[0]);
+                struct exit_reason r = wait_exit(c, p);
+                int stage = -1, e = exit_process_exec_result(p, &stage);
+                exit_process_unref(p);
+                if (e == -ENOSYS || e == -EPERM || e == -EACCES) { /* no keys here (a seccomp policy) */
+                        assert_int_equal(stage, EXIT_STAGE_KEYRING);
+                        skip();
+                }
+                assert_int_equal(r.kind, EXIT_REASON_EXITED);
+                if (r.status != 0 || sscanf(buf, "%ld %15s", &ids[i], linked[i]) != 2)
+                        fail_msg("child-probe keyring: status %d, said \"%s\" (keyctl failed in the child?)", r.status, buf);
+        }
+        long own = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3L /* KEY_SPEC_SESSION_KEYRING */, 0L);
+        assert_true(own > 0);
+        assert_int_equal(ids[0], own);    /* without the flag: inherited */
+        assert_int_not_equal(ids[1], own);
+        assert_int_not_equal(ids[2], ids[1]);
+        assert_int_not_equal(ids[3], own);
+        assert_string_equal(linked[1], "unlinked");
+        assert_string_equal(linked[3], "linked");
+}
+
 static bool same_file(int fd, const struct stat *st) {
         struct stat now;
         return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
@@ -678,6 +718,7 @@ int main(int argc, char **argv) {
                 ALL3(test_fds_given_only),
                 ALL3(test_fds_many_open),
                 ALL3(test_cwd),
+                ALL3(test_session_keyring),
                 ALL3(test_env_pid_slots),
                 ALL3(test_track),
                 ALL3(test_second_reaper_refused),

@@ -165,21 +165,22 @@ static const struct security_check *check(const struct security_assessment *a, c
 
 /*
  * systemd-analyze 252 --offline=true: 9.6, 4.9 and 7.0 for these three (with
- * systemd's default KeyringMode=private). tend gives no unit a keyring of its
- * own: KeyringMode= is bad (weight 1000 of the sum) and flagged not applied;
- * the rest is the same.
+ * systemd's default KeyringMode=private). tend as root gives the same default
+ * (keyring); as another user (a user manager's default, inherit) KeyringMode=
+ * is bad (weight 1000 of the sum) and flagged not applied: 9.8, 5.1, 7.1.
  */
 static void test_exposure_as_systemd(void **state) {
         (void) state;
+        bool priv = unit_keyring_mode(NULL) == UNIT_KEYRING_PRIVATE;
         struct security_assessment a;
         struct unit_file *f = parse_ok("[Service]\nExecStart=/bin/true\n");
         assert_int_equal(security_assess(f, &a), 0);
         assert_int_equal(check(&a, "User=/DynamicUser=")->badness, 10);
         assert_int_equal(check(&a, "SupplementaryGroups=")->badness, SECURITY_NOT_APPLICABLE);
-        assert_int_equal(check(&a, "KeyringMode=")->badness, 1);
-        assert_true(check(&a, "KeyringMode=")->not_applied);
+        assert_int_equal(check(&a, "KeyringMode=")->badness, priv ? 0 : 1);
+        assert_int_equal(check(&a, "KeyringMode=")->not_applied, !priv);
         assert_false(check(&a, "User=/DynamicUser=")->not_applied);
-        assert_int_equal(a.exposure, 98); /* systemd 9.6, KeyringMode= bad */
+        assert_int_equal(a.exposure, priv ? 96 : 98); /* systemd 9.6 */
         assert_string_equal(a.level, "UNSAFE");
         unit_file_free(f);
 
@@ -190,7 +191,7 @@ static void test_exposure_as_systemd(void **state) {
         assert_int_equal(check(&a, "SystemCallFilter=~@swap")->badness, 0);
         assert_int_equal(check(&a, "CapabilityBoundingSet=~CAP_SYS_ADMIN")->badness, 0);
         assert_int_equal(check(&a, "UMask=")->badness, 0);
-        assert_int_equal(a.exposure, 51); /* systemd 4.9, KeyringMode= bad */
+        assert_int_equal(a.exposure, priv ? 49 : 51); /* systemd 4.9 */
         unit_file_free(f);
 
         f = parse_ok("[Service]\nExecStart=/bin/true\nUser=nobody\nSupplementaryGroups=adm\n"
@@ -205,7 +206,7 @@ static void test_exposure_as_systemd(void **state) {
         assert_int_equal(check(&a, "CapabilityBoundingSet=~CAP_SYS_ADMIN")->badness, 0);
         assert_int_equal(check(&a, "NotifyAccess=")->badness, 1);
         assert_int_equal(check(&a, "UMask=")->badness, 5);
-        assert_int_equal(a.exposure, 71); /* systemd 7.0, KeyringMode= bad */
+        assert_int_equal(a.exposure, priv ? 70 : 71); /* systemd 7.0 */
         unit_file_free(f);
 }
 
@@ -241,13 +242,14 @@ static void test_unknown_key_counts_as_absent(void **state) {
 
 /* The package's own unit files, as if tend applied every key it does not
  * refuse: systemd-analyze 252 gives redis-server 1.2, memcached 4.8 and
- * apache2 9.4; with KeyringMode= bad (tend never makes a keyring): 1.4, 5.0,
- * 9.6. This checks the
+ * apache2 9.4; tend the same as root (its default KeyringMode=private, keyring),
+ * else with KeyringMode= bad (inherit): 1.4, 5.0, 9.6. This checks the
  * assessor's reading of the keys the "ns" and "seccomp" parts apply. */
 static void test_daemons_as_if_every_key_applied(void **state) {
         (void) state;
+        bool priv = unit_keyring_mode(NULL) == UNIT_KEYRING_PRIVATE;
         static const struct { const char *name; unsigned exposure; } t[] = {
-                { "redis-server", 14 }, { "memcached", 50 }, { "apache2", 96 },
+                { "redis-server", 12 }, { "memcached", 48 }, { "apache2", 94 },
         };
         security_assess_test_apply_all(true);
         for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -268,12 +270,57 @@ static void test_daemons_as_if_every_key_applied(void **state) {
                 snprintf(name, sizeof name, "%s.service", t[i].name);
                 assert_int_equal(unit_file_parse_texts(name, texts, 1, &f, NULL), 0);
                 assert_int_equal(security_assess(f, &a), 0);
-                if (a.exposure != t[i].exposure)
-                        fail_msg("%s: exposure %u, want %u", t[i].name, a.exposure, t[i].exposure);
+                unsigned want = t[i].exposure + (priv ? 0 : 2);
+                if (a.exposure != want)
+                        fail_msg("%s: exposure %u, want %u", t[i].name, a.exposure, want);
+                assert_int_equal(check(&a, "KeyringMode=")->not_applied, !priv);
                 unit_file_free(f);
                 free(data);
         }
         security_assess_test_apply_all(false);
+}
+
+/* keyring: KeyringMode='s values, the default, and what the assessor counts. */
+static void test_keyring_mode(void **state) {
+        (void) state;
+        static const struct { const char *text; enum unit_keyring_mode mode; int badness; } t[] = {
+                { "KeyringMode=private\n", UNIT_KEYRING_PRIVATE, 0 },
+                { "KeyringMode=shared\n", UNIT_KEYRING_SHARED, 1 },
+                { "KeyringMode=inherit\n", UNIT_KEYRING_INHERIT, 1 },
+        };
+        bool available = unit_keyring_available();
+        for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+                char text[256];
+                snprintf(text, sizeof text, "[Service]\nExecStart=/bin/true\n%s", t[i].text);
+                struct unit_file *f = parse_ok(text);
+                struct security_assessment a;
+                assert_int_equal(unit_keyring_mode(f), t[i].mode);
+                assert_int_equal(security_assess(f, &a), 0);
+                assert_int_equal(check(&a, "KeyringMode=")->badness, available ? t[i].badness : 1);
+                assert_int_equal(check(&a, "KeyringMode=")->not_applied, !available && t[i].badness == 0);
+                unit_file_free(f);
+        }
+        /* the default: systemd's for a system manager (root), a user manager's else */
+        enum unit_keyring_mode d = geteuid() == 0 && available ? UNIT_KEYRING_PRIVATE : UNIT_KEYRING_INHERIT;
+        struct unit_file *f = parse_ok("[Service]\nExecStart=/bin/true\n");
+        assert_int_equal(unit_keyring_mode(f), d);
+        unit_file_free(f);
+        /* an empty assignment is ignored, as systemd 252 does (test-empty-assignment) */
+        f = parse_ok("[Service]\nExecStart=/bin/true\nKeyringMode=shared\nKeyringMode=\n");
+        assert_int_equal(unit_keyring_mode(f), UNIT_KEYRING_SHARED);
+        unit_file_free(f);
+        assert_int_equal(unit_keyring_mode(NULL), d);
+        struct unit_file *bad;
+        assert_true(parse2("[Service]\nExecStart=/bin/true\nKeyringMode=session\n", NULL, &bad) < 0);
+        assert_non_null(strstr(last_error, "KeyringMode=: \"session\" is none of inherit, private, shared"));
+        /* accepted under the opt-out: counted as absent */
+        struct security_assessment a;
+        assert_int_equal(parse2("[Service]\nExecStart=/bin/true\nKeyringMode=private\n",
+                                "[X-Tend]\nAcceptWeakerIsolation=KeyringMode\n", &bad), 0);
+        assert_int_equal(security_assess(bad, &a), 0);
+        assert_int_equal(check(&a, "KeyringMode=")->badness, 1);
+        assert_true(check(&a, "KeyringMode=")->not_applied);
+        unit_file_free(bad);
 }
 
 int main(void) {
@@ -288,6 +335,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_opt_out_raises_exposure, setup),
                 cmocka_unit_test_setup(test_unknown_key_counts_as_absent, setup),
                 cmocka_unit_test_setup(test_daemons_as_if_every_key_applied, setup),
+                cmocka_unit_test_setup(test_keyring_mode, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
