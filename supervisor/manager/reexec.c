@@ -384,7 +384,7 @@ static void reexec_now(struct manager *m) {
         reexec_end(m);
         notify_upstream_reloading(m->upstream, true);
         records_flush(m);
-        (void) logs_manager_drain(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
+        (void) logs_manager_drain_lines(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
         control_server_flush(m->control); /* the daemon-reexec answer among them */
         exec_failed(m, do_exec(m));
 }

@@ -529,6 +529,38 @@ class Reexec(ServiceTestCase):
         z = self.st('idle')
         self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
 
+    def logs_json(self, name):
+        """NAME's ring as `tendctl logs --json` shows it: the records."""
+        out = self.ctl('logs', name, '--json')[1]
+        return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+
+    def reexec_and_wait(self):
+        """`tendctl daemon-reexec`, then until the new tend said it resumed."""
+        n = self.stderr().count('re-executed: ')
+        self.ctl('daemon-reexec')
+        wait_until(lambda: self.stderr().count('re-executed: ') > n, 10,
+                   lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+
+    def test_partial_line_carried_whole(self):
+        """QA H3: a line whose start was read before the exec and its end
+        after is one line, not a partial one and another."""
+        b = self.binary_copy()
+        go = self.path('go')
+        self.unit('halfline', """
+            [Service]
+            ExecStart=/bin/sh -c 'printf partial-no-newline; while [ ! -e %s ]; do sleep 0.01; done; printf " end\\nnext\\n"; exec sleep 100000'
+        """ % go)
+        self.start_tend(binary=b)
+        r = self.wait_running('halfline')
+        self.reexec_and_wait()
+        open(go, 'w').close()
+        wait_until(lambda: any(x.get('text') == 'next' for x in self.logs_json('halfline')), 5,
+                   lambda: 'the unit\'s lines after the exec never shown: %r' % self.logs_json('halfline'))
+        got = [(x.get('text'), bool(x.get('partial'))) for x in self.logs_json('halfline')]
+        self.assertEqual(got, [('partial-no-newline end', False), ('next', False)],
+                         'the line cut short at the exec was not carried whole')
+        self.assertEqual(self.st('halfline')['main_pid'], r['main_pid'], 'the unit was restarted')
+
 
 # Inside a cgroup namespace rooted at the test's own cgroup, with a pure
 # cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
