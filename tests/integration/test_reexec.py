@@ -561,6 +561,25 @@ class Reexec(ServiceTestCase):
                          'the line cut short at the exec was not carried whole')
         self.assertEqual(self.st('halfline')['main_pid'], r['main_pid'], 'the unit was restarted')
 
+    def test_template_instance_resumed(self):
+        """QA H1: an instance started from its template (no file of its
+        own in DIR) is resumed, not left running unsupervised; it stops
+        with tend's shutdown."""
+        b = self.binary_copy()
+        self.unit('tmpl@', '[Service]\nExecStart=/bin/sleep 100000')
+        self.start_tend(binary=b)
+        self.ctl('start', 'tmpl@inst2')
+        r = self.wait_running('tmpl@inst2')
+        self.reexec_and_wait()
+        self.assertNotIn('unsupervised', self.stderr(), 'the instance was dropped at the re-exec')
+        z = self.st('tmpl@inst2')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0),
+                         'the instance was not resumed as it was')
+        self.ctl('stop', 'tmpl@inst2')
+        self.wait_state('tmpl@inst2', lambda z: z['state'] == 'inactive', 10, 'the resumed instance did not stop')
+        wait_until(lambda: not os.path.exists('/proc/%d' % r['main_pid']), 5,
+                   'the instance\'s process outlived its stop')
+
 
 # Inside a cgroup namespace rooted at the test's own cgroup, with a pure
 # cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
