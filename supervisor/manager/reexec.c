@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "reexec.h"
+#include "unit-file.h"
 #include "unit-restore.h"
 
 extern char **environ;
@@ -124,6 +125,44 @@ static int units_carriable(struct manager *m, char *why, size_t size) {
                 }
         }
         return 1;
+}
+
+/* Whether the new tend could load u from DIR as it is now (its file, or its
+ * template's for an instance), under its name: 0, or a negative errno with
+ * why filled (the first error, with its FILE:LINE). The files' messages are
+ * not logged here: the new tend logs them at its load. */
+static int unit_loadable(struct manager *m, const struct unit *u, char *why, size_t size) {
+        struct unit_file *f = NULL;
+        _cleanup_free_ char *message = NULL;
+        int level = log_get_max_level();
+        log_set_max_level(MIN(level, LOG_CRIT));
+        int k = unit_load(m->opts->config_dir, u->name, &f, &message);
+        log_set_max_level(level);
+        if (k >= 0 && !streq(f->name, u->name))
+                k = -EXDEV; /* now an alias of another unit */
+        if (k < 0)
+                snprintf(why, size, "%s runs, and its file in %s does not load now (%s): the new tend could not "
+                         "resume it; fix its file or stop it first",
+                         u->name, m->opts->config_dir,
+                         message ? message : k == -ENOENT ? "gone" : k == -ERFKILL ? "masked" :
+                         k == -EXDEV ? "an alias of another unit now" : strerror(-k));
+        unit_file_free(f);
+        return k;
+}
+
+/* Every unit with something of it running (not inactive, not failed) is one
+ * the new tend can resume (QA H2: a unit running on its last good file — its
+ * file does not load now — or whose file is gone would be dropped by the new
+ * tend, its processes unsupervised): 0, or -ESTALE with why naming the first
+ * that is not. Each such unit's file is parsed: O(running units). */
+static int units_resumable(struct manager *m, char *why, size_t size) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                const struct unit *u = m->units[i];
+                if (u->pos != UNIT_POS_INACTIVE && u->pos != UNIT_POS_FAILED &&
+                    unit_loadable(m, u, why, size) < 0)
+                        return -ESTALE;
+        }
+        return 0;
 }
 
 /* ---- the state document: one function per kind of thing carried ---- */
@@ -382,6 +421,10 @@ static void reexec_now(struct manager *m) {
                 return;
         }
         reexec_end(m);
+        if (units_resumable(m, why, sizeof why) < 0) { /* DIR changed since the request */
+                log_error("not re-executing: %s", why);
+                return;
+        }
         notify_upstream_reloading(m->upstream, true);
         records_flush(m);
         (void) logs_manager_drain_lines(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
@@ -415,7 +458,9 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
                 snprintf(why, size, "%s", "the path of tend's binary is unknown");
                 return -ENOENT;
         }
-        int k = check_binary(saved.path, why, size);
+        int k = units_resumable(m, why, size);
+        if (k >= 0)
+                k = check_binary(saved.path, why, size);
         if (k < 0) {
                 log_error("not re-executing: %s", why);
                 return k;

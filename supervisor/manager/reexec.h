@@ -40,7 +40,8 @@
  * when it is under way, or a negative errno with why (size bytes) filled:
  * -EOPNOTSUPP (combined mode), -EBUSY (shutting down), -ENOEXEC (the binary
  * at tend's path cannot read this state: tend runs on), -ENOENT (the path is
- * gone). */
+ * gone), -ESTALE (a unit that runs would not load from DIR now: the new tend
+ * could not resume it; checked again just before the exec). */
 int manager_reexec_request(struct manager *m, char *why, size_t size);
 
 /* reexec-restore.c: the previous tend's state, if this tend was started by

@@ -580,6 +580,42 @@ class Reexec(ServiceTestCase):
         wait_until(lambda: not os.path.exists('/proc/%d' % r['main_pid']), 5,
                    'the instance\'s process outlived its stop')
 
+    def test_unit_that_would_not_resume_refused(self):
+        """QA H2: a running unit whose file does not load now (it runs on
+        its last good file after a daemon-reload), or whose file is gone,
+        could not be resumed: daemon-reexec is refused before the exec,
+        naming it; tend and the unit run on. Fixed, the re-exec goes on."""
+        b = self.binary_copy()
+        good = '[Service]\nExecStart=/bin/sleep 100000'
+        self.unit('edited', good)
+        self.unit('other', good)
+        self.start_tend(binary=b)
+        r = self.wait_running('edited')
+        o = self.wait_running('other')
+        self.unit('edited', good + '\nRestart=bogus')
+        self.ctl('daemon-reload', check=False)
+        wait_until(lambda: 'not reloaded' in self.stderr(), 5,
+                   lambda: 'daemon-reload did not keep the unit on its last file: %r' % self.stderr()[-2000:])
+        st, _, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(st, 0, 'daemon-reexec accepted with a unit the new tend could not resume')
+        self.assertIn('edited.service', err)
+        self.assertIn('Restart=', err, 'the refusal does not say why the file does not load')
+        os.unlink(os.path.join(self.dir, 'other.service'))
+        self.unit('edited', good)
+        st, _, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(st, 0, 'daemon-reexec accepted with a running unit whose file is gone')
+        self.assertIn('other.service', err)
+        self.assertNotIn('info: re-executing', self.stderr(), 'tend re-executed anyway')
+        for name, was in (('edited', r), ('other', o)):
+            z = self.st(name)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', was['main_pid'], 0))
+        self.unit('other', good)
+        self.reexec_and_wait()
+        for name, was in (('edited', r), ('other', o)):
+            z = self.st(name)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', was['main_pid'], 0),
+                             '%s was not resumed' % name)
+
 
 # Inside a cgroup namespace rooted at the test's own cgroup, with a pure
 # cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
