@@ -54,7 +54,10 @@ int reexec_check_version(const char *arg) {
         errno = 0;
         long v = strtol(arg, &end, 10);
         bool ok = !errno && *arg && !*end && v >= 1 && v <= TEND_STATE_VERSION;
-        printf("%d\n", TEND_STATE_VERSION);
+        if (ok)
+                printf(REEXEC_CHECK_ANSWER "\n", (int) v);
+        else
+                printf("tend state format %s not readable: this tend reads 1 to %d\n", arg, TEND_STATE_VERSION);
         return ok ? 0 : 1;
 }
 
@@ -72,33 +75,63 @@ static int wait_bounded(pid_t pid, int fd, int timeout_ms) {
         return k == 0 ? -ETIMEDOUT : status;
 }
 
-/* `path --check-state-version N`, its output to /dev/null, a clean signal mask. */
-static int check_binary(const char *path, char *why, size_t size) {
+/* Spawns `path --check-state-version N` with a clean signal mask, its
+ * stdout the write end of a pipe whose read end (O_NONBLOCK) is *ret_out. */
+static int spawn_check(const char *path, pid_t *ret_pid, int *ret_out) {
         char version[16], *argv[] = { (char *) path, (char *) "--check-state-version", version, NULL };
         snprintf(version, sizeof version, "%d", TEND_STATE_VERSION);
+        int out[2];
+        if (pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
+                return negative_errno();
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         sigset_t none;
         sigemptyset(&none);
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO); /* dup2 clears O_CLOEXEC */
         posix_spawnattr_init(&attr);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-        pid_t pid;
-        int k = -posix_spawn(&pid, path, &fa, &attr, argv, environ);
+        int k = -posix_spawn(ret_pid, path, &fa, &attr, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
+        close(out[1]);
+        if (k < 0) {
+                close(out[0]);
+                return k;
+        }
+        *ret_out = out[0];
+        return 0;
+}
+
+/* Whether what the binary wrote (read after it exited: the pipe holds it)
+ * is exactly tend's answer for this format: a binary that merely exits 0
+ * (not tend, or a tend that cannot resume) is refused (QA M2). */
+static bool answer_is_tend(int fd) {
+        char want[64], got[64];
+        snprintf(want, sizeof want, REEXEC_CHECK_ANSWER "\n", TEND_STATE_VERSION);
+        ssize_t n = read(fd, got, sizeof got - 1);
+        got[n > 0 ? n : 0] = '\0';
+        return n > 0 && streq(got, want);
+}
+
+/* `path --check-state-version N`: 0 when it exits 0 with tend's answer. */
+static int check_binary(const char *path, char *why, size_t size) {
+        pid_t pid;
+        _cleanup_close_ int out = -1;
+        int k = spawn_check(path, &pid, &out);
         if (k < 0) {
                 snprintf(why, size, "%s: %s", path, strerror(-k));
                 return k;
         }
         _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
         int status = fd < 0 ? -errno : wait_bounded(pid, fd, REEXEC_CHECK_TIMEOUT_MS);
-        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        bool exited0 = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (exited0 && answer_is_tend(out))
                 return 0;
         snprintf(why, size, "%s cannot read tend's state format %d (%s): tend runs on as it is", path,
-                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" : "it said so");
+                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" :
+                 exited0 ? "its answer is not tend's \"" REEXEC_CHECK_ANSWER_TEXT "\"" : "it said so");
         return -ENOEXEC;
 }
 

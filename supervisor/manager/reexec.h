@@ -33,6 +33,10 @@
 #define TEND_STATE_VERSION 2
 /* How long a re-exec waits for units in transition (starting, stopping) to settle. */
 #define REEXEC_SETTLE_USEC (5 * USEC_PER_SEC)
+/* The line `tend --check-state-version N` prints when it reads format N
+ * (a printf format, N as %d); the old tend compares it exactly. */
+#define REEXEC_CHECK_ANSWER "tend state format %d readable"
+#define REEXEC_CHECK_ANSWER_TEXT "tend state format N readable"
 /* How long the new binary gets to answer --check-state-version. */
 #define REEXEC_CHECK_TIMEOUT_MS 5000
 

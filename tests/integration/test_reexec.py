@@ -352,7 +352,8 @@ class Reexec(ServiceTestCase):
         self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
         self.start_tend(binary=b)
         r = self.wait_running('idle')
-        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && exit 0\nexit 99\n')
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && '
+                            b'echo "tend state format $2 readable" && exit 0\nexit 99\n')
         self.ctl('daemon-reexec')
         wait_until(lambda: 'tend runs on as it was' in self.stderr(), 10,
                    lambda: 'no failed exec in tend\'s log: %r' % self.stderr()[-2000:])
@@ -514,7 +515,9 @@ class Reexec(ServiceTestCase):
         # The question the old tend asks the new binary: the built one reads formats 1 and 2 (this one's), not 3.
         for version, status in (('1', 0), ('2', 0), ('3', 1), ('0', 1), ('x', 1)):
             p = subprocess.run([TEND, '--check-state-version', version], capture_output=True, text=True, timeout=10)
-            self.assertEqual((p.returncode, p.stdout), (status, '2\n'), 'tend --check-state-version %s' % version)
+            said = ('tend state format %s readable\n' % version if status == 0 else
+                    'tend state format %s not readable: this tend reads 1 to 2\n' % version)
+            self.assertEqual((p.returncode, p.stdout), (status, said), 'tend --check-state-version %s' % version)
         # A "new build" that cannot read the running tend's state format.
         self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
         rc, out, err = self.ctl('daemon-reexec', check=False)
@@ -526,6 +529,27 @@ class Reexec(ServiceTestCase):
                    lambda: 'SIGUSR2 was not refused: %r' % self.stderr()[-2000:])
         self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
         self.assertEqual(self.exe_inode(), old_ino, 'tend executed the incompatible binary')
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+
+    def test_answer_not_tends_refused(self):
+        """QA M2: a binary that exits 0 to --check-state-version without
+        tend's answer ("tend state format N readable") is not executed:
+        it is not tend, or not one that resumes."""
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        old_ino = self.exe_inode()
+        for script in (b'#!/bin/sh\nexit 0\n', b'#!/bin/sh\necho 2\nexit 0\n',
+                       b'#!/bin/sh\necho "tend state format 1 readable"\nexit 0\n',
+                       b'#!/bin/sh\necho "tend state format $2 readable"\nexit 1\n'):
+            self.replace_binary(b, script)
+            rc, out, err = self.ctl('daemon-reexec', check=False)
+            self.assertNotEqual(rc, 0, 'a binary answering %r was accepted' % script)
+            self.assertIn('cannot read', err)
+        self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed a binary that is not tend')
         z = self.st('idle')
         self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
 
