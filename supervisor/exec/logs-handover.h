@@ -10,6 +10,8 @@
  * O_CLOEXEC), so the unit's processes go on writing into the same pipes and
  * the bytes they hold are read by the new tend: no line is lost. The bytes
  * read but not yet cut into lines and the ring of recent lines travel as data.
+ * A line cut short at the exec is carried whole: logs_manager_drain_lines()
+ * keeps its start (it is not flushed as a partial line), its end is read after.
  * Single-threaded (tend's loop), like logs.h.
  */
 #pragma once

@@ -134,6 +134,7 @@ struct logs_manager {
         int devnull;
         size_t ring_bytes, follower_bytes;
         bool resumed;                /* reexec: file: targets not truncated (logs_manager_options) */
+        bool keep_partial;           /* reexec drain: a line's start is kept, not flushed (logs_manager_drain_lines) */
         /* Every pipe's read end, in one epoll set of its own behind one
          * sd-event source: a source per pipe was 300 B of tend's memory per
          * unit (docs/benchmarks.md "service mode"). */

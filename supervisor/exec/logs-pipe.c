@@ -228,7 +228,9 @@ void logs_pipe_pump(struct logs_pipe *p, bool do_read) {
                 }
         }
         bool final = p->flush_pending && p->n_read == p->flush_at, blocked;
-        size_t used = pipe_emit(p, buf, len, final, &blocked);
+        /* before a re-exec the start of a line stays in p->in: it is carried
+         * in the state (logs-handover.h) and its end joins it after the exec */
+        size_t used = pipe_emit(p, buf, len, final && !s->m->keep_partial, &blocked);
         if (final && !blocked)
                 p->flush_pending = false;
         pipe_keep(p, buf + used, len - used);
@@ -372,7 +374,7 @@ unsigned logs_stream_pipes(const logs_stream *s, struct logs_pipe *out[2]) {
 }
 
 static bool pipe_done(const struct logs_pipe *p) {
-        return !p->flush_pending && !p->paused && p->in_len == 0 &&
+        return !p->flush_pending && !p->paused && (p->in_len == 0 || p->s->m->keep_partial) &&
                (p->sink->pending_owner != p->s || p->sink->pending_len == 0);
 }
 
@@ -466,6 +468,15 @@ int logs_manager_drain(logs_manager *m, usec_t deadline) {
         if (!m)
                 return -EINVAL;
         return logs_drain(m, NULL, deadline);
+}
+
+int logs_manager_drain_lines(logs_manager *m, usec_t deadline) {
+        if (!m)
+                return -EINVAL;
+        m->keep_partial = true;
+        int r = logs_drain(m, NULL, deadline);
+        m->keep_partial = false;
+        return r;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -233,6 +233,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(logs_manager *, logs_manager_free);
  * them). Returns 0 if everything was written, -ETIMEDOUT otherwise. */
 int logs_manager_drain(logs_manager *m, usec_t deadline);
 
+/* The drain before a re-exec (reexec.c): as logs_manager_drain(), but an
+ * incomplete last line is not flushed: its bytes stay in the pipe's buffer,
+ * for logs_stream_handover_get() to carry across the exec (SPEC §12,
+ * tend(8) RE-EXECUTING). Same returns. Not thread-safe (the loop's thread). */
+int logs_manager_drain_lines(logs_manager *m, usec_t deadline);
+
 /* The fd the console sink writes to (tend's own description; -1 if the
  * console discards). Borrowed: for diagnostics and tests. */
 int logs_manager_console_fd(const logs_manager *m);

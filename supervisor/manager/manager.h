@@ -26,5 +26,8 @@ int manager_run(const struct tend_options *opts, const int *inherited, size_t n_
 void reexec_remember(int argc, char **argv);
 
 /* reexec: `tend --check-state-version N`: 0 when this binary reads state
- * format N (printing its own), else 1 (tend(8) "RE-EXECUTING"). */
+ * format N, printing the one line "tend state format N readable" (the old
+ * tend checks it exactly: a binary that exits 0 is not enough), else 1,
+ * printing "tend state format N not readable: this tend reads 1 to W"
+ * (tend(8) "RE-EXECUTING"). */
 int reexec_check_version(const char *arg);

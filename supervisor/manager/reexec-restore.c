@@ -13,10 +13,12 @@
 
 #include <json-c/json.h>
 
+#include "jobs.h"
 #include "log.h"
 #include "logs-handover.h"
 #include "macro.h"
 #include "reexec.h"
+#include "unit-file.h"
 #include "unit-restore.h"
 
 /* ---- reading ---- */
@@ -256,6 +258,31 @@ static void resume_control_conns(struct manager *m) {
                         control_server_adopt(m->control, json_object_get_int(json_object_array_get_idx(conns, i)));
 }
 
+/* A unit of the state not in DIR now. The old tend refuses a re-exec while
+ * one that runs would not load (reexec.c units_resumable()): only a file
+ * changed during the exec itself gets here with something running. */
+static void resume_dropped(struct manager *m, json_object *o, const char *name) {
+        struct unit_saved s;
+        saved_of(o, &s);
+        if (s.pos == UNIT_POS_INACTIVE || s.pos == UNIT_POS_FAILED)
+                log_info("%s: in the previous tend's state but not in %s any more: dropped", name, m->opts->config_dir);
+        else
+                log_warning("%s: in the previous tend's state but not in %s any more: its processes "
+                            "are left to run unsupervised", name, m->opts->config_dir);
+}
+
+/* The unit the state names: DIR's, or an instance loaded from its template
+ * (`tendctl start NAME@INST`: no file of its own in DIR, so not loaded with
+ * DIR; daemon-reload keeps it, and so does the re-exec). NULL if neither. */
+static struct unit *resume_find(struct manager *m, const char *name) {
+        struct unit *u = name ? manager_find_unit(m, name) : NULL;
+        if (u || !name || !unit_name_is_valid(name, UNIT_NAME_INSTANCE))
+                return u;
+        if (manager_jobs_ops.load(m, name) < 0)
+                return NULL;
+        return manager_find_unit(m, name);
+}
+
 size_t manager_resume_units(struct manager *m) {
         json_object *units = NULL;
         size_t n = 0;
@@ -265,12 +292,11 @@ size_t manager_resume_units(struct manager *m) {
                 for (size_t i = 0; i < json_object_array_length(units); i++) {
                         json_object *o = json_object_array_get_idx(units, i), *name = NULL;
                         (void) json_object_object_get_ex(o, "name", &name);
-                        struct unit *u = manager_find_unit(m, json_object_get_string(name));
+                        struct unit *u = resume_find(m, json_object_get_string(name));
                         if (!u) {
                                 (void) resume_unit_logs(NULL, o);
                                 resume_unit_notify(m, NULL, o);
-                                log_warning("%s: in the previous tend's state but not in %s any more: its processes "
-                                            "are left to run unsupervised", json_object_get_string(name), m->opts->config_dir);
+                                resume_dropped(m, o, json_object_get_string(name));
                         } else if (resume_unit(m, u, o) >= 0)
                                 n++;
                 }

@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "reexec.h"
+#include "unit-file.h"
 #include "unit-restore.h"
 
 extern char **environ;
@@ -53,7 +54,10 @@ int reexec_check_version(const char *arg) {
         errno = 0;
         long v = strtol(arg, &end, 10);
         bool ok = !errno && *arg && !*end && v >= 1 && v <= TEND_STATE_VERSION;
-        printf("%d\n", TEND_STATE_VERSION);
+        if (ok)
+                printf(REEXEC_CHECK_ANSWER "\n", (int) v);
+        else
+                printf("tend state format %s not readable: this tend reads 1 to %d\n", arg, TEND_STATE_VERSION);
         return ok ? 0 : 1;
 }
 
@@ -71,33 +75,63 @@ static int wait_bounded(pid_t pid, int fd, int timeout_ms) {
         return k == 0 ? -ETIMEDOUT : status;
 }
 
-/* `path --check-state-version N`, its output to /dev/null, a clean signal mask. */
-static int check_binary(const char *path, char *why, size_t size) {
+/* Spawns `path --check-state-version N` with a clean signal mask, its
+ * stdout the write end of a pipe whose read end (O_NONBLOCK) is *ret_out. */
+static int spawn_check(const char *path, pid_t *ret_pid, int *ret_out) {
         char version[16], *argv[] = { (char *) path, (char *) "--check-state-version", version, NULL };
         snprintf(version, sizeof version, "%d", TEND_STATE_VERSION);
+        int out[2];
+        if (pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0)
+                return negative_errno();
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         sigset_t none;
         sigemptyset(&none);
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO); /* dup2 clears O_CLOEXEC */
         posix_spawnattr_init(&attr);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-        pid_t pid;
-        int k = -posix_spawn(&pid, path, &fa, &attr, argv, environ);
+        int k = -posix_spawn(ret_pid, path, &fa, &attr, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
+        close(out[1]);
+        if (k < 0) {
+                close(out[0]);
+                return k;
+        }
+        *ret_out = out[0];
+        return 0;
+}
+
+/* Whether what the binary wrote (read after it exited: the pipe holds it)
+ * is exactly tend's answer for this format: a binary that merely exits 0
+ * (not tend, or a tend that cannot resume) is refused (QA M2). */
+static bool answer_is_tend(int fd) {
+        char want[64], got[64];
+        snprintf(want, sizeof want, REEXEC_CHECK_ANSWER "\n", TEND_STATE_VERSION);
+        ssize_t n = read(fd, got, sizeof got - 1);
+        got[n > 0 ? n : 0] = '\0';
+        return n > 0 && streq(got, want);
+}
+
+/* `path --check-state-version N`: 0 when it exits 0 with tend's answer. */
+static int check_binary(const char *path, char *why, size_t size) {
+        pid_t pid;
+        _cleanup_close_ int out = -1;
+        int k = spawn_check(path, &pid, &out);
         if (k < 0) {
                 snprintf(why, size, "%s: %s", path, strerror(-k));
                 return k;
         }
         _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
         int status = fd < 0 ? -errno : wait_bounded(pid, fd, REEXEC_CHECK_TIMEOUT_MS);
-        if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        bool exited0 = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (exited0 && answer_is_tend(out))
                 return 0;
         snprintf(why, size, "%s cannot read tend's state format %d (%s): tend runs on as it is", path,
-                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" : "it said so");
+                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" :
+                 exited0 ? "its answer is not tend's \"" REEXEC_CHECK_ANSWER_TEXT "\"" : "it said so");
         return -ENOEXEC;
 }
 
@@ -124,6 +158,44 @@ static int units_carriable(struct manager *m, char *why, size_t size) {
                 }
         }
         return 1;
+}
+
+/* Whether the new tend could load u from DIR as it is now (its file, or its
+ * template's for an instance), under its name: 0, or a negative errno with
+ * why filled (the first error, with its FILE:LINE). The files' messages are
+ * not logged here: the new tend logs them at its load. */
+static int unit_loadable(struct manager *m, const struct unit *u, char *why, size_t size) {
+        struct unit_file *f = NULL;
+        _cleanup_free_ char *message = NULL;
+        int level = log_get_max_level();
+        log_set_max_level(MIN(level, LOG_CRIT));
+        int k = unit_load(m->opts->config_dir, u->name, &f, &message);
+        log_set_max_level(level);
+        if (k >= 0 && !streq(f->name, u->name))
+                k = -EXDEV; /* now an alias of another unit */
+        if (k < 0)
+                snprintf(why, size, "%s runs, and its file in %s does not load now (%s): the new tend could not "
+                         "resume it; fix its file or stop it first",
+                         u->name, m->opts->config_dir,
+                         message ? message : k == -ENOENT ? "gone" : k == -ERFKILL ? "masked" :
+                         k == -EXDEV ? "an alias of another unit now" : strerror(-k));
+        unit_file_free(f);
+        return k;
+}
+
+/* Every unit with something of it running (not inactive, not failed) is one
+ * the new tend can resume (QA H2: a unit running on its last good file — its
+ * file does not load now — or whose file is gone would be dropped by the new
+ * tend, its processes unsupervised): 0, or -ESTALE with why naming the first
+ * that is not. Each such unit's file is parsed: O(running units). */
+static int units_resumable(struct manager *m, char *why, size_t size) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                const struct unit *u = m->units[i];
+                if (u->pos != UNIT_POS_INACTIVE && u->pos != UNIT_POS_FAILED &&
+                    unit_loadable(m, u, why, size) < 0)
+                        return -ESTALE;
+        }
+        return 0;
 }
 
 /* ---- the state document: one function per kind of thing carried ---- */
@@ -382,9 +454,13 @@ static void reexec_now(struct manager *m) {
                 return;
         }
         reexec_end(m);
+        if (units_resumable(m, why, sizeof why) < 0) { /* DIR changed since the request */
+                log_error("not re-executing: %s", why);
+                return;
+        }
         notify_upstream_reloading(m->upstream, true);
         records_flush(m);
-        (void) logs_manager_drain(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
+        (void) logs_manager_drain_lines(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
         control_server_flush(m->control); /* the daemon-reexec answer among them */
         exec_failed(m, do_exec(m));
 }
@@ -415,7 +491,9 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
                 snprintf(why, size, "%s", "the path of tend's binary is unknown");
                 return -ENOENT;
         }
-        int k = check_binary(saved.path, why, size);
+        int k = units_resumable(m, why, size);
+        if (k >= 0)
+                k = check_binary(saved.path, why, size);
         if (k < 0) {
                 log_error("not re-executing: %s", why);
                 return k;

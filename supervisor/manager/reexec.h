@@ -33,6 +33,10 @@
 #define TEND_STATE_VERSION 2
 /* How long a re-exec waits for units in transition (starting, stopping) to settle. */
 #define REEXEC_SETTLE_USEC (5 * USEC_PER_SEC)
+/* The line `tend --check-state-version N` prints when it reads format N
+ * (a printf format, N as %d); the old tend compares it exactly. */
+#define REEXEC_CHECK_ANSWER "tend state format %d readable"
+#define REEXEC_CHECK_ANSWER_TEXT "tend state format N readable"
 /* How long the new binary gets to answer --check-state-version. */
 #define REEXEC_CHECK_TIMEOUT_MS 5000
 
@@ -40,7 +44,8 @@
  * when it is under way, or a negative errno with why (size bytes) filled:
  * -EOPNOTSUPP (combined mode), -EBUSY (shutting down), -ENOEXEC (the binary
  * at tend's path cannot read this state: tend runs on), -ENOENT (the path is
- * gone). */
+ * gone), -ESTALE (a unit that runs would not load from DIR now: the new tend
+ * could not resume it; checked again just before the exec). */
 int manager_reexec_request(struct manager *m, char *why, size_t size);
 
 /* reexec-restore.c: the previous tend's state, if this tend was started by

@@ -352,7 +352,8 @@ class Reexec(ServiceTestCase):
         self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
         self.start_tend(binary=b)
         r = self.wait_running('idle')
-        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && exit 0\nexit 99\n')
+        self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && '
+                            b'echo "tend state format $2 readable" && exit 0\nexit 99\n')
         self.ctl('daemon-reexec')
         wait_until(lambda: 'tend runs on as it was' in self.stderr(), 10,
                    lambda: 'no failed exec in tend\'s log: %r' % self.stderr()[-2000:])
@@ -514,7 +515,9 @@ class Reexec(ServiceTestCase):
         # The question the old tend asks the new binary: the built one reads formats 1 and 2 (this one's), not 3.
         for version, status in (('1', 0), ('2', 0), ('3', 1), ('0', 1), ('x', 1)):
             p = subprocess.run([TEND, '--check-state-version', version], capture_output=True, text=True, timeout=10)
-            self.assertEqual((p.returncode, p.stdout), (status, '2\n'), 'tend --check-state-version %s' % version)
+            said = ('tend state format %s readable\n' % version if status == 0 else
+                    'tend state format %s not readable: this tend reads 1 to 2\n' % version)
+            self.assertEqual((p.returncode, p.stdout), (status, said), 'tend --check-state-version %s' % version)
         # A "new build" that cannot read the running tend's state format.
         self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && exit 1\nexit 99\n')
         rc, out, err = self.ctl('daemon-reexec', check=False)
@@ -528,6 +531,114 @@ class Reexec(ServiceTestCase):
         self.assertEqual(self.exe_inode(), old_ino, 'tend executed the incompatible binary')
         z = self.st('idle')
         self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+
+    def test_answer_not_tends_refused(self):
+        """QA M2: a binary that exits 0 to --check-state-version without
+        tend's answer ("tend state format N readable") is not executed:
+        it is not tend, or not one that resumes."""
+        b = self.binary_copy()
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        old_ino = self.exe_inode()
+        for script in (b'#!/bin/sh\nexit 0\n', b'#!/bin/sh\necho 2\nexit 0\n',
+                       b'#!/bin/sh\necho "tend state format 1 readable"\nexit 0\n',
+                       b'#!/bin/sh\necho "tend state format $2 readable"\nexit 1\n'):
+            self.replace_binary(b, script)
+            rc, out, err = self.ctl('daemon-reexec', check=False)
+            self.assertNotEqual(rc, 0, 'a binary answering %r was accepted' % script)
+            self.assertIn('cannot read', err)
+        self.assertTrue(self.tend_proc.running(), 'the old tend let go: %r' % self.stderr()[-2000:])
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed a binary that is not tend')
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+
+    def logs_json(self, name):
+        """NAME's ring as `tendctl logs --json` shows it: the records."""
+        out = self.ctl('logs', name, '--json')[1]
+        return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
+
+    def reexec_and_wait(self):
+        """`tendctl daemon-reexec`, then until the new tend said it resumed."""
+        n = self.stderr().count('re-executed: ')
+        self.ctl('daemon-reexec')
+        wait_until(lambda: self.stderr().count('re-executed: ') > n, 10,
+                   lambda: 'tend never re-executed: %r' % self.stderr()[-2000:])
+
+    def test_partial_line_carried_whole(self):
+        """QA H3: a line whose start was read before the exec and its end
+        after is one line, not a partial one and another."""
+        b = self.binary_copy()
+        go = self.path('go')
+        self.unit('halfline', """
+            [Service]
+            ExecStart=/bin/sh -c 'printf partial-no-newline; while [ ! -e %s ]; do sleep 0.01; done; printf " end\\nnext\\n"; exec sleep 100000'
+        """ % go)
+        self.start_tend(binary=b)
+        r = self.wait_running('halfline')
+        self.reexec_and_wait()
+        open(go, 'w').close()
+        wait_until(lambda: any(x.get('text') == 'next' for x in self.logs_json('halfline')), 5,
+                   lambda: 'the unit\'s lines after the exec never shown: %r' % self.logs_json('halfline'))
+        got = [(x.get('text'), bool(x.get('partial'))) for x in self.logs_json('halfline')]
+        self.assertEqual(got, [('partial-no-newline end', False), ('next', False)],
+                         'the line cut short at the exec was not carried whole')
+        self.assertEqual(self.st('halfline')['main_pid'], r['main_pid'], 'the unit was restarted')
+
+    def test_template_instance_resumed(self):
+        """QA H1: an instance started from its template (no file of its
+        own in DIR) is resumed, not left running unsupervised; it stops
+        with tend's shutdown."""
+        b = self.binary_copy()
+        self.unit('tmpl@', '[Service]\nExecStart=/bin/sleep 100000')
+        self.start_tend(binary=b)
+        self.ctl('start', 'tmpl@inst2')
+        r = self.wait_running('tmpl@inst2')
+        self.reexec_and_wait()
+        self.assertNotIn('unsupervised', self.stderr(), 'the instance was dropped at the re-exec')
+        z = self.st('tmpl@inst2')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0),
+                         'the instance was not resumed as it was')
+        self.ctl('stop', 'tmpl@inst2')
+        self.wait_state('tmpl@inst2', lambda z: z['state'] == 'inactive', 10, 'the resumed instance did not stop')
+        wait_until(lambda: not os.path.exists('/proc/%d' % r['main_pid']), 5,
+                   'the instance\'s process outlived its stop')
+
+    def test_unit_that_would_not_resume_refused(self):
+        """QA H2: a running unit whose file does not load now (it runs on
+        its last good file after a daemon-reload), or whose file is gone,
+        could not be resumed: daemon-reexec is refused before the exec,
+        naming it; tend and the unit run on. Fixed, the re-exec goes on."""
+        b = self.binary_copy()
+        good = '[Service]\nExecStart=/bin/sleep 100000'
+        self.unit('edited', good)
+        self.unit('other', good)
+        self.start_tend(binary=b)
+        r = self.wait_running('edited')
+        o = self.wait_running('other')
+        self.unit('edited', good + '\nRestart=bogus')
+        self.ctl('daemon-reload', check=False)
+        wait_until(lambda: 'not reloaded' in self.stderr(), 5,
+                   lambda: 'daemon-reload did not keep the unit on its last file: %r' % self.stderr()[-2000:])
+        st, _, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(st, 0, 'daemon-reexec accepted with a unit the new tend could not resume')
+        self.assertIn('edited.service', err)
+        self.assertIn('Restart=', err, 'the refusal does not say why the file does not load')
+        os.unlink(os.path.join(self.dir, 'other.service'))
+        self.unit('edited', good)
+        st, _, err = self.ctl('daemon-reexec', check=False)
+        self.assertNotEqual(st, 0, 'daemon-reexec accepted with a running unit whose file is gone')
+        self.assertIn('other.service', err)
+        self.assertNotIn('info: re-executing', self.stderr(), 'tend re-executed anyway')
+        for name, was in (('edited', r), ('other', o)):
+            z = self.st(name)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', was['main_pid'], 0))
+        self.unit('other', good)
+        self.reexec_and_wait()
+        for name, was in (('edited', r), ('other', o)):
+            z = self.st(name)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', was['main_pid'], 0),
+                             '%s was not resumed' % name)
 
 
 # Inside a cgroup namespace rooted at the test's own cgroup, with a pure
