@@ -635,7 +635,8 @@ int namespace_plan_finish(const char *unit, const struct unit_file *f, const str
         int r = canonicalize(unit, p);
         if (r < 0)
                 return r;
-        qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
+        if (p->n_mounts > 0) /* qsort(NULL, 0, …) is undefined */
+                qsort(p->mounts, p->n_mounts, sizeof *p->mounts, mount_compare);
         merge_duplicates(p);
         plan_filter(p, is_duplicate);
         plan_filter(p, is_hidden);
