@@ -364,6 +364,54 @@ class FdExhaustionAtLoad(ServiceTestCase):
         return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
 
 
+class FdShortStartsAreRetried(ServiceTestCase):
+    """QA M4 (issue 19): at the fd limit a start that gets no fds never ran, so
+    it does not count toward the start limit: 60 units under 100 fds with
+    Restart=on-failure, RestartSec=1 and the default start limit (5 in 10 s);
+    those that do not fit keep being retried past 5 starts (none is
+    `start-limit`), after 5 running ones are stopped 5 waiting ones run, and
+    the error is said once per unit plus a counted summary."""
+
+    def statuses(self):
+        status, out, _ = self.ctl('status', '--json', check=False, timeout=5)
+        return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
+
+    def test_fd_short_starts_do_not_burn_the_start_limit(self):
+        if not shutil.which('prlimit'):
+            self.skipTest('prlimit is not installed')
+        names = ['u%02d.service' % i for i in range(60)]
+        for n in names:
+            self.unit(n[:-8], '[Service]\nExecStart=%s pause\nRestart=on-failure\nRestartSec=1s\n' % PROBE)
+        self.start_tend(wrap=['prlimit', '--nofile=100'], log_level='info', wait_ready=False)
+
+        def retried_past_limit():
+            recs = self.statuses()
+            if any(r['result'] == 'start-limit' for r in recs.values()):
+                self.fail('a unit short of fds burnt its start limit: %r' % sorted(
+                    n for n, r in recs.items() if r['result'] == 'start-limit'))
+            return recs if any(r['restarts'] >= 8 for r in recs.values()) else None
+        recs = wait_until(retried_past_limit, 30, lambda: 'no unit was retried past its start limit: %r; stderr %r' % (
+            {n: (r['state'], r['result'], r['restarts']) for n, r in self.statuses().items()},
+            self.stderr()[-1500:]), interval=0.2)
+        running = sorted(n for n, r in recs.items() if r['state'] == 'running')
+        self.assertTrue(0 < len(running) < 55, 'the fd limit did not bite: %d running' % len(running))
+        self.ctl('stop', *running[:5])
+
+        def five_more():
+            recs = self.statuses()
+            now = [n for n, r in recs.items() if r['state'] == 'running']
+            fresh = [n for n in now if n not in running]
+            return fresh if len(fresh) >= 5 else None
+        wait_until(five_more, 15, lambda: 'no waiting unit started after 5 were stopped: %r; stderr %r' % (
+            {n: (r['state'], r['result'], r['restarts']) for n, r in self.statuses().items()},
+            self.stderr()[-1500:]), interval=0.2)
+        err = self.stderr()
+        said = err.count('out of file descriptors: the start fails')
+        self.assertLessEqual(said, 60 + 5, 'the error is not said once per unit: %d lines' % said)
+        wait_until(lambda: 'more starts failed in the last' in self.stderr(), 10,
+                   lambda: 'no counted summary of the repeated failures: %r' % self.stderr()[-1500:])
+
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.
