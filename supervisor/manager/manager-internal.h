@@ -150,6 +150,10 @@ struct manager {
         /* fix19: repeated "out of file descriptors" starts, counted, one line per FDS_SHORT_LOG_USEC */
         unsigned fds_short_repeats;
         usec_t fds_short_since;
+        /* fix19: the units' stop is over, their leftovers (KillMode=process,
+         * SendSIGKILL=no) got SIGTERM; polled until gone or the deadline */
+        bool leftovers_termed;
+        sd_event_source *leftovers_poll;
         sd_event_source *shutdown_timer;
         int exit_status;
 

@@ -412,6 +412,64 @@ class FdShortStartsAreRetried(ServiceTestCase):
                    lambda: 'no counted summary of the repeated failures: %r' % self.stderr()[-1500:])
 
 
+# A child that ignores SIGTERM (records its pid in $1), then the probe waits.
+WITH_STUBBORN_CHILD = '''
+sh -c 'trap "" TERM; exec sleep 1000' &
+echo $! > "$1"
+exec "$2" pause
+'''
+# A main process that ignores SIGTERM (records its pid in $1).
+STUBBORN_MAIN = '''
+trap "" TERM
+echo $$ > "$1"
+exec sleep 1000
+'''
+
+
+class ShutdownLeftovers(ServiceTestCase):
+    """QA M3 (issue 19): a shutdown never ends with a unit's process still
+    running while tend exits 0. What a KillMode=process or SendSIGKILL=no stop
+    leaves gets SIGTERM once every unit is stopped (as systemd-shutdown does),
+    tend says what it waits for, and the deadline's final kill reaches it."""
+
+    def stubborn(self, name, script, keys):
+        self.make_cgroup(required=True)
+        run, pid_file = self.script(name + '.sh', script), self.path(name + '.pid')
+        self.unit(name, '[Service]\nExecStart=/bin/sh %s %s %s\n%s\n' % (run, pid_file, PROBE, keys))
+        self.start_tend('--shutdown-timeout', '3s', log_level='info')
+        self.wait_running(name)
+        pid = int(wait_until(lambda: self.lines(pid_file), 5, 'the unit never recorded its process')[0])
+        self.addCleanup(kill_pid, pid)
+        fd = os.pidfd_open(pid)
+        self.addCleanup(os.close, fd)
+        return fd
+
+    def test_killmode_process_survivor_reached_at_shutdown(self):
+        fd = self.stubborn('keep', WITH_STUBBORN_CHILD, 'KillMode=process')
+        t0 = time.monotonic()
+        status = self.stop_tend(timeout=10)
+        err = self.stderr()
+        self.assertTrue(exited(fd), 'tend exited %d after %.2f s with the KillMode=process survivor running: %r' % (
+            status, time.monotonic() - t0, err[-1500:]))
+        self.assertEqual(status, 0, err[-1500:])
+        self.assertIn('keep.service: 1 process left by its stop (KillMode=process): SIGTERM at shutdown', err)
+        self.assertIn('shutdown: waiting for the processes 1 unit left (keep.service), at most', err)
+        self.assertIn('shutdown deadline reached: sending the final kill signal', err)
+
+    def test_sendsigkill_no_survivor_is_said_and_reached(self):
+        fd = self.stubborn('nokill', STUBBORN_MAIN, 'SendSIGKILL=no\nTimeoutStopSec=1')
+        status = self.stop_tend(timeout=10)
+        err = self.stderr()
+        self.assertTrue(exited(fd), 'tend exited %d with the SendSIGKILL=no survivor running: %r' % (status, err[-1500:]))
+        self.assertEqual(status, 0, err[-1500:])
+        self.assertIn('nokill.service: processes survive the stop (SendSIGKILL=no)', err)
+        self.assertNotIn('nokill.service: still running TimeoutStopSec= after the stop signal: sending the final kill',
+                         err, 'contradictory: a final kill signal said for a SendSIGKILL=no unit')
+        waiting = err.find('shutdown: waiting for the processes 1 unit left (nokill.service)')
+        self.assertGreaterEqual(waiting, 0, 'shutdown waited without saying for what: %r' % err[-1500:])
+        self.assertLess(waiting, err.find('shutdown deadline reached'), err[-1500:])
+
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.
