@@ -23,35 +23,52 @@
 
 /* Asked at every change during a shutdown: a scan from the first unit each
  * time made a shutdown of N units cost N² (issue 19: 10,000 units). The scan
- * goes on from where the last one stopped (a hint: units[] may have been
- * compacted meanwhile), and only a scan that reaches the end is checked by
- * one from the start, so the whole shutdown costs O(N) calls but for
+ * goes on from where the last one stopped (*from, a hint: units[] may have
+ * been compacted meanwhile), and only a scan that reaches the end is checked
+ * by one from the start, so the whole shutdown costs O(N) calls but for
  * units that came back to life. */
-static bool all_units_dead(struct manager *m) {
-        static size_t from;
-        if (from > m->n_units)
-                from = 0;
-        while (from < m->n_units && unit_is_dead(m->units[from]))
-                from++;
-        if (from < m->n_units)
+static bool all_units_are(struct manager *m, bool (*is)(const struct unit *u), size_t *from) {
+        if (*from > m->n_units)
+                *from = 0;
+        while (*from < m->n_units && is(m->units[*from]))
+                ++*from;
+        if (*from < m->n_units)
                 return false;
         for (size_t i = 0; i < m->n_units; i++)
-                if (!unit_is_dead(m->units[i])) {
-                        from = i;
+                if (!is(m->units[i])) {
+                        *from = i;
                         return false;
                 }
         return true;
 }
 
-static size_t units_left(struct manager *m, char *buf, size_t size);
+static bool all_units_dead(struct manager *m) {
+        static size_t from;
+        return all_units_are(m, unit_is_dead, &from);
+}
 
 /* Every unit's stop sequence is over (inactive or failed), whatever
  * processes it left (KillMode=process, SendSIGKILL=no). */
 static bool all_units_down(struct manager *m) {
-        for (size_t i = 0; i < m->n_units; i++)
-                if (!unit_is_down(m->units[i]))
-                        return false;
-        return true;
+        static size_t from;
+        return all_units_are(m, unit_is_down, &from);
+}
+
+static size_t units_left(struct manager *m, char *buf, size_t size);
+
+static void shutdown_finish(struct manager *m) {
+        if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
+                /* As PID 1 the remaining processes get SIGTERM, then, at the
+                 * deadline, SIGKILL; tend exits when none is left. */
+                static bool termed;
+                if (!termed) {
+                        termed = true;
+                        (void) kill(-1, SIGTERM);
+                        (void) kill(-1, SIGCONT);
+                }
+                return;
+        }
+        sd_event_exit(m->event, m->exit_status);
 }
 
 static int on_leftovers_poll(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -60,7 +77,7 @@ static int on_leftovers_poll(sd_event_source *s, uint64_t usec, void *userdata) 
         if (units_left(m, names, sizeof names) > 0 || !all_units_dead(m))
                 return sd_event_source_set_time_relative(s, LEFTOVERS_POLL_USEC);
         m->leftovers_poll = sd_event_source_disable_unref(m->leftovers_poll);
-        manager_check_shutdown_done(m);
+        shutdown_finish(m);
         return 0;
 }
 
@@ -84,15 +101,14 @@ static void leftovers_term(struct unit *u) {
 /* As systemd's own shutdown (systemd-shutdown: SIGTERM to the processes
  * that remain once the units are stopped, SIGKILL after a timeout): once
  * every unit's stop is over, what their stops left gets SIGTERM, tend says
- * what it waits for, and the shutdown deadline's final kill reaches the
- * rest. Returns whether anything is left to wait for. */
-static bool leftovers_wait(struct manager *m) {
+ * what it waits for, and polls until it is gone; the shutdown deadline's
+ * final kill reaches the rest. Returns whether anything is left to wait for.
+ * Once: O(units) reads of cgroup.events. */
+static bool leftovers_wait(struct manager *m, bool dead) {
         char names[512];
         size_t n = units_left(m, names, sizeof names);
-        if (n == 0 && all_units_dead(m))
+        if (n == 0 && dead)
                 return false;
-        if (m->leftovers_termed)
-                return true;
         m->leftovers_termed = true;
         for (size_t i = 0; i < m->n_units; i++) {
                 struct unit *u = m->units[i];
@@ -110,27 +126,13 @@ static bool leftovers_wait(struct manager *m) {
 }
 
 void manager_check_shutdown_done(struct manager *m) {
-        if (!m->shutting_down || m->cmd.process)
+        if (!m->shutting_down || m->cmd.process || m->leftovers_termed) /* then the poll decides */
                 return;
-        if (!all_units_dead(m)) {
-                if (all_units_down(m))
-                        (void) leftovers_wait(m);
+        bool dead = all_units_dead(m);
+        if (!dead && !all_units_down(m))
                 return;
-        }
-        if (leftovers_wait(m))
-                return;
-        if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
-                /* As PID 1 the remaining processes get SIGTERM, then, at the
-                 * deadline, SIGKILL; tend exits when none is left. */
-                static bool termed;
-                if (!termed) {
-                        termed = true;
-                        (void) kill(-1, SIGTERM);
-                        (void) kill(-1, SIGCONT);
-                }
-                return;
-        }
-        sd_event_exit(m->event, m->exit_status);
+        if (!leftovers_wait(m, dead) && dead)
+                shutdown_finish(m);
 }
 
 void manager_kill_everything(struct manager *m) {
