@@ -118,6 +118,8 @@ usec_t unit_sm_restart_delay(const struct unit *u);
 /* Records a start; false when it is over the start limit. */
 bool unit_sm_start_limit_ok(struct unit *u);
 void unit_sm_start_limit_reset(struct unit *u);
+/* Takes back the last start recorded: it never ran (out of fds). */
+void unit_sm_start_limit_forget(struct unit *u);
 
 /* ---- unit-forking.c: Type=forking's main process ---- */
 

@@ -105,6 +105,17 @@ bool unit_sm_start_limit_ok(struct unit *u) {
         return t - oldest >= f->start_limit_interval;
 }
 
+/* The last start recorded never ran (tend had no fds for it, tend(8) "FILE
+ * DESCRIPTOR BUDGET"): it does not count toward the start limit. */
+void unit_sm_start_limit_forget(struct unit *u) {
+        struct unit_start_times *r = u->start_times;
+        if (!r || r->n == 0)
+                return;
+        unsigned cap = u->file->start_limit_burst + 1;
+        r->head = (r->head + cap - 1) % cap;
+        r->n--;
+}
+
 void unit_sm_start_limit_reset(struct unit *u) {
         if (u->start_times)
                 u->start_times->n = u->start_times->head = 0;

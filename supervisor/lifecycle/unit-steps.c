@@ -337,6 +337,8 @@ static void step_start(struct unit *u) {
         unit_sm_arm(u, u->file->timeout_start);
         int k = u->ops->prepare(u->userdata, u);
         if (k < 0) { /* said by the op, once, with the reason */
+                if (k == -EMFILE || k == -ENFILE) /* tend's shortage: the start never ran */
+                        unit_sm_start_limit_forget(u);
                 unit_sm_start_failed(u, UNIT_RESULT_RESOURCES);
                 return;
         }

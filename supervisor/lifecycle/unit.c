@@ -639,8 +639,9 @@ static void stop_timed_out(struct unit *u) {
                 unit_sm_queue_step(u, UNIT_STEP_STOP_SIGTERM);
                 return;
         case UNIT_POS_STOP_SIGTERM:
-                log_warning("%s: still running %s after the stop signal: sending the final kill signal",
-                            u->name, "TimeoutStopSec=");
+                /* SendSIGKILL=no: no final kill signal (stop_signal() says so) */
+                log_warning("%s: still running %s after the stop signal%s", u->name, "TimeoutStopSec=",
+                            u->file->send_sigkill ? ": sending the final kill signal" : "");
                 /* As systemd: a stop that needs the final kill signal timed out. */
                 if (u->result == UNIT_RESULT_SUCCESS)
                         u->result = UNIT_RESULT_TIMEOUT;

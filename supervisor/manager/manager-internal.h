@@ -80,6 +80,7 @@ struct unit_data {
         bool record_written;           /* record is that of the record in the store (or held to be) */
         bool removed;                  /* gone from DIR at a reload: freed once dead */
         bool resumed;                  /* reexec: put back from the previous tend's state, not started */
+        bool fds_short;                /* its last start failed "out of file descriptors" (logged once) */
 };
 
 /* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
@@ -146,6 +147,13 @@ struct manager {
         bool shutting_down;
         bool units_stopping;           /* the shutdown's stop jobs exist (after CMD in combined mode) */
         bool force_killed;
+        /* fix19: repeated "out of file descriptors" starts, counted, one line per FDS_SHORT_LOG_USEC */
+        unsigned fds_short_repeats;
+        usec_t fds_short_since;
+        /* fix19: the units' stop is over, their leftovers (KillMode=process,
+         * SendSIGKILL=no) got SIGTERM; polled until gone or the deadline */
+        bool leftovers_termed;
+        sd_event_source *leftovers_poll;
         sd_event_source *shutdown_timer;
         int exit_status;
 

@@ -221,6 +221,7 @@ static void manager_done(struct manager *m) {
         m->sweep = sd_event_source_disable_unref(m->sweep);
         m->jobs = jobs_free(m->jobs);
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
+        m->leftovers_poll = sd_event_source_disable_unref(m->leftovers_poll);
         m->reexec_retry = sd_event_source_disable_unref(m->reexec_retry);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);

@@ -539,6 +539,29 @@ static bool fds_low(struct manager *m) {
         return (rlim_t) fd + FDS_RESERVED >= rl.rlim_cur;
 }
 
+/* A start failed for want of fds (tend(8) "FILE DESCRIPTOR BUDGET"): said
+ * once per unit as it enters that state; its repeats (each RestartSec=) are
+ * counted and summed up at most once per FDS_SHORT_LOG_USEC. Returns k. */
+#define FDS_SHORT_LOG_USEC (5 * USEC_PER_SEC)
+static int fds_short(struct manager *m, struct unit *u, int k) {
+        struct unit_data *d = data(u);
+        if (!d->fds_short) {
+                d->fds_short = true;
+                return log_error_errno(k, "%s: out of file descriptors: the start fails (result resources), "
+                                          "retried per Restart= without counting toward its start limit", u->name);
+        }
+        usec_t now = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (m->fds_short_repeats++ == 0)
+                m->fds_short_since = now;
+        else if (now - m->fds_short_since >= FDS_SHORT_LOG_USEC) {
+                log_error("out of file descriptors: %u more starts failed in the last %llu s, not logged one by one",
+                          m->fds_short_repeats, (unsigned long long) ((now - m->fds_short_since) / USEC_PER_SEC));
+                m->fds_short_repeats = 0;
+        }
+        return k;
+}
+
 static int op_prepare(void *userdata, struct unit *u) {
         struct manager *m = userdata;
         struct unit_data *d = data(u);
@@ -555,8 +578,8 @@ static int op_prepare(void *userdata, struct unit *u) {
         if (k >= 0)
                 k = fds_low(m) ? -EMFILE : logs_stream_open_pipes(d->logs); /* issue 19: at the start, not at load */
         if (k == -EMFILE || k == -ENFILE)
-                return log_error_errno(k, "%s: out of file descriptors: the start fails (result resources), "
-                                          "retried per Restart=", u->name);
+                return fds_short(m, u, k);
+        d->fds_short = false;
         if (k < 0)
                 return log_error_errno(k, "%s: cannot prepare its start: %m", u->name);
         if (leftovers_waiting(u))

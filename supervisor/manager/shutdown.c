@@ -19,31 +19,44 @@
 
 /* ---- shutdown (SPEC §4 "Shutdown") ---- */
 
+#define LEFTOVERS_POLL_USEC (100 * USEC_PER_MSEC)
+
 /* Asked at every change during a shutdown: a scan from the first unit each
  * time made a shutdown of N units cost N² (issue 19: 10,000 units). The scan
- * goes on from where the last one stopped (a hint: units[] may have been
- * compacted meanwhile), and only a scan that reaches the end is checked by
- * one from the start, so the whole shutdown costs O(N) calls but for
+ * goes on from where the last one stopped (*from, a hint: units[] may have
+ * been compacted meanwhile), and only a scan that reaches the end is checked
+ * by one from the start, so the whole shutdown costs O(N) calls but for
  * units that came back to life. */
-static bool all_units_dead(struct manager *m) {
-        static size_t from;
-        if (from > m->n_units)
-                from = 0;
-        while (from < m->n_units && unit_is_dead(m->units[from]))
-                from++;
-        if (from < m->n_units)
+static bool all_units_are(struct manager *m, bool (*is)(const struct unit *u), size_t *from) {
+        if (*from > m->n_units)
+                *from = 0;
+        while (*from < m->n_units && is(m->units[*from]))
+                ++*from;
+        if (*from < m->n_units)
                 return false;
         for (size_t i = 0; i < m->n_units; i++)
-                if (!unit_is_dead(m->units[i])) {
-                        from = i;
+                if (!is(m->units[i])) {
+                        *from = i;
                         return false;
                 }
         return true;
 }
 
-void manager_check_shutdown_done(struct manager *m) {
-        if (!m->shutting_down || m->cmd.process || !all_units_dead(m))
-                return;
+static bool all_units_dead(struct manager *m) {
+        static size_t from;
+        return all_units_are(m, unit_is_dead, &from);
+}
+
+/* Every unit's stop sequence is over (inactive or failed), whatever
+ * processes it left (KillMode=process, SendSIGKILL=no). */
+static bool all_units_down(struct manager *m) {
+        static size_t from;
+        return all_units_are(m, unit_is_down, &from);
+}
+
+static size_t units_left(struct manager *m, char *buf, size_t size);
+
+static void shutdown_finish(struct manager *m) {
         if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
                 /* As PID 1 the remaining processes get SIGTERM, then, at the
                  * deadline, SIGKILL; tend exits when none is left. */
@@ -56,6 +69,70 @@ void manager_check_shutdown_done(struct manager *m) {
                 return;
         }
         sd_event_exit(m->event, m->exit_status);
+}
+
+static int on_leftovers_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        char names[8];
+        if (units_left(m, names, sizeof names) > 0 || !all_units_dead(m))
+                return sd_event_source_set_time_relative(s, LEFTOVERS_POLL_USEC);
+        m->leftovers_poll = sd_event_source_disable_unref(m->leftovers_poll);
+        shutdown_finish(m);
+        return 0;
+}
+
+/* One unit's leftovers at the end of the shutdown: named with their count
+ * and why they were left, then SIGTERM (and SIGCONT). */
+static void leftovers_term(struct unit *u) {
+        struct unit_group *g = data(u)->group;
+        int n = unit_group_members(g, NULL, 0);
+        const char *why = !u->file->send_sigkill ? "SendSIGKILL=no" : "KillMode=process";
+        if (n > 0)
+                log_warning("%s: %d process%s left by its stop (%s): SIGTERM at shutdown, the final kill signal at "
+                            "the shutdown deadline", u->name, n, n == 1 ? "" : "es", why);
+        else
+                log_warning("%s: processes left by its stop (%s): SIGTERM at shutdown, the final kill signal at the "
+                            "shutdown deadline", u->name, why);
+        if (u->main) /* SendSIGKILL=no: its main process may be the survivor */
+                (void) exit_process_signal(u->main, SIGTERM);
+        (void) unit_group_signal(g, SIGTERM, u->main != NULL);
+}
+
+/* As systemd's own shutdown (systemd-shutdown: SIGTERM to the processes
+ * that remain once the units are stopped, SIGKILL after a timeout): once
+ * every unit's stop is over, what their stops left gets SIGTERM, tend says
+ * what it waits for, and polls until it is gone; the shutdown deadline's
+ * final kill reaches the rest. Returns whether anything is left to wait for.
+ * Once: O(units) reads of cgroup.events. */
+static bool leftovers_wait(struct manager *m, bool dead) {
+        char names[512];
+        size_t n = units_left(m, names, sizeof names);
+        if (n == 0 && dead)
+                return false;
+        m->leftovers_termed = true;
+        for (size_t i = 0; i < m->n_units; i++) {
+                struct unit *u = m->units[i];
+                if (u->main || unit_group_populated(data(u)->group) > 0)
+                        leftovers_term(u);
+        }
+        uint64_t deadline = 0, now = now_usec(CLOCK_MONOTONIC);
+        (void) sd_event_source_get_time(m->shutdown_timer, &deadline);
+        log_warning("shutdown: waiting for the processes %zu unit%s left (%s), at most %llu ms more", n ? n : 1,
+                    n == 1 ? "" : "s", n ? names : "a main process",
+                    (unsigned long long) (deadline > now ? (deadline - now) / USEC_PER_MSEC : 0));
+        (void) sd_event_add_time_relative(m->event, &m->leftovers_poll, CLOCK_MONOTONIC, LEFTOVERS_POLL_USEC, 0,
+                                          on_leftovers_poll, m);
+        return true;
+}
+
+void manager_check_shutdown_done(struct manager *m) {
+        if (!m->shutting_down || m->cmd.process || m->leftovers_termed) /* then the poll decides */
+                return;
+        bool dead = all_units_dead(m);
+        if (!dead && !all_units_down(m))
+                return;
+        if (!leftovers_wait(m, dead) && dead)
+                shutdown_finish(m);
 }
 
 void manager_kill_everything(struct manager *m) {

@@ -364,6 +364,112 @@ class FdExhaustionAtLoad(ServiceTestCase):
         return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
 
 
+class FdShortStartsAreRetried(ServiceTestCase):
+    """QA M4 (issue 19): at the fd limit a start that gets no fds never ran, so
+    it does not count toward the start limit: 60 units under 100 fds with
+    Restart=on-failure, RestartSec=1 and the default start limit (5 in 10 s);
+    those that do not fit keep being retried past 5 starts (none is
+    `start-limit`), after 5 running ones are stopped 5 waiting ones run, and
+    the error is said once per unit plus a counted summary."""
+
+    def statuses(self):
+        status, out, _ = self.ctl('status', '--json', check=False, timeout=5)
+        return {r['name']: r for r in json.loads(out)} if status == 0 and out else {}
+
+    def test_fd_short_starts_do_not_burn_the_start_limit(self):
+        if not shutil.which('prlimit'):
+            self.skipTest('prlimit is not installed')
+        names = ['u%02d.service' % i for i in range(60)]
+        for n in names:
+            self.unit(n[:-8], '[Service]\nExecStart=%s pause\nRestart=on-failure\nRestartSec=1s\n' % PROBE)
+        self.start_tend(wrap=['prlimit', '--nofile=100'], log_level='info', wait_ready=False)
+
+        def retried_past_limit():
+            recs = self.statuses()
+            if any(r['result'] == 'start-limit' for r in recs.values()):
+                self.fail('a unit short of fds burnt its start limit: %r' % sorted(
+                    n for n, r in recs.items() if r['result'] == 'start-limit'))
+            return recs if any(r['restarts'] >= 8 for r in recs.values()) else None
+        recs = wait_until(retried_past_limit, 30, lambda: 'no unit was retried past its start limit: %r; stderr %r' % (
+            {n: (r['state'], r['result'], r['restarts']) for n, r in self.statuses().items()},
+            self.stderr()[-1500:]), interval=0.2)
+        running = sorted(n for n, r in recs.items() if r['state'] == 'running')
+        self.assertTrue(0 < len(running) < 55, 'the fd limit did not bite: %d running' % len(running))
+        self.ctl('stop', *running[:5])
+
+        def five_more():
+            recs = self.statuses()
+            now = [n for n, r in recs.items() if r['state'] == 'running']
+            fresh = [n for n in now if n not in running]
+            return fresh if len(fresh) >= 5 else None
+        wait_until(five_more, 15, lambda: 'no waiting unit started after 5 were stopped: %r; stderr %r' % (
+            {n: (r['state'], r['result'], r['restarts']) for n, r in self.statuses().items()},
+            self.stderr()[-1500:]), interval=0.2)
+        err = self.stderr()
+        said = err.count('out of file descriptors: the start fails')
+        self.assertLessEqual(said, 60 + 5, 'the error is not said once per unit: %d lines' % said)
+        wait_until(lambda: 'more starts failed in the last' in self.stderr(), 10,
+                   lambda: 'no counted summary of the repeated failures: %r' % self.stderr()[-1500:])
+
+
+# A child that ignores SIGTERM (records its pid in $1), then the probe waits.
+WITH_STUBBORN_CHILD = '''
+sh -c 'trap "" TERM; exec sleep 1000' &
+echo $! > "$1"
+exec "$2" pause
+'''
+# A main process that ignores SIGTERM (records its pid in $1).
+STUBBORN_MAIN = '''
+trap "" TERM
+echo $$ > "$1"
+exec sleep 1000
+'''
+
+
+class ShutdownLeftovers(ServiceTestCase):
+    """QA M3 (issue 19): a shutdown never ends with a unit's process still
+    running while tend exits 0. What a KillMode=process or SendSIGKILL=no stop
+    leaves gets SIGTERM once every unit is stopped (as systemd-shutdown does),
+    tend says what it waits for, and the deadline's final kill reaches it."""
+
+    def stubborn(self, name, script, keys):
+        self.make_cgroup(required=True)
+        run, pid_file = self.script(name + '.sh', script), self.path(name + '.pid')
+        self.unit(name, '[Service]\nExecStart=/bin/sh %s %s %s\n%s\n' % (run, pid_file, PROBE, keys))
+        self.start_tend('--shutdown-timeout', '3s', log_level='info')
+        self.wait_running(name)
+        pid = int(wait_until(lambda: self.lines(pid_file), 5, 'the unit never recorded its process')[0])
+        self.addCleanup(kill_pid, pid)
+        fd = os.pidfd_open(pid)
+        self.addCleanup(os.close, fd)
+        return fd
+
+    def test_killmode_process_survivor_reached_at_shutdown(self):
+        fd = self.stubborn('keep', WITH_STUBBORN_CHILD, 'KillMode=process')
+        t0 = time.monotonic()
+        status = self.stop_tend(timeout=10)
+        err = self.stderr()
+        self.assertTrue(exited(fd), 'tend exited %d after %.2f s with the KillMode=process survivor running: %r' % (
+            status, time.monotonic() - t0, err[-1500:]))
+        self.assertEqual(status, 0, err[-1500:])
+        self.assertIn('keep.service: 1 process left by its stop (KillMode=process): SIGTERM at shutdown', err)
+        self.assertIn('shutdown: waiting for the processes 1 unit left (keep.service), at most', err)
+        self.assertIn('shutdown deadline reached: sending the final kill signal', err)
+
+    def test_sendsigkill_no_survivor_is_said_and_reached(self):
+        fd = self.stubborn('nokill', STUBBORN_MAIN, 'SendSIGKILL=no\nTimeoutStopSec=1')
+        status = self.stop_tend(timeout=10)
+        err = self.stderr()
+        self.assertTrue(exited(fd), 'tend exited %d with the SendSIGKILL=no survivor running: %r' % (status, err[-1500:]))
+        self.assertEqual(status, 0, err[-1500:])
+        self.assertIn('nokill.service: processes survive the stop (SendSIGKILL=no)', err)
+        self.assertNotIn('nokill.service: still running TimeoutStopSec= after the stop signal: sending the final kill',
+                         err, 'contradictory: a final kill signal said for a SendSIGKILL=no unit')
+        waiting = err.find('shutdown: waiting for the processes 1 unit left (nokill.service)')
+        self.assertGreaterEqual(waiting, 0, 'shutdown waited without saying for what: %r' % err[-1500:])
+        self.assertLess(waiting, err.find('shutdown deadline reached'), err[-1500:])
+
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.

@@ -48,6 +48,7 @@ struct fake {
         int wait_deps;           /* what start_job() answers: 1 makes starts wait */
         int start_jobs, auto_restarts;
         bool waiting_at_auto_restart;
+        int prepare_error;       /* what prepare() answers */
         char spawned[64];        /* the last spawn's last argument (a copy: its file may be freed) */
 };
 
@@ -67,7 +68,7 @@ static int f_spawn(void *ud, struct unit *u, const struct unit_command *cmd, boo
 }
 
 static int f_prepare(void *ud, struct unit *u) {
-        return 0;
+        return ((struct fake *) ud)->prepare_error;
 }
 
 static int f_signal_all(void *ud, struct unit *u, int sig) {
@@ -287,6 +288,29 @@ static void test_start_limit(void **state) {
         assert_int_equal(unit_get_state(u), UNIT_INACTIVE);
         sf_waiter_free(start(f, u));
         assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        unit_free(u);
+}
+
+/* QA M4 (issue 19): a start that gets no fds never ran: ten of them within
+ * the interval do not hit the default start limit (5 in 10 s); the first
+ * with fds runs. Any other failure of prepare() still counts. */
+static void test_fd_short_starts_not_counted(void **state) {
+        struct fake *f = *state;
+        struct unit *u = make_unit(f, "m4.service", "[Service]\nExecStart=/bin/true\nRestart=on-failure\nRestartSec=0\n");
+        f->prepare_error = -EMFILE;
+        sf_waiter_free(start(f, u));
+        for (int i = 0; i < 10; i++) {
+                assert_int_equal(unit_get_state(u), UNIT_BACKOFF);
+                assert_int_equal(u->result, UNIT_RESULT_RESOURCES);
+                f->now += 100 * USEC_PER_MSEC;
+                fire(f, u);
+        }
+        assert_int_equal(f->n_spawns, 0);
+        f->prepare_error = 0;
+        f->now += 100 * USEC_PER_MSEC;
+        fire(f, u);
+        assert_int_equal(unit_get_state(u), UNIT_RUNNING);
+        assert_int_equal(f->n_spawns, 1);
         unit_free(u);
 }
 
@@ -1087,6 +1111,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_restart_waiting_shows_inactive, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_backoff_steps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_start_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fd_short_starts_not_counted, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_escalation, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_cmd_timeout, setup, teardown),
