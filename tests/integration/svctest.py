@@ -186,6 +186,18 @@ class ServiceTestCase(TendTestCase):
             f.write(body)
         return os.path.join(self.dir, name + '.service')
 
+    def public_probe(self, text):
+        """A directory of the test that units run as other users can use (self.pub, mode
+        0777, its parents 0755) holding text as the script self.probe (0644)."""
+        os.chmod(self.tmp.name, 0o755)
+        self.pub = self.path('pub')
+        os.mkdir(self.pub)
+        os.chmod(self.pub, 0o777)
+        self.probe = os.path.join(self.pub, 'probe.py')
+        with open(self.probe, 'w') as f:
+            f.write(text.lstrip())
+        os.chmod(self.probe, 0o644)
+
     def script(self, name, text, mode=0o755):
         """Writes an executable shell script into the temp dir; its path."""
         p = self.path(name)

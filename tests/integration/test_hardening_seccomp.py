@@ -100,14 +100,7 @@ class HardeningSeccomp(ServiceTestCase):
         super().setUp()
         if os.geteuid() != 0:
             self.skipTest('needs root')
-        os.chmod(self.tmp.name, 0o755)
-        self.pub = self.path('pub')
-        os.mkdir(self.pub)
-        os.chmod(self.pub, 0o777)
-        self.probe = os.path.join(self.pub, 'probe.py')
-        with open(self.probe, 'w') as f:
-            f.write(PROBE.lstrip())
-        os.chmod(self.probe, 0o644)
+        self.public_probe(PROBE)
 
     def out(self, name):
         return os.path.join(self.pub, name + '.out')
