@@ -39,11 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool takes_units(enum control_command c) {
         return c != CONTROL_CMD_LIST && c != CONTROL_CMD_WATCH && c != CONTROL_CMD_DAEMON_RELOAD &&
-               c != CONTROL_CMD_SHUTDOWN;
+               c != CONTROL_CMD_SHUTDOWN && c != CONTROL_CMD_DAEMON_REEXEC;
 }
 
 static bool needs_units(enum control_command c) {
-        return takes_units(c) && c != CONTROL_CMD_STATUS && c != CONTROL_CMD_RESET_FAILED;
+        return takes_units(c) && c != CONTROL_CMD_STATUS && c != CONTROL_CMD_RESET_FAILED && c != CONTROL_CMD_CLUSTER;
 }
 
 static void check_request(const struct control_request *q) {
