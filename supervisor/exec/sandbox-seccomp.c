@@ -400,6 +400,20 @@ static int hardening_rules(scmp_filter_ctx ctx, uint32_t arch, const struct unit
         return r;
 }
 
+/* ctx with NoNewPrivileges left to tend and badarch the action for other
+ * architectures; NULL (ctx released) when r or setting them failed. */
+static scmp_filter_ctx filter_finish(scmp_filter_ctx ctx, int r, uint32_t badarch) {
+        if (r >= 0)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+        if (r >= 0)
+                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, badarch);
+        if (r < 0 && ctx) {
+                seccomp_release(ctx);
+                return NULL;
+        }
+        return ctx;
+}
+
 /* A filter of one architecture with the default action (other architectures pass it). */
 static scmp_filter_ctx arch_filter(uint32_t arch, uint32_t action) {
         scmp_filter_ctx ctx = seccomp_init(action);
@@ -410,15 +424,7 @@ static scmp_filter_ctx arch_filter(uint32_t arch, uint32_t action) {
                 if (r >= 0)
                         r = seccomp_arch_remove(ctx, native);
         }
-        if (r >= 0)
-                r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-        if (r >= 0)
-                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
-        if (r < 0 && ctx) {
-                seccomp_release(ctx);
-                return NULL;
-        }
-        return ctx;
+        return filter_finish(ctx, r, SCMP_ACT_ALLOW);
 }
 
 /* Whether a key with rules of its own is set (SystemCallArchitectures= has a program of its own). */
@@ -475,15 +481,7 @@ static scmp_filter_ctx archs_filter(const struct unit_hardening_keys *h) {
         }
         if (r >= 0 && !keep_native)
                 r = seccomp_arch_remove(ctx, native);
-        if (r >= 0)
-                r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-        if (r >= 0)
-                r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-        if (r < 0 && ctx) {
-                seccomp_release(ctx);
-                return NULL;
-        }
-        return ctx;
+        return filter_finish(ctx, r, SCMP_ACT_KILL_PROCESS);
 }
 
 static int add_program(struct unit_bpf_cache *c, scmp_filter_ctx ctx) {

@@ -36,6 +36,7 @@
 #include "log.h"
 #include "sandbox-seccomp.h"
 #include "sandbox.h"
+#include "sandbox-child.h"
 #include "unit-file.h"
 
 static char last_msg[1400];
@@ -209,25 +210,9 @@ static int run_hook(const char *lines, int (*check)(void), int *ret_error, int *
         int k = sandbox_plan_new("h.service", u, 0, &self, &p);
         if (k < 0)
                 fail_msg("%s: no plan (%d): %s", lines, k, last_msg);
-        int pipefd[2];
-        assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                int stage = 0, r = sandbox_pre_exec(p, &stage);
-                int report[2] = { r, stage };
-                (void) !write(pipefd[1], report, sizeof report);
-                _exit(r < 0 ? 127 : check());
-        }
-        close(pipefd[1]);
-        int report[2] = { 0, 0 }, status;
-        (void) !read(pipefd[0], report, sizeof report);
-        close(pipefd[0]);
-        assert_int_equal(waitpid(pid, &status, 0), pid);
+        int status = sandbox_hook_in_child(p, check, ret_error, ret_stage);
         sandbox_plan_free(p);
         unit_file_free(u);
-        *ret_error = report[0];
-        *ret_stage = report[1];
         return status;
 }
 
