@@ -328,6 +328,10 @@ enum exit_reaper_flags {
          * few fds below the reaper's slots), and the exec status is known when
          * spawn returns. docs/reaping.md. For tests. */
         EXIT_REAPER_NO_VFORK = 1u << 3,
+        /* Never use the shared-memory path (EXIT_SPAWN_HOOK_SHARED_VM and
+         * docs/reaping.md): a child that does not take the vfork path
+         * forks (clone3, or fork). For tests. */
+        EXIT_REAPER_NO_CLONE_VM = 1u << 4,
 };
 
 /*
@@ -398,6 +402,17 @@ enum exit_spawn_flags {
         EXIT_SPAWN_SESSION_KEYRING_SHARED = 1u << 11, /* implies SESSION_KEYRING: then links the
                                            * child's user keyring (KEY_SPEC_USER_KEYRING) into it
                                            * (KEYCTL_LINK), as systemd's KeyringMode=shared */
+        EXIT_SPAWN_HOOK_SHARED_VM = 1u << 12, /* the caller declares pre_exec safe on its own memory:
+                                           * the hook allocates nothing, writes no memory but its
+                                           * own locals (errno and other thread-locals are the
+                                           * child's own), and pre_exec_userdata with all it
+                                           * points to stays valid and unchanged until the exec
+                                           * status is known (exit_process_exec_result() other
+                                           * than -EINPROGRESS, or the exit). Then such a child
+                                           * may take the shared-memory path: clone(CLONE_VM)
+                                           * without CLONE_VFORK, spawn returning at once, no
+                                           * page tables copied (docs/reaping.md). Without the
+                                           * flag a child with a hook always forks */
 };
 
 #define EXIT_SPAWN_FD_INHERIT (-1) /* stdio slot: keep the caller's fd of that number */

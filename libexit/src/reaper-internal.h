@@ -28,7 +28,7 @@ struct source {
  * and its pidfd in the epoll set); the exec-ready list holds one while queued.
  */
 struct exit_process {
-        /* (Ordered to leave no hole: one per running process, 88 B, SPEC §8.) */
+        /* (Ordered to leave no hole: one per running process, 96 B, SPEC §8.) */
         atomic_uint n_ref;
         pid_t pid;
         struct exit_reaper *reaper; /* an internal reference */
@@ -48,6 +48,9 @@ struct exit_process {
 
         struct source src_pidfd, src_exec;
         struct exit_process *exec_next; /* the exec-ready list */
+        /* The shared-memory path: the child's arena (stack, TLS, plan), owned;
+         * freed once the child has exec'd or died, never before. */
+        struct spawn_vm *vm;
 };
 
 #define EXEC_UNKNOWN 1
@@ -132,3 +135,33 @@ bool spawn_plan_slots_ok(const struct spawn_plan *plan);
  * exec'd). Returns the pid or a negative errno: -ENOSYS, -EPERM, -EINVAL or
  * -E2BIG from clone3 mean the kernel (or a seccomp policy) refused it. */
 pid_t spawn_vfork(struct spawn_plan *plan, void *stack, int *ret_pidfd, struct exec_failure *ret_failure);
+
+/* ---- the shared-memory path (spawn.c: clone(CLONE_VM) without CLONE_VFORK) ---- */
+
+struct spawn_vm;
+
+/* Whether this build and libc can give a child a copy of the calling
+ * thread's TLS (x86-64 glibc, found through dlsym; never in sanitizer builds
+ * or static binaries). Probed once; thread-safe. */
+bool spawn_vm_available(void);
+
+/* Whether the plan may take the shared-memory path: no hook, or one the
+ * caller declared safe on shared memory (EXIT_SPAWN_HOOK_SHARED_VM); and
+ * spawn_vm_available(). */
+bool spawn_plan_vm_ok(const struct spawn_plan *plan);
+
+/* Maps the child's arena (a guard page, a stack, a copy of the plan with
+ * its argv, envp, paths and cwd, a copy of the calling thread's TLS) and
+ * fills it; the plan is not used after. *ret is the caller's (spawn_vm_free).
+ * Errors: -ENOSYS (not available), or mmap's. */
+int spawn_vm_new(const struct spawn_plan *plan, struct spawn_vm **ret);
+
+/* Unmaps the arena (NULL accepted); returns NULL. Only once its child has
+ * exec'd or died, or was never cloned. */
+struct spawn_vm *spawn_vm_free(struct spawn_vm *vm);
+
+/* clone3(CLONE_VM | CLONE_PIDFD | CLONE_SETTLS [| CLONE_INTO_CGROUP when
+ * cgroup_fd >= 0]) on the arena's stack and TLS, every signal blocked
+ * around it; the caller goes on at once. Returns the pid and *ret_pidfd, or
+ * a negative errno: -ENOSYS, -EPERM, -EINVAL, -E2BIG mean refused (then fork). */
+pid_t spawn_vm_clone(struct spawn_vm *vm, int cgroup_fd, int *ret_pidfd);

@@ -50,6 +50,7 @@ struct exit_reaper {
         int sigfd;
         bool clone3_refused;
         bool clone3_vfork_refused; /* clone3 refused CLONE_VM with a stack: cgroup children fork */
+        bool clone3_vm_refused; /* clone3 refused CLONE_VM|CLONE_SETTLS: no shared-memory path */
         void *vfork_stack;     /* SPAWN_VFORK_STACK_SIZE bytes, mapped at the first vfork spawn */
         /* Reserved low fds, taken at creation while the table is small: /dev/null,
          * and three slots that hold /dev/null except during a vfork spawn, when
@@ -128,6 +129,9 @@ _public_ struct exit_process *exit_process_unref(struct exit_process *p) {
          * and no list. */
         safe_close(p->exec_fd);
         safe_close(p->pidfd);
+        /* p->vm still set: the reaper was freed before its child exec'd or
+         * died, so the child may still run on the arena: it is left mapped
+         * (a leak of one arena rather than a child on freed memory). */
         struct exit_reaper *r = p->reaper;
         free(p);
         if (r)
@@ -180,6 +184,13 @@ static bool exec_collect(struct exit_reaper *r, struct exit_process *p, bool que
                  * cannot happen (8 bytes < PIPE_BUF); treat it as success. */
                 p->exec_error = 0;
                 p->exec_stage = EXIT_STAGE_EXEC;
+                /* The shared-memory path: at EOF the child runs on its new
+                 * memory (execve switches it before closing the
+                 * close-on-exec fds) or has exited, so its arena is free. A
+                 * failure record comes before the child's _exit: the arena
+                 * waits for its reap. */
+                if (n == 0)
+                        p->vm = spawn_vm_free(p->vm);
         }
         exec_fd_release(r, p);
         if (queue)
@@ -331,6 +342,7 @@ static int process_reaped(struct exit_reaper *r, struct exit_process *p, const s
                 p->pidfd_in_epoll = false;
         }
         pid_unmap(&r->pids, p);
+        p->vm = spawn_vm_free(p->vm); /* the child is gone: nothing runs on its arena */
         /* The child is gone, so its end of the exec pipe is closed: the status
          * is readable now, and known before anyone sees the exit. */
         (void) exec_collect(r, p, true);
@@ -505,7 +517,7 @@ static void fd_slots_clear(struct exit_reaper *r, struct spawn_plan *plan) {
 
 _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_reaper **ret) {
         if (!hub || !ret || (flags & ~(uint32_t) (EXIT_REAPER_ORPHANS | EXIT_REAPER_NO_CLONE3 | EXIT_REAPER_EXEC_EVENTS |
-                                          EXIT_REAPER_NO_VFORK)))
+                                          EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE_VM)))
                 return -EINVAL;
         int k = probe_kernel();
         if (k < 0)
@@ -677,6 +689,28 @@ static void child_discard(struct exit_process *p) {
         siginfo_t si;
         (void) sys_pidfd_send_signal(p->pidfd, SIGKILL);
         (void) waitid((idtype_t) P_PIDFD, (id_t) p->pidfd, &si, WEXITED);
+        p->vm = spawn_vm_free(p->vm);
+}
+
+/* Whether this spawn takes the shared-memory path (docs/reaping.md): a
+ * plan that does not vfork, whose hook (if any) is declared safe on shared
+ * memory, where clone3 with CLONE_VM has not been refused. */
+static bool spawn_vm_wanted(const struct exit_reaper *r, const struct spawn_plan *plan) {
+        return !(r->flags & (EXIT_REAPER_NO_CLONE_VM | EXIT_REAPER_NO_CLONE3)) && !r->clone3_refused &&
+               !r->clone3_vm_refused && spawn_plan_vm_ok(plan);
+}
+
+/* The shared-memory path: 0 and no child when clone3 refused it (the caller
+ * forks instead, from now on), else the pid or a negative errno. */
+static pid_t spawn_vm_start(struct exit_reaper *r, struct exit_process *p, const struct spawn_plan *plan) {
+        pid_t pid = spawn_vm_clone(p->vm, plan->cgroup_fd, &p->pidfd);
+        if (pid < 0)
+                p->vm = spawn_vm_free(p->vm); /* no child: nothing runs on it */
+        if (vfork_refused(pid)) {
+                r->clone3_vm_refused = true;
+                return 0;
+        }
+        return pid;
 }
 
 _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_attr *attr,
@@ -684,7 +718,8 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         const uint32_t known = EXIT_SPAWN_SETSID | EXIT_SPAWN_SETPGID | EXIT_SPAWN_FOREGROUND |
                                EXIT_SPAWN_LISTEN_PID | EXIT_SPAWN_WATCHDOG_PID | EXIT_SPAWN_STDIO |
                                EXIT_SPAWN_CGROUP | EXIT_SPAWN_KEEP_FDS | EXIT_SPAWN_UMASK | EXIT_SPAWN_NO_VFORK |
-                               EXIT_SPAWN_SESSION_KEYRING | EXIT_SPAWN_SESSION_KEYRING_SHARED;
+                               EXIT_SPAWN_SESSION_KEYRING | EXIT_SPAWN_SESSION_KEYRING_SHARED |
+                               EXIT_SPAWN_HOOK_SHARED_VM;
         if (!r || !attr || !ret || attr->size < offsetof(struct exit_spawn_attr, pre_exec) ||
             !attr->argv || !attr->argv[0] || (attr->flags & ~known))
                 return -EINVAL;
@@ -703,6 +738,9 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
                 vfork = false;
         if (k >= 0 && !vfork)
                 k = exec_pipe_open(p, &plan);
+        /* The arena is filled now, with the pipe's write end in its plan. */
+        if (k >= 0 && !vfork && spawn_vm_wanted(r, &plan) && spawn_vm_new(&plan, &p->vm) == -ENOMEM)
+                k = -ENOMEM;
         if (k < 0)
                 goto fail;
 
@@ -723,7 +761,9 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
                         vfork = false;
                         pid = exec_pipe_open(p, &plan);
                 }
-                if (!vfork && pid >= 0)
+                if (p->vm && pid >= 0)
+                        pid = spawn_vm_start(r, p, &plan);
+                if (!vfork && !p->vm && pid >= 0)
                         pid = spawn_clone(&plan, !r->clone3_refused, &r->clone3_refused, &p->pidfd);
                 k = pid < 0 ? pid : 0;
                 if (k >= 0) {
@@ -743,6 +783,8 @@ _public_ int exit_reaper_spawn(struct exit_reaper *r, const struct exit_spawn_at
         return 0;
 fail:
         spawn_plan_done(&plan);
+        if (p)
+                p->vm = spawn_vm_free(p->vm); /* set here only if no child was cloned */
         exit_process_unref(p);
         return k;
 }

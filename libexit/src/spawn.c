@@ -4,15 +4,21 @@
  * and the child's side, which runs only async-signal-safe calls and ends in
  * execve or _exit.
  */
+#include <assert.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/keyctl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -607,4 +613,269 @@ pid_t spawn_clone(struct spawn_plan *plan, bool use_clone3, bool *clone3_refused
 
         pthread_sigmask(SIG_SETMASK, &saved, NULL);
         return pid;
+}
+
+/* ---- the shared-memory path: clone(CLONE_VM) without CLONE_VFORK ----
+ *
+ * The child runs on the caller's memory while the caller goes on, so it
+ * must touch nothing the caller may change or free: everything it reads is
+ * copied into an arena of its own before the clone (the plan, argv, envp,
+ * the candidate paths, the working directory), it runs on the arena's stack,
+ * and with a copy of the calling thread's TLS (CLONE_SETTLS), so that errno
+ * and every other thread-local variable the child's libc calls write are
+ * its own, not the caller's (glibc keeps errno in TLS; a child sharing the
+ * caller's would clobber the caller's errno between a failed call and its
+ * check). The arena is freed by the reaper once the child has exec'd (EOF on
+ * the exec-status pipe: at execve the kernel switches to the new memory
+ * before it closes the close-on-exec fds) or died (reaped), never before.
+ *
+ * The TLS copy needs the static TLS block's extent: glibc's
+ * _dl_get_tls_static_info (what the sanitizers use for the same purpose)
+ * and the TCB's size, _thread_db_sizeof_pthread (libthread_db's), both
+ * looked up with dlsym; where either is missing (a static binary, another
+ * libc) the path is not available and those children fork as before.
+ * x86-64 glibc layout (TLS_TCB_AT_TP): the block is [tp - (static size -
+ * TCB size), tp + TCB size); the TCB's first word and its third (header.tcb,
+ * header.self) point at itself. */
+
+#if defined(SPAWN_CLONE3_CALL) && defined(__GLIBC__)
+#define SPAWN_VM 1
+#endif
+
+#define SPAWN_VM_STACK_SIZE (128u * 1024u)
+
+struct spawn_vm {
+        void *base;               /* the mapping: a guard page, the stack, this, the strings, the TLS */
+        size_t size;
+        void *stack;              /* its lowest address, above the guard page */
+        void *tp;                 /* the child's thread pointer, in the TLS copy */
+        struct spawn_plan *plan;  /* the child's, every pointer into the mapping */
+};
+
+static struct {
+        size_t below, above, align; /* bytes of the block below and above the thread pointer */
+        bool ok;
+} vm_tls;
+static pthread_once_t vm_tls_once = PTHREAD_ONCE_INIT;
+
+#ifdef SPAWN_VM
+static void vm_tls_set(size_t below, size_t above, size_t align) {
+        /* Sanity: a TCB of a few KB, a block of at most 1 MB, an alignment
+         * that the arena's page alignment covers. */
+        if (above < 64 || above > (64u << 10) || below > (1u << 20) || !align || align > 4096 ||
+            (align & (align - 1)) || below % align)
+                return;
+        vm_tls.below = below;
+        vm_tls.above = above;
+        vm_tls.align = align;
+        vm_tls.ok = true;
+}
+
+/* A static binary: one TLS module, the executable's, right below the
+ * thread pointer (glibc's __libc_setup_tls); the surplus below it is for
+ * dlopen, which a static binary does not do. */
+static int vm_tls_static(struct dl_phdr_info *info, size_t size, void *userdata) {
+        (void) size;
+        (void) userdata;
+#ifdef SPAWN_STATIC_TCB_SIZE
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                if (ph->p_type != PT_TLS)
+                        continue;
+                size_t align = ph->p_align > 64 ? ph->p_align : 64; /* glibc's TCB_ALIGNMENT */
+                vm_tls_set((ph->p_memsz + align - 1) & ~(align - 1), SPAWN_STATIC_TCB_SIZE, align);
+        }
+#else
+        (void) info;
+#endif
+        return 1; /* the first module is the executable */
+}
+#endif
+
+#ifdef SPAWN_VM
+static bool vm_exe_has_interp(void) {
+        const ElfW(Phdr) *ph = (const ElfW(Phdr) *) getauxval(AT_PHDR);
+        size_t n = getauxval(AT_PHNUM);
+        for (size_t i = 0; ph && i < n; i++)
+                if (ph[i].p_type == PT_INTERP)
+                        return true;
+        return !ph; /* unknown: assume dynamic */
+}
+#endif
+
+static void vm_tls_probe(void) {
+#ifdef SPAWN_VM
+        void (*get_static)(size_t *, size_t *);
+        void *sym = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+        memcpy(&get_static, &sym, sizeof sym); /* ISO C: no cast from an object pointer */
+        const uint32_t *tcb = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+        if (sym && tcb) {
+                size_t size = 0, align = 0;
+                get_static(&size, &align); /* the whole block, the TCB included */
+                if (size > *tcb)
+                        vm_tls_set(size - *tcb, *tcb, align);
+                return;
+        }
+        /* dlsym answered nothing: a static binary (no PT_INTERP: no
+         * dynamic loader, nothing dlopen'd), or a libc without those symbols
+         * (then no shared-memory path). */
+        if (!vm_exe_has_interp())
+                (void) dl_iterate_phdr(vm_tls_static, NULL);
+#endif
+}
+
+bool spawn_vm_available(void) {
+        pthread_once(&vm_tls_once, vm_tls_probe);
+        return vm_tls.ok;
+}
+
+bool spawn_plan_vm_ok(const struct spawn_plan *plan) {
+        return (!plan->pre_exec || (plan->flags & EXIT_SPAWN_HOOK_SHARED_VM)) && spawn_vm_available();
+}
+
+#ifdef SPAWN_VM
+/* A bump allocator run twice: once with base NULL to count, once to copy. */
+struct bump {
+        char *base;
+        size_t used;
+};
+
+static void *bump(struct bump *b, size_t n, size_t align) {
+        size_t at = (b->used + align - 1) & ~(align - 1);
+        b->used = at + n;
+        return b->base ? b->base + at : NULL;
+}
+
+static char *vm_str(struct bump *b, const char *s) {
+        size_t n = strlen(s) + 1;
+        char *d = bump(b, n, 1);
+        if (d)
+                memcpy(d, s, n);
+        return d;
+}
+
+/* Copies v; with from/to, moves the plan's pid slots into the copies of
+ * the strings they point into. */
+static char **vm_strv(struct bump *b, char *const *v, const struct spawn_plan *from, struct spawn_plan *to) {
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        char **d = bump(b, (n + 1) * sizeof(char *), alignof(char *));
+        for (size_t i = 0; i < n; i++) {
+                char *s = vm_str(b, v[i]);
+                if (!d)
+                        continue;
+                d[i] = s;
+                if (from && from->listen_pid_slot == v[i] + strlen("LISTEN_PID="))
+                        to->listen_pid_slot = s + strlen("LISTEN_PID=");
+                if (from && from->watchdog_pid_slot == v[i] + strlen("WATCHDOG_PID="))
+                        to->watchdog_pid_slot = s + strlen("WATCHDOG_PID=");
+        }
+        if (d)
+                d[n] = NULL;
+        return d;
+}
+
+static struct spawn_plan *vm_plan_copy(struct bump *b, const struct spawn_plan *from) {
+        struct spawn_plan *to = bump(b, sizeof *to, alignof(struct spawn_plan)), scratch;
+        struct spawn_plan *t = to ? to : &scratch;
+        *t = *from;
+        t->shared_failure = NULL;
+        t->envp_owned = false;
+        t->listen_pid_slot = t->watchdog_pid_slot = NULL;
+        for (int i = 0; i < 3; i++)
+                t->fd_slots[i] = -1; /* no CLONE_FILES: the child has its own fd table */
+        t->argv = vm_strv(b, from->argv, NULL, NULL);
+        t->envp = vm_strv(b, from->envp, from, t);
+        t->paths = vm_strv(b, from->paths, NULL, NULL);
+        t->cwd = from->cwd ? vm_str(b, from->cwd) : NULL;
+        return to;
+}
+
+static void *thread_pointer(void) {
+        void *tp;
+        __asm__("movq %%fs:0, %0" : "=r"(tp)); /* header.tcb: the TCB's address */
+        return tp;
+}
+
+static int vm_child(void *plan) {
+        child_run(plan); /* the arena's plan: child_run copies it onto the arena's stack */
+}
+#endif
+
+int spawn_vm_new(const struct spawn_plan *plan, struct spawn_vm **ret) {
+#ifdef SPAWN_VM
+        if (!spawn_vm_available())
+                return -ENOSYS;
+        struct bump count = { 0 };
+        (void) bump(&count, sizeof(struct spawn_vm), alignof(struct spawn_vm));
+        (void) vm_plan_copy(&count, plan);
+        size_t page = 4096, tls_at = (count.used + vm_tls.align - 1) & ~(vm_tls.align - 1);
+        size_t data = (tls_at + vm_tls.below + vm_tls.above + page - 1) & ~(page - 1);
+        size_t size = page + SPAWN_VM_STACK_SIZE + data;
+        char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (base == MAP_FAILED)
+                return negative_errno();
+        /* A stack overflow faults on the guard page (the child dies of
+         * SIGSEGV) instead of running into anything else. */
+        if (mprotect(base, page, PROT_NONE) < 0) {
+                int r = negative_errno();
+                munmap(base, size);
+                return r;
+        }
+        struct bump b = { .base = base + page + SPAWN_VM_STACK_SIZE };
+        struct spawn_vm *vm = bump(&b, sizeof *vm, alignof(struct spawn_vm));
+        *vm = (struct spawn_vm) { .base = base, .size = size, .stack = base + page };
+        vm->plan = vm_plan_copy(&b, plan);
+        assert(b.used == count.used);
+
+        char *tls = b.base + tls_at, *tp = thread_pointer();
+        memcpy(tls, tp - vm_tls.below, vm_tls.below + vm_tls.above);
+        vm->tp = tls + vm_tls.below;
+        ((void **) vm->tp)[0] = vm->tp; /* header.tcb */
+        ((void **) vm->tp)[2] = vm->tp; /* header.self */
+        *ret = vm;
+        return 0;
+#else
+        (void) plan;
+        (void) ret;
+        return -ENOSYS;
+#endif
+}
+
+struct spawn_vm *spawn_vm_free(struct spawn_vm *vm) {
+        if (vm)
+                munmap(vm->base, vm->size);
+        return NULL;
+}
+
+pid_t spawn_vm_clone(struct spawn_vm *vm, int cgroup_fd, int *ret_pidfd) {
+#ifdef SPAWN_VM
+        /* As spawn_clone: every signal blocked, so no handler of ours runs in
+         * the child before it has reset the dispositions. */
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved);
+        int pidfd = -1;
+        struct clone_args_v2 args = {
+                .flags = CLONE_VM | CLONE_PIDFD | CLONE_SETTLS | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP_FLAG : 0),
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+                .stack = (uint64_t) (uintptr_t) vm->stack,
+                .stack_size = SPAWN_VM_STACK_SIZE,
+                .tls = (uint64_t) (uintptr_t) vm->tp,
+                .cgroup = cgroup_fd >= 0 ? (uint64_t) cgroup_fd : 0,
+        };
+        pid_t pid = (pid_t) spawn_clone3_call(&args, sizeof args, vm_child, vm->plan);
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        if (pid < 0)
+                return pid;
+        *ret_pidfd = pidfd;
+        return pid;
+#else
+        (void) vm;
+        (void) cgroup_fd;
+        (void) ret_pidfd;
+        return -ENOSYS;
+#endif
 }

@@ -60,6 +60,9 @@ def rows():
                 ('tini -s -- trivial', [tini, '-s', '--', trivial]),
                 ('dumb-init trivial', [dumb, trivial]),
             ]
+            other = os.environ.get('TEND_STATIC_B')
+            if other and os.access(other, os.X_OK):
+                out.append(('tend-static B -- trivial', [other, '--', trivial]))
     return out
 
 

@@ -12,6 +12,9 @@ beside the same units without, and beside two floors, in one run:
   tend-ns   tend, the same units with the three keys
   tend-hook tend, the units with Nice=0 only: a pre-exec hook, so tend forks (clone3
             without CLONE_VM) as for the keys, but makes no namespace
+  tend-cwd  tend, the units with WorkingDirectory=/run only: no hook, but off the vfork
+            path (a working directory other than /): libexit's shared-memory path
+            (clone3(CLONE_VM) without CLONE_VFORK; before it, clone3 without CLONE_VM)
   tend-ns-sc  the same with SystemCallFilter=@system-service (the seccomp programs'
             cost: compiled once per unit file, cost17), beside loop-ns (no seccomp floor)
 
@@ -24,8 +27,8 @@ Every row runs tests/bench/stamp.c; the FIFOs live under /run (PrivateTmp= hides
 a FIFO stays writable under ProtectSystem=strict). tend runs in cgroup mode when the
 cgroup2 tree is writable (bench-service.py's Cgroups). Needs root (the namespace).
 
-TEND_B=PATH adds tend-b and tend-ns-b: a second tend binary measured in the same rounds
-(a before/after of one run).
+TEND_B=PATH adds tend-b, tend-hook-b, tend-cwd-b, tend-ns-b and tend-ns-sc-b: a second
+tend binary measured in the same rounds (a before/after of one run).
 
     TEND=… TENDCTL=… BENCH_STAMP=… BENCH_LOOP=… BENCH_LOOP_NS=… BENCH_HARNESS=…
         bench-hardening.py [--quick] [--only restart,start] [--kills N] [--units N] [--repeats N]
@@ -50,19 +53,23 @@ _spec.loader.exec_module(bs)
 KEYS = 'ProtectSystem=strict\nPrivateTmp=yes\nPrivateDevices=yes\n'
 FILTER = 'SystemCallFilter=@system-service\n'
 HOOK = 'Nice=0\n'
-ROWS = ['loop', 'loop-ns', 'tend', 'tend-hook', 'tend-ns', 'tend-ns-sc']
+CWD = 'WorkingDirectory=/run\n'
+ROWS = ['loop', 'loop-ns', 'tend', 'tend-hook', 'tend-cwd', 'tend-ns', 'tend-ns-sc']
 if os.environ.get('TEND_B'):
-    ROWS += ['tend-b', 'tend-ns-b', 'tend-ns-sc-b']
+    ROWS += ['tend-b', 'tend-hook-b', 'tend-cwd-b', 'tend-ns-b', 'tend-ns-sc-b']
 SHOWN = {'loop': 'minimal restart loop (floor)', 'loop-ns': 'minimal loop + the namespace (floor-ns)',
          'tend': 'tend, no keys', 'tend-ns': 'tend, the three keys',
          'tend-hook': 'tend, Nice=0 (a pre-exec hook, no namespace)',
+         'tend-cwd': 'tend, WorkingDirectory=/run (no hook, off the vfork path)',
+         'tend-hook-b': 'tend B, Nice=0', 'tend-cwd-b': 'tend B, WorkingDirectory=/run',
          'tend-ns-sc': 'tend, the three keys + SystemCallFilter=@system-service',
          'tend-b': 'tend B, no keys', 'tend-ns-b': 'tend B, the three keys',
          'tend-ns-sc-b': 'tend B, the three keys + SystemCallFilter=@system-service'}
 
 
 def keys_of(row):
-    return (KEYS if '-ns' in row else '') + (FILTER if '-sc' in row else '') + (HOOK if '-hook' in row else '')
+    return ((KEYS if '-ns' in row else '') + (FILTER if '-sc' in row else '') + (HOOK if '-hook' in row else '')
+            + (CWD if '-cwd' in row else ''))
 
 
 def floor_of(row):
@@ -108,7 +115,8 @@ class Hardening(bs.Bench):
             print('tend, Nice=0: the fork path (a hook, no namespace) adds %.3f ms (median) to tend; the namespace '
                   'then %.3f ms' % (bs.ms(statistics.median(res['tend-hook']) - statistics.median(res['tend'])),
                                     bs.ms(statistics.median(res['tend-ns']) - statistics.median(res['tend-hook']))))
-        for t in [r for r in ROWS if r.replace('tend', 'tend-ns') in res and '-ns' not in r and r != 'loop']:
+        for t in [r for r in ROWS if r.replace('tend', 'tend-ns') in res and '-ns' not in r and r != 'loop'
+                  and '-hook' not in r and '-cwd' not in r]:
             ns = t.replace('tend', 'tend-ns')
             print('%s: the namespace adds %.3f ms (median) to tend, %.3f ms to the loop'
                   % (SHOWN[ns], bs.ms(statistics.median(res[ns]) - statistics.median(res[t])), bs.ms(nm - lm)))
@@ -130,7 +138,8 @@ class Hardening(bs.Bench):
 
     def check_namespaces(self):
         """Each row's last instance: a mount namespace of its own with a tmpfs on /tmp
-        exactly when the row asks for the keys (a row that measured nothing fails)."""
+        exactly when the row asks for the keys, /run its working directory exactly when
+        the row sets it (a row that measured nothing fails)."""
         own = os.readlink('/proc/self/ns/mnt')
         for row, pid in sorted(self.pids.items()):
             try:
@@ -142,6 +151,9 @@ class Hardening(bs.Bench):
             if ('-ns' in row) != (mnt != own and tmp):
                 bs.fail('%s: instance %d: own mount namespace %s, tmpfs on /tmp %s: the row does not measure what '
                         'it says' % (row, pid, mnt != own, tmp))
+            cwd = os.readlink('/proc/%d/cwd' % pid)
+            if ('-cwd' in row) != (cwd == '/run'):
+                bs.fail('%s: instance %d runs in %s: the row does not measure what it says' % (row, pid, cwd))
 
     def restart(self, kills, hold):
         print('\n## restart latency: long-running unit killed (SIGKILL → next stamp)')

@@ -295,6 +295,9 @@ int main(int argc, char **argv) {
         struct result via_vfork = run_loop("libexit reaper (vfork path)", one_reaper, n);
         reaper_close();
         reaper_open(EXIT_REAPER_NO_VFORK, 0);
+        struct result via_vm = run_loop("libexit reaper (CLONE_VM path)", one_reaper, n);
+        reaper_close();
+        reaper_open(EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE_VM, 0);
         struct result via_clone3 = run_loop("libexit reaper (clone3 path)", one_reaper, n);
         reaper_close();
         reaper_open(EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE3, 0);
@@ -302,7 +305,7 @@ int main(int argc, char **argv) {
         reaper_close();
 
         printf("%-34s %10s %10s %10s %8s\n", "loop", "mean µs", "median µs", "p99 µs", "ratio");
-        struct result all[] = { floors[0], floors[1], floors[2], floors[3], via_vfork, via_clone3, via_fork };
+        struct result all[] = { floors[0], floors[1], floors[2], floors[3], via_vfork, via_vm, via_clone3, via_fork };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 printf("%-34s %10.1f %10.1f %10.1f %7.2fx\n", all[i].name, all[i].mean_us, all[i].median_us,
                        all[i].p99_us, all[i].median_us / floor.median_us);

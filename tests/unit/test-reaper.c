@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pidfd reaper (SPEC §2.2) with real children. Every test runs three
- * times: the vfork path, clone3, and the fork + pidfd_open fallback.
+ * The pidfd reaper (SPEC §2.2) with real children. Every test runs four
+ * times: the vfork path, the shared-memory path (clone(CLONE_VM) without
+ * CLONE_VFORK; where it is not available, clone3 again), clone3, and the
+ * fork + pidfd_open fallback. test-reaper-vm.c has the shared-memory path's
+ * own tests.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,14 +54,21 @@ static int setup_flags(void **state, uint32_t flags, uint32_t queue) {
         return 0;
 }
 
-/* The three ways a child is started: clone(CLONE_VM|CLONE_VFORK) where the
- * plan allows it, clone3, and the fork + pidfd_open fallback. */
+/* The four ways a child is started: clone(CLONE_VM|CLONE_VFORK) where the
+ * plan allows it, clone(CLONE_VM) alone where the plan allows that (a hook
+ * only if declared safe on shared memory), clone3, and the fork +
+ * pidfd_open fallback. */
 static uint32_t flags_vfork = EXIT_REAPER_EXEC_EVENTS;
-static uint32_t flags_clone3 = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK;
+static uint32_t flags_vm = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK;
+static uint32_t flags_clone3 = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE_VM;
 static uint32_t flags_fork = EXIT_REAPER_EXEC_EVENTS | EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE3;
 
 static int setup_vfork(void **state) {
         return setup_flags(state, flags_vfork, 0);
+}
+
+static int setup_vm(void **state) {
+        return setup_flags(state, flags_vm, 0);
 }
 
 static int setup_clone3(void **state) {
@@ -698,7 +708,8 @@ static void test_bad_args(void **state) {
         assert_null(p);
 }
 
-#define ALL3(t) cmocka_unit_test_setup_teardown(t, setup_vfork, teardown), \
+#define ALL4(t) cmocka_unit_test_setup_teardown(t, setup_vfork, teardown), \
+                cmocka_unit_test_setup_teardown(t, setup_vm, teardown), \
                 cmocka_unit_test_setup_teardown(t, setup_clone3, teardown), \
                 cmocka_unit_test_setup_teardown(t, setup_fork, teardown)
 
@@ -709,23 +720,24 @@ int main(int argc, char **argv) {
                 return 1;
         }
         const struct CMUnitTest tests[] = {
-                ALL3(test_exit_codes),
-                ALL3(test_killed),
-                ALL3(test_core_dump),
-                ALL3(test_exec_errors),
-                ALL3(test_exec_event_wakes_reaper_fd),
-                ALL3(test_clean_signal_state),
-                ALL3(test_fds_given_only),
-                ALL3(test_fds_many_open),
-                ALL3(test_cwd),
-                ALL3(test_session_keyring),
-                ALL3(test_env_pid_slots),
-                ALL3(test_track),
-                ALL3(test_second_reaper_refused),
-                ALL3(test_exits_reach_subscription),
-                ALL3(test_bad_args),
-                ALL3(test_path_ignore_umask),
+                ALL4(test_exit_codes),
+                ALL4(test_killed),
+                ALL4(test_core_dump),
+                ALL4(test_exec_errors),
+                ALL4(test_exec_event_wakes_reaper_fd),
+                ALL4(test_clean_signal_state),
+                ALL4(test_fds_given_only),
+                ALL4(test_fds_many_open),
+                ALL4(test_cwd),
+                ALL4(test_session_keyring),
+                ALL4(test_env_pid_slots),
+                ALL4(test_track),
+                ALL4(test_second_reaper_refused),
+                ALL4(test_exits_reach_subscription),
+                ALL4(test_bad_args),
+                ALL4(test_path_ignore_umask),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_vfork),
+                cmocka_unit_test_prestate(test_sigchld_ignored, &flags_vm),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_clone3),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_fork),
         };
