@@ -453,6 +453,62 @@ static void handle_units(struct conn *c, const struct control_request *q) {
         pending_check_done(c);
 }
 
+/* QA L3: a file name of DIR as an answer shows it: NULL (unchanged) when it
+ * is UTF-8 without control characters; else (*ret, caller frees) by the rule
+ * of docs/control-protocol.md "Bytes that are not UTF-8" — each byte of an
+ * invalid sequence, and each control character (below 0x20, 0x7f), `\xHH`,
+ * each backslash `\\` — and the entry gets "escaped": true. 0 or -ENOMEM. */
+static int file_name_escape(const char *name, char **ret) {
+        size_t len = strlen(name), n;
+        bool plain = true;
+        *ret = NULL;
+        for (size_t i = 0; plain && i < len; i += n) {
+                n = control_utf8_span(name + i, len - i);
+                plain = n > 0 && (unsigned char) name[i] >= 0x20 && name[i] != 0x7f;
+        }
+        if (plain)
+                return 0;
+        char *out = malloc(4 * len + 1), *o = out;
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i += n) {
+                n = control_utf8_span(name + i, len - i);
+                if (n == 0 || (unsigned char) name[i] < 0x20 || name[i] == 0x7f) {
+                        o += sprintf(o, "\\x%02x", (unsigned char) name[i]);
+                        n = 1;
+                } else if (name[i] == '\\') {
+                        *o++ = '\\';
+                        *o++ = '\\';
+                } else {
+                        memcpy(o, name + i, n);
+                        o += n;
+                }
+        }
+        *o = '\0';
+        *ret = out;
+        return 0;
+}
+
+/* One failed entry of daemon-reload's answer: the file name (escaped if it
+ * must be), its message; the result's own message if it is the first. */
+static int reload_failed_entry(json *o, json *units, json *f, bool first) {
+        const char *name = "?", *message = "does not load";
+        (void) control_get_string(f, "name", &name);
+        (void) control_get_string(f, "message", &message);
+        _cleanup_free_ char *escaped = NULL;
+        if (file_name_escape(name, &escaped) < 0)
+                return -ENOMEM;
+        const char *shown = escaped ? escaped : name;
+        _cleanup_json_ json *e = answer_unit(shown);
+        if (!e || (escaped && json_object_object_add(e, "escaped", json_object_new_boolean(true)) < 0) ||
+            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0 ||
+            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0) ||
+            json_object_array_add(units, e) < 0)
+                return -ENOMEM;
+        TAKE_PTR(e);
+        return 0;
+}
+
 /* daemon-reload: the manager's report in the result. Files that do not
  * load fail the request (each is a failed entry of "units", the first one's
  * message at the top); the rest of the difference is applied all the same. */
@@ -476,18 +532,9 @@ static json *reload_result(json *report) {
                 }
         }
         json_object_object_get_ex(report, "failed", &failed);
-        for (size_t i = 0; failed && i < json_object_array_length(failed); i++) {
-                json *f = json_object_array_get_idx(failed, i);
-                const char *name = "?", *message = "does not load";
-                (void) control_get_string(f, "name", &name);
-                (void) control_get_string(f, "message", &message);
-                _cleanup_json_ json *e = answer_unit(name);
-                if (!e || answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0 ||
-                    (i == 0 && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0) ||
-                    json_object_array_add(units, e) < 0)
+        for (size_t i = 0; failed && i < json_object_array_length(failed); i++)
+                if (reload_failed_entry(o, units, json_object_array_get_idx(failed, i), i == 0) < 0)
                         return NULL;
-                TAKE_PTR(e);
-        }
         return TAKE_PTR(o);
 }
 
@@ -504,19 +551,6 @@ static void handle_daemon_reload(struct conn *c) {
                 return;
         }
         conn_queue(c, reload_result(report));
-}
-
-/* reexec: daemon-reexec is answered before the exec (the answer written
- * out by control_server_flush()); a refusal says why, tend running on. */
-static void handle_daemon_reexec(struct conn *c) {
-        struct control_server *s = c->s;
-        char why[256] = "";
-        int r = s->ops.daemon_reexec ? s->ops.daemon_reexec(s->userdata, why, sizeof why) : -EOPNOTSUPP;
-        if (r < 0) {
-                answer_error(c, CONTROL_ERROR_FAILED, "not re-executing: %s", why[0] ? why : strerror(-r));
-                return;
-        }
-        conn_queue(c, answer_result(true));
 }
 
 /* reset-failed without a name: every unit. */
