@@ -73,7 +73,8 @@ struct pending {
         sd_event_source *source;    /* on the waiter's fd */
         /* stop: linked on the server's stops (waiting for the manager's
          * control_server_unit_stopped()) or stops_done (reported, answered
-         * by stops_done_cb); stop_list is the head it is on, NULL: neither. */
+         * by stops_done_cb); reload: on reloads, then stops_done with its
+         * result set; stop_list is the head it is on, NULL: neither. */
         struct pending **stop_list;
         struct pending *stop_prev, *stop_next;
         struct json_object *result; /* the unit's answer; NULL while pending */

@@ -291,6 +291,7 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
         case CONTROL_CMD_START:
         case CONTROL_CMD_STOP:
         case CONTROL_CMD_RESTART:
+        case CONTROL_CMD_RELOAD: /* QA L5: reload waits for ExecReload= unless no_block */
                 if (control_get_bool(q->o, "no_block", &q->no_block) == -EBADMSG)
                         return refuse(-EBADMSG, reason, size, "%s", "\"no_block\" is a boolean");
                 return 0;

@@ -103,7 +103,7 @@ struct control_request {
         enum control_command cmd;
         struct json_object *units;  /* borrowed from o: an array of strings, or NULL */
         size_t n_units;
-        bool no_block;              /* start, stop, restart */
+        bool no_block;              /* start, stop, restart, reload */
         bool main_only;             /* kill: "main" */
         int signal;                 /* kill: 1 … _NSIG-1; SIGTERM */
         int64_t lines;              /* logs: ≥ 0; -1 (absent): the whole ring */

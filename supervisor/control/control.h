@@ -61,7 +61,11 @@ struct control_ops {
         int (*reset_failed)(void *userdata, const char *unit);
         /* kill: sig to every process of the unit, or only its main process. 0, -ENOENT, -ESRCH. */
         int (*kill)(void *userdata, const char *unit, int sig, bool main_only);
-        /* reload: runs ExecReload=. 0, -ENOENT, -EOPNOTSUPP ("no ExecReload="). */
+        /* reload: starts ExecReload=. 0: started, and the manager calls
+         * control_server_unit_reloaded() when it has ended (possibly from
+         * inside this call: a command that cannot be spawned); -ENOENT,
+         * -EOPNOTSUPP ("no ExecReload="), -EBUSY (not running, or a control
+         * process runs): nothing started, nothing reported. */
         int (*reload)(void *userdata, const char *unit);
         /* The unit's log stream (NULL for units whose output bypasses tend: journal, inherit, null). */
         logs_stream *(*logs)(void *userdata, const char *unit);
@@ -167,6 +171,15 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
  * call is a no-op: the manager reports every such record. Accepts s NULL.
  */
 void control_server_unit_stopped(struct control_server *s, const char *unit);
+
+/*
+ * QA L5: the manager's report that the ExecReload= run that ops.reload
+ * started for unit has ended: why NULL when it succeeded, else a one-line
+ * reason (copied: "NAME: reload failed: …"). Blocking reloads of the unit
+ * (`tendctl reload`, as systemctl's reload job) are answered from a later
+ * event-loop dispatch, never inside this call. Accepts s NULL.
+ */
+void control_server_unit_reloaded(struct control_server *s, const char *unit, const char *why);
 
 /* Closes every connection (their waiters released: SPEC §2.3, a client that
  * goes away releases its share; --no-block shares too), unlinks the socket if
