@@ -236,6 +236,12 @@ int conn_io_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 /* A connection on fd (taken), its peer authorised: the new conn, or NULL
  * (refused and answered, or out of memory: fd closed either way). */
 struct conn *conn_new(struct control_server *s, int fd);
+/* reexec: a connection handed over by the previous tend (fd taken): made
+ * O_CLOEXEC and non-blocking again, then conn_new(); NULL as conn_new(). */
+struct conn *conn_adopt(struct control_server *s, int fd);
+/* reexec: c's fd made to survive the exec (O_CLOEXEC off) or not (on again,
+ * cloexec true): whether it worked. */
+bool conn_handover_fd(struct conn *c, bool cloexec);
 
 /* ---- control-reexec.c: daemon-reexec's deferred answer ---- */
 

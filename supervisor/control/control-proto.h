@@ -187,6 +187,14 @@ size_t control_utf8_span(const char *s, size_t len);
 int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len);
 
 /*
+ * QA L3: a file name (NUL-terminated) as an answer shows it: NULL in *ret
+ * when it is UTF-8 without control characters; else *ret (caller frees) as
+ * control_text_escape() writes it, control characters (below 0x20, 0x7f)
+ * written `\xHH` too (docs/control-protocol.md). 0 or -ENOMEM. Any thread.
+ */
+int control_name_escape(const char *name, char **ret);
+
+/*
  * Undoes control_text_escape() in place: s[0..len) becomes the original
  * bytes, their length returned (never more than len). A `\` not followed by
  * `\` or `xHH` is kept as it is. Any thread.

@@ -8,10 +8,8 @@
  * client that goes away meanwhile changes nothing: the re-exec goes on.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "control-internal.h"
 
@@ -61,22 +59,14 @@ int reexec_abandoned_cb(sd_event_source *src, void *userdata) {
 size_t control_server_handover_waiting(struct control_server *s, int *fds, size_t max, bool cloexec) {
         size_t n = 0;
         for (struct conn *c = s ? s->conns : NULL; c && n < max; c = c->next) {
-                if (!conn_reexec_waiting(c))
-                        continue;
-                int f = fcntl(c->fd, F_GETFD);
-                if (f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0)
+                if (conn_reexec_waiting(c) && conn_handover_fd(c, cloexec))
                         fds[n++] = c->fd;
         }
         return n;
 }
 
 void control_server_adopt_answered(struct control_server *s, int fd) {
-        int f = fcntl(fd, F_GETFD);
-        if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) < 0) {
-                safe_close(fd);
-                return;
-        }
-        struct conn *c = conn_new(s, fd);
+        struct conn *c = conn_adopt(s, fd);
         if (!c)
                 return;
         conn_queue(c, answer_result(true));

@@ -490,42 +490,6 @@ static void handle_units(struct conn *c, const struct control_request *q) {
         pending_check_done(c);
 }
 
-/* QA L3: a file name of DIR as an answer shows it: NULL (unchanged) when it
- * is UTF-8 without control characters; else (*ret, caller frees) by the rule
- * of docs/control-protocol.md "Bytes that are not UTF-8" — each byte of an
- * invalid sequence, and each control character (below 0x20, 0x7f), `\xHH`,
- * each backslash `\\` — and the entry gets "escaped": true. 0 or -ENOMEM. */
-static int file_name_escape(const char *name, char **ret) {
-        size_t len = strlen(name), n;
-        bool plain = true;
-        *ret = NULL;
-        for (size_t i = 0; plain && i < len; i += n) {
-                n = control_utf8_span(name + i, len - i);
-                plain = n > 0 && (unsigned char) name[i] >= 0x20 && name[i] != 0x7f;
-        }
-        if (plain)
-                return 0;
-        char *out = malloc(4 * len + 1), *o = out;
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < len; i += n) {
-                n = control_utf8_span(name + i, len - i);
-                if (n == 0 || (unsigned char) name[i] < 0x20 || name[i] == 0x7f) {
-                        o += sprintf(o, "\\x%02x", (unsigned char) name[i]);
-                        n = 1;
-                } else if (name[i] == '\\') {
-                        *o++ = '\\';
-                        *o++ = '\\';
-                } else {
-                        memcpy(o, name + i, n);
-                        o += n;
-                }
-        }
-        *o = '\0';
-        *ret = out;
-        return 0;
-}
-
 /* One failed entry of daemon-reload's answer: the file name (escaped if it
  * must be), its message; the result's own message if it is the first. */
 static int reload_failed_entry(json *o, json *units, json *f, bool first) {
@@ -533,7 +497,7 @@ static int reload_failed_entry(json *o, json *units, json *f, bool first) {
         (void) control_get_string(f, "name", &name);
         (void) control_get_string(f, "message", &message);
         _cleanup_free_ char *escaped = NULL;
-        if (file_name_escape(name, &escaped) < 0)
+        if (control_name_escape(name, &escaped) < 0) /* QA L3: escaped: true */
                 return -ENOMEM;
         const char *shown = escaped ? escaped : name;
         _cleanup_json_ json *e = answer_unit(shown);

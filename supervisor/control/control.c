@@ -443,6 +443,11 @@ static bool conn_quiet(const struct conn *c) {
         return c->phase == CONN_IDLE && !c->out_head && !c->dead && !c->eof;
 }
 
+bool conn_handover_fd(struct conn *c, bool cloexec) {
+        int f = fcntl(c->fd, F_GETFD);
+        return f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0;
+}
+
 size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec) {
         size_t n = 0;
         for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
@@ -453,20 +458,23 @@ size_t control_server_handover(struct control_server *s, int *fds, size_t max, b
                                 answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
                         continue;
                 }
-                int f = fcntl(c->fd, F_GETFD);
-                if (f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0)
+                if (conn_handover_fd(c, cloexec))
                         fds[n++] = c->fd;
         }
         return n;
 }
 
-void control_server_adopt(struct control_server *s, int fd) {
+struct conn *conn_adopt(struct control_server *s, int fd) {
         int f = fcntl(fd, F_GETFD);
         if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) < 0) {
                 safe_close(fd);
-                return;
+                return NULL;
         }
-        (void) conn_new(s, fd);
+        return conn_new(s, fd);
+}
+
+void control_server_adopt(struct control_server *s, int fd) {
+        (void) conn_adopt(s, fd);
 }
 
 static int server_listen(struct control_server *s, int adopt_fd) {
