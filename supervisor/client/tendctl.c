@@ -58,7 +58,7 @@ static const struct {
         [VERB_RESTART] = { "restart", CONTROL_CMD_RESTART, OPT_NO_BLOCK | OPT_JSON, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
         [VERB_RESET_FAILED] = { "reset-failed", CONTROL_CMD_RESET_FAILED, 0, 0, SIZE_MAX, EXIT_FAILED },
         [VERB_KILL] = { "kill", CONTROL_CMD_KILL, OPT_KILL, 1, 1, EXIT_FAILED },
-        [VERB_RELOAD] = { "reload", CONTROL_CMD_RELOAD, 0, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
+        [VERB_RELOAD] = { "reload", CONTROL_CMD_RELOAD, OPT_NO_BLOCK, 1, SIZE_MAX, EXIT_NOT_INSTALLED },
         [VERB_LOGS] = { "logs", CONTROL_CMD_LOGS, OPT_LOGS | OPT_LINES | OPT_PROPS | OPT_JSON | OPT_FILTER, 1, 1, EXIT_NOT_FOUND },
         [VERB_WATCH] = { "watch", CONTROL_CMD_WATCH, OPT_EPHEMERAL | OPT_JSON, 0, 1, EXIT_NOT_FOUND },
         [VERB_DAEMON_RELOAD] = { "daemon-reload", CONTROL_CMD_DAEMON_RELOAD, OPT_JSON, 0, 0, 0 },
@@ -117,7 +117,7 @@ static void help(void) {
                "  list, list-units               every unit, one line each\n"
                "  start|stop|restart NAME…       and wait for the outcome (--no-block: do not wait)\n"
                "  try-restart NAME…              restart the units that run\n"
-               "  reload NAME…                   run ExecReload=\n"
+               "  reload NAME…                   run ExecReload= and wait for it (--no-block: do not wait)\n"
                "  reload-or-restart NAME…        reload a running unit that has ExecReload=, else restart\n"
                "  is-active|is-failed NAME…      the state, as systemctl prints it (-q: only the exit status)\n"
                "  is-enabled NAME…               whether tend starts the unit on its own (enabled, disabled, static)\n"
@@ -141,7 +141,7 @@ static void help(void) {
                "      --control-socket PATH  tend's socket (else $TEND_SOCKET, /run/tend/control for root,\n"
                "                             $XDG_RUNTIME_DIR/tend/control)\n"
                "      --json, -o json        machine-readable output\n"
-               "      --no-block             start/stop/restart/try-restart/reload-or-restart: do not wait\n"
+               "      --no-block             start/stop/restart/reload/try-restart/reload-or-restart: do not wait\n"
                "  -s, --signal SIG           kill: the signal (default SIGTERM)\n"
                "      --main                 kill: only the main process\n"
                "  -n, --lines N              logs: the last N lines (default: the whole ring; \"all\");\n"
@@ -417,7 +417,7 @@ static json *build_request(const struct args *a) {
         _cleanup_json_ json *o = request_new(a->cmd, a->names, takes_units ? a->n_names : 0);
         int r = o ? 0 : -ENOMEM;
         switch (r < 0 ? -1 : a->cmd) {
-        case CONTROL_CMD_START: case CONTROL_CMD_STOP: case CONTROL_CMD_RESTART:
+        case CONTROL_CMD_START: case CONTROL_CMD_STOP: case CONTROL_CMD_RESTART: case CONTROL_CMD_RELOAD:
                 r = control_add_bool(o, "no_block", a->no_block);
                 break;
         case CONTROL_CMD_KILL:

@@ -56,6 +56,7 @@ enum conn_phase {
         CONN_PENDING, /* start/restart/stop: waiting for per-unit answers */
         CONN_WATCH,   /* watch: streaming store events */
         CONN_FOLLOW,  /* logs -f: streaming log lines */
+        CONN_REEXEC,  /* daemon-reexec: waiting for the manager's word (QA M1, L1) */
 };
 
 struct outmsg {
@@ -72,7 +73,8 @@ struct pending {
         sd_event_source *source;    /* on the waiter's fd */
         /* stop: linked on the server's stops (waiting for the manager's
          * control_server_unit_stopped()) or stops_done (reported, answered
-         * by stops_done_cb); stop_list is the head it is on, NULL: neither. */
+         * by stops_done_cb); reload: on reloads, then stops_done with its
+         * result set; stop_list is the head it is on, NULL: neither. */
         struct pending **stop_list;
         struct pending *stop_prev, *stop_next;
         struct json_object *result; /* the unit's answer; NULL while pending */
@@ -115,6 +117,9 @@ struct conn {
         /* ctl: logs --since/-p: the lines shown (tendctl(1) "logs") */
         int64_t follow_since;  /* CLOCK_REALTIME µs; 0: all */
         int follow_priority;   /* the least urgent syslog level shown, 0–7 */
+
+        /* CONN_REEXEC: the manager abandoned the re-exec; answered by reexec_source */
+        bool reexec_abandoned;
 };
 
 /* A --no-block start's share, held by the server until the flight answers so
@@ -165,6 +170,14 @@ struct control_server {
          * its own work, which may be a request of a connection on the stack. */
         struct pending *stops, *stops_done;
         sd_event_source *stops_source;
+        /* QA L5: blocking reloads waiting for control_server_unit_reloaded()
+         * (answered, with their result set, through stops_done too) */
+        struct pending *reloads;
+
+        /* reexec: the re-exec under way was abandoned (why): the connections
+         * marked reexec_abandoned are answered from this defer source. */
+        char reexec_why[256];
+        sd_event_source *reexec_source;
 };
 
 /* ---- control-conn.c: answers ---- */
@@ -218,6 +231,25 @@ void conn_update_events(struct conn *c);
 /* The connection's sd-event io callback (userdata: the conn). */
 int conn_io_cb(sd_event_source *src, int fd, uint32_t revents, void *userdata);
 
+/* ---- control.c: clients ---- */
+
+/* A connection on fd (taken), its peer authorised: the new conn, or NULL
+ * (refused and answered, or out of memory: fd closed either way). */
+struct conn *conn_new(struct control_server *s, int fd);
+/* reexec: a connection handed over by the previous tend (fd taken): made
+ * O_CLOEXEC and non-blocking again, then conn_new(); NULL as conn_new(). */
+struct conn *conn_adopt(struct control_server *s, int fd);
+/* reexec: c's fd made to survive the exec (O_CLOEXEC off) or not (on again,
+ * cloexec true): whether it worked. */
+bool conn_handover_fd(struct conn *c, bool cloexec);
+
+/* ---- control-reexec.c: daemon-reexec's deferred answer ---- */
+
+/* Starts daemon-reexec on c: the answer waits for the manager's word. */
+void handle_daemon_reexec(struct conn *c);
+/* Whether c waits for daemon-reexec's answer (handed over to the new tend). */
+bool conn_reexec_waiting(const struct conn *c);
+
 /* ---- control-request.c: requests ---- */
 
 /* Decodes and starts one request read from c (buf[0..size), borrowed). */
@@ -234,6 +266,9 @@ void pending_release(struct pending *p);
 void detached_free(struct detached *d);
 /* The server's defer source: answers the stops reported down. */
 int stops_done_cb(sd_event_source *src, void *userdata);
+/* The server's defer source: answers the daemon-reexec requests of an
+ * abandoned re-exec (control_server_reexec_abandoned()). */
+int reexec_abandoned_cb(sd_event_source *src, void *userdata);
 
 /* ---- control-stream.c: watch, logs -f ---- */
 

@@ -291,6 +291,7 @@ static int decode_fields(struct control_request *q, char *reason, size_t size) {
         case CONTROL_CMD_START:
         case CONTROL_CMD_STOP:
         case CONTROL_CMD_RESTART:
+        case CONTROL_CMD_RELOAD: /* QA L5: reload waits for ExecReload= unless no_block */
                 if (control_get_bool(q->o, "no_block", &q->no_block) == -EBADMSG)
                         return refuse(-EBADMSG, reason, size, "%s", "\"no_block\" is a boolean");
                 return 0;
@@ -525,24 +526,30 @@ size_t control_utf8_span(const char *s, size_t len) {
         return n;
 }
 
-static bool text_is_utf8(const char *s, size_t len) {
+/* A byte written \xHH: the start of no valid UTF-8 sequence (n 0), or
+ * with controls a control character (below 0x20, 0x7f). */
+static bool escaped_byte(const char *s, size_t n, bool controls) {
+        return n == 0 || (controls && ((unsigned char) *s < 0x20 || *s == 0x7f));
+}
+
+static bool text_plain(const char *s, size_t len, bool controls) {
         for (size_t i = 0, n; i < len; i += n)
-                if ((n = control_utf8_span(s + i, len - i)) == 0)
+                if (escaped_byte(s + i, (n = control_utf8_span(s + i, len - i)), controls))
                         return false;
         return true;
 }
 
-int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len) {
+static int escape(const char *s, size_t len, bool controls, char **ret, size_t *ret_len) {
         *ret = NULL;
         *ret_len = len;
-        if (text_is_utf8(s, len))
+        if (text_plain(s, len, controls))
                 return 0;
         char *out = malloc(4 * len + 1), *o = out;
         if (!out)
                 return -ENOMEM;
         for (size_t i = 0, n; i < len; i += n) {
                 n = control_utf8_span(s + i, len - i);
-                if (n == 0) {
+                if (escaped_byte(s + i, n, controls)) {
                         o += sprintf(o, "\\x%02x", (unsigned char) s[i]);
                         n = 1;
                 } else if (s[i] == '\\') {
@@ -557,6 +564,15 @@ int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len) 
         *ret = out;
         *ret_len = (size_t) (o - out);
         return 0;
+}
+
+int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len) {
+        return escape(s, len, false, ret, ret_len);
+}
+
+int control_name_escape(const char *name, char **ret) {
+        size_t len;
+        return escape(name, strlen(name), true, ret, &len);
 }
 
 static int hex_digit(char c) {

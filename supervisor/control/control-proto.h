@@ -103,7 +103,7 @@ struct control_request {
         enum control_command cmd;
         struct json_object *units;  /* borrowed from o: an array of strings, or NULL */
         size_t n_units;
-        bool no_block;              /* start, stop, restart */
+        bool no_block;              /* start, stop, restart, reload */
         bool main_only;             /* kill: "main" */
         int signal;                 /* kill: 1 … _NSIG-1; SIGTERM */
         int64_t lines;              /* logs: ≥ 0; -1 (absent): the whole ring */
@@ -185,6 +185,14 @@ size_t control_utf8_span(const char *s, size_t len);
  * *ret_len its length (at most 4·len bytes). 0 or -ENOMEM. Any thread.
  */
 int control_text_escape(const char *s, size_t len, char **ret, size_t *ret_len);
+
+/*
+ * QA L3: a file name (NUL-terminated) as an answer shows it: NULL in *ret
+ * when it is UTF-8 without control characters; else *ret (caller frees) as
+ * control_text_escape() writes it, control characters (below 0x20, 0x7f)
+ * written `\xHH` too (docs/control-protocol.md). 0 or -ENOMEM. Any thread.
+ */
+int control_name_escape(const char *name, char **ret);
 
 /*
  * Undoes control_text_escape() in place: s[0..len) becomes the original

@@ -370,7 +370,8 @@ int stops_done_cb(sd_event_source *src, void *userdata) {
                 struct pending *p = s->stops_done;
                 struct conn *c = p->c;
                 pending_release(p);
-                p->result = answer_unit(p->unit);
+                if (!p->result) /* a reload's is set when it is reported */
+                        p->result = answer_unit(p->unit);
                 c->n_open--;
                 pending_check_done(c);
                 conn_done(c);
@@ -391,6 +392,42 @@ void control_server_unit_stopped(struct control_server *s, const char *unit) {
                 (void) sd_event_source_set_enabled(s->stops_source, SD_EVENT_ONESHOT);
 }
 
+void control_server_unit_reloaded(struct control_server *s, const char *unit, const char *why) {
+        if (!s || !unit)
+                return;
+        struct pending *next;
+        for (struct pending *p = s->reloads; p; p = next) {
+                next = p->stop_next;
+                if (!streq(p->unit, unit))
+                        continue;
+                p->result = answer_unit(p->unit);
+                if (p->result && why && answer_set_error(p->result, CONTROL_ERROR_FAILED, "%s", why) < 0) {
+                        json_object_put(p->result);
+                        p->result = NULL;
+                }
+                if (!p->result) /* out of memory: the connection ends (stops_done_cb) rather than answer wrong */
+                        p->c->dead = true;
+                stop_link(p, &s->stops_done);
+        }
+        if (s->stops_done)
+                (void) sd_event_source_set_enabled(s->stops_source, SD_EVENT_ONESHOT);
+}
+
+/* reload: waits for ExecReload= to end (QA L5, as `systemctl reload`); on the
+ * list before the manager is asked, which may report the end at once. */
+static void reload_one(struct conn *c, struct pending *p, bool no_block) {
+        struct control_server *s = c->s;
+        stop_link(p, &s->reloads);
+        int r = s->ops.reload(s->userdata, p->unit);
+        if (r >= 0 && !no_block) {
+                c->n_open++;
+                return;
+        }
+        stop_unlink(p);
+        if (r < 0 || !p->result)
+                p->result = r < 0 ? answer_unit_error(p->unit, "reload", r) : answer_unit(p->unit);
+}
+
 static void stop_one(struct conn *c, struct pending *p, bool no_block) {
         struct control_server *s = c->s;
         int r = s->ops.stop(s->userdata, p->unit);
@@ -409,8 +446,6 @@ static int simple_op(struct conn *c, const struct control_request *q, const char
         switch (q->cmd) {
         case CONTROL_CMD_RESET_FAILED:
                 return s->ops.reset_failed(s->userdata, unit);
-        case CONTROL_CMD_RELOAD:
-                return s->ops.reload(s->userdata, unit);
         case CONTROL_CMD_KILL:
                 return s->ops.kill(s->userdata, unit, q->signal, q->main_only);
         case CONTROL_CMD_ENABLE:
@@ -440,6 +475,8 @@ static void handle_units(struct conn *c, const struct control_request *q) {
                         start_one(c, p, q->cmd == CONTROL_CMD_RESTART, no_block);
                 else if (q->cmd == CONTROL_CMD_STOP)
                         stop_one(c, p, no_block);
+                else if (q->cmd == CONTROL_CMD_RELOAD)
+                        reload_one(c, p, no_block);
                 else {
                         r = simple_op(c, q, p->unit);
                         p->result = r < 0 ? answer_unit_error(p->unit, verb, r) : answer_unit(p->unit);
@@ -451,6 +488,26 @@ static void handle_units(struct conn *c, const struct control_request *q) {
                         return;
                 }
         pending_check_done(c);
+}
+
+/* One failed entry of daemon-reload's answer: the file name (escaped if it
+ * must be), its message; the result's own message if it is the first. */
+static int reload_failed_entry(json *o, json *units, json *f, bool first) {
+        const char *name = "?", *message = "does not load";
+        (void) control_get_string(f, "name", &name);
+        (void) control_get_string(f, "message", &message);
+        _cleanup_free_ char *escaped = NULL;
+        if (control_name_escape(name, &escaped) < 0) /* QA L3: escaped: true */
+                return -ENOMEM;
+        const char *shown = escaped ? escaped : name;
+        _cleanup_json_ json *e = answer_unit(shown);
+        if (!e || (escaped && json_object_object_add(e, "escaped", json_object_new_boolean(true)) < 0) ||
+            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0 ||
+            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0) ||
+            json_object_array_add(units, e) < 0)
+                return -ENOMEM;
+        TAKE_PTR(e);
+        return 0;
 }
 
 /* daemon-reload: the manager's report in the result. Files that do not
@@ -476,18 +533,9 @@ static json *reload_result(json *report) {
                 }
         }
         json_object_object_get_ex(report, "failed", &failed);
-        for (size_t i = 0; failed && i < json_object_array_length(failed); i++) {
-                json *f = json_object_array_get_idx(failed, i);
-                const char *name = "?", *message = "does not load";
-                (void) control_get_string(f, "name", &name);
-                (void) control_get_string(f, "message", &message);
-                _cleanup_json_ json *e = answer_unit(name);
-                if (!e || answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0 ||
-                    (i == 0 && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", name, message) < 0) ||
-                    json_object_array_add(units, e) < 0)
+        for (size_t i = 0; failed && i < json_object_array_length(failed); i++)
+                if (reload_failed_entry(o, units, json_object_array_get_idx(failed, i), i == 0) < 0)
                         return NULL;
-                TAKE_PTR(e);
-        }
         return TAKE_PTR(o);
 }
 
@@ -504,19 +552,6 @@ static void handle_daemon_reload(struct conn *c) {
                 return;
         }
         conn_queue(c, reload_result(report));
-}
-
-/* reexec: daemon-reexec is answered before the exec (the answer written
- * out by control_server_flush()); a refusal says why, tend running on. */
-static void handle_daemon_reexec(struct conn *c) {
-        struct control_server *s = c->s;
-        char why[256] = "";
-        int r = s->ops.daemon_reexec ? s->ops.daemon_reexec(s->userdata, why, sizeof why) : -EOPNOTSUPP;
-        if (r < 0) {
-                answer_error(c, CONTROL_ERROR_FAILED, "not re-executing: %s", why[0] ? why : strerror(-r));
-                return;
-        }
-        conn_queue(c, answer_result(true));
 }
 
 /* reset-failed without a name: every unit. */

@@ -342,7 +342,7 @@ static void refuse(struct control_server *s, int fd, enum control_error e, const
         safe_close(fd);
 }
 
-static void conn_new(struct control_server *s, int fd) {
+struct conn *conn_new(struct control_server *s, int fd) {
         struct ucred cred = { .pid = 0, .uid = (uid_t) -1, .gid = (gid_t) -1 };
         socklen_t len = sizeof cred;
 
@@ -353,32 +353,33 @@ static void conn_new(struct control_server *s, int fd) {
                                     s->group != (gid_t) -1 ? ", not in the control group" : "");
                 refuse(s, fd, CONTROL_ERROR_PERMISSION_DENIED, "permission denied: not root, not tend's user, "
                               "not in tend's control group");
-                return;
+                return NULL;
         }
         if (s->n_conns >= s->max_clients) {
                 if (refusal_log_ok(s))
                         log_warning("control: refused client pid %d: %u clients connected (the limit)",
                                     (int) cred.pid, s->n_conns);
                 refuse(s, fd, CONTROL_ERROR_TOO_MANY_CLIENTS, "too many clients connected to tend");
-                return;
+                return NULL;
         }
         struct conn *c = calloc(1, sizeof *c);
         if (!c) {
                 log_warning("control: out of memory accepting client pid %d", (int) cred.pid);
                 refuse(s, fd, CONTROL_ERROR_FAILED, "tend is out of memory");
-                return;
+                return NULL;
         }
         *c = (struct conn) { .s = s, .fd = fd, .pid = cred.pid, .uid = cred.uid, .next = s->conns };
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, conn_io_cb, c) < 0) {
                 free(c);
                 refuse(s, fd, CONTROL_ERROR_FAILED, "tend cannot watch the connection");
-                return;
+                return NULL;
         }
         if (s->conns)
                 s->conns->prev = c;
         s->conns = c;
         s->n_conns++;
         conn_update_events(c); /* the idle deadline starts */
+        return c;
 }
 
 /* Out of fds: accepting with the reserve fd spent lets tend answer the
@@ -398,7 +399,7 @@ static int listen_cb(sd_event_source *src, int lfd, uint32_t revents, void *user
         for (unsigned i = 0; i < ACCEPT_BURST; i++) {
                 int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (fd >= 0) {
-                        conn_new(s, fd);
+                        (void) conn_new(s, fd);
                         continue;
                 }
                 if (errno == EINTR || errno == ECONNABORTED)
@@ -442,34 +443,44 @@ static bool conn_quiet(const struct conn *c) {
         return c->phase == CONN_IDLE && !c->out_head && !c->dead && !c->eof;
 }
 
+bool conn_handover_fd(struct conn *c, bool cloexec) {
+        int f = fcntl(c->fd, F_GETFD);
+        return f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0;
+}
+
 size_t control_server_handover(struct control_server *s, int *fds, size_t max, bool cloexec) {
         size_t n = 0;
         for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
+                if (conn_reexec_waiting(c))
+                        continue; /* control_server_handover_waiting()'s */
                 if (!conn_quiet(c) || n >= max) {
                         if (!cloexec && !c->dead)
                                 answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
                         continue;
                 }
-                int f = fcntl(c->fd, F_GETFD);
-                if (f >= 0 && fcntl(c->fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) >= 0)
+                if (conn_handover_fd(c, cloexec))
                         fds[n++] = c->fd;
         }
         return n;
 }
 
-void control_server_adopt(struct control_server *s, int fd) {
+struct conn *conn_adopt(struct control_server *s, int fd) {
         int f = fcntl(fd, F_GETFD);
         if (f < 0 || fcntl(fd, F_SETFD, f | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) < 0) {
                 safe_close(fd);
-                return;
+                return NULL;
         }
-        conn_new(s, fd);
+        return conn_new(s, fd);
+}
+
+void control_server_adopt(struct control_server *s, int fd) {
+        (void) conn_adopt(s, fd);
 }
 
 static int server_listen(struct control_server *s, int adopt_fd) {
         int r = socket_dir_prepare(s);
         if (r == -EPERM || r == -ELOOP || r == -ENOTDIR)
-                return r; /* said why */
+                return r; /* said why: the one line (QA L4) */
         if (r < 0)
                 return log_error_errno(r, "control socket %s: cannot create its directory: %m", s->path);
         r = adopt_fd > 2 ? socket_adopt(s, adopt_fd) : socket_bind(s);
@@ -494,11 +505,11 @@ static usec_t idle_timeout_default(void) {
 int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
                        const struct control_options *opts, struct control_server **ret) {
         if (!event || !store || !ops_complete(ops) || !ret)
-                return -EINVAL;
+                return -EINVAL; /* a programmer's error: not logged */
 
         struct control_server *s = calloc(1, sizeof *s);
         if (!s)
-                return -ENOMEM;
+                return log_error_errno(-ENOMEM, "control socket: %m");
         *s = (struct control_server) {
                 .event = sd_event_ref(event),
                 .store = store_ref(store),
@@ -517,11 +528,13 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
         if (r < 0)
                 log_error_errno(r, "control socket: no path (set --control-socket, $TEND_SOCKET or $XDG_RUNTIME_DIR)");
         else if (!(s->buf = malloc(CONTROL_REQUEST_MAX)))
-                r = -ENOMEM;
+                r = log_error_errno(-ENOMEM, "control socket %s: %m", s->path);
         else if ((s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
                 r = log_error_errno(negative_errno(), "control socket: cannot open /dev/null");
         else if ((r = sd_event_add_defer(event, &s->stops_source, stops_done_cb, s)) < 0 ||
-                 (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0)
+                 (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0 ||
+                 (r = sd_event_add_defer(event, &s->reexec_source, reexec_abandoned_cb, s)) < 0 ||
+                 (r = sd_event_source_set_enabled(s->reexec_source, SD_EVENT_OFF)) < 0)
                 log_error_errno(r, "control socket: cannot add an event source: %m");
         else
                 r = server_listen(s, opts ? opts->listen_fd : 0);
@@ -554,6 +567,7 @@ struct control_server *control_server_free(struct control_server *s) {
         while (s->detached)
                 detached_free(s->detached);
         s->stops_source = sd_event_source_disable_unref(s->stops_source);
+        s->reexec_source = sd_event_source_disable_unref(s->reexec_source);
         refusals_report(s);
         s->refusals_timer = sd_event_source_disable_unref(s->refusals_timer);
         s->listen_source = sd_event_source_disable_unref(s->listen_source);

@@ -61,7 +61,11 @@ struct control_ops {
         int (*reset_failed)(void *userdata, const char *unit);
         /* kill: sig to every process of the unit, or only its main process. 0, -ENOENT, -ESRCH. */
         int (*kill)(void *userdata, const char *unit, int sig, bool main_only);
-        /* reload: runs ExecReload=. 0, -ENOENT, -EOPNOTSUPP ("no ExecReload="). */
+        /* reload: starts ExecReload=. 0: started, and the manager calls
+         * control_server_unit_reloaded() when it has ended (possibly from
+         * inside this call: a command that cannot be spawned); -ENOENT,
+         * -EOPNOTSUPP ("no ExecReload="), -EBUSY (not running, or a control
+         * process runs): nothing started, nothing reported. */
         int (*reload)(void *userdata, const char *unit);
         /* The unit's log stream (NULL for units whose output bypasses tend: journal, inherit, null). */
         logs_stream *(*logs)(void *userdata, const char *unit);
@@ -91,9 +95,13 @@ struct control_ops {
          * -EADDRNOTAVAIL (its file is not in DIR), or the errno of writing DIR. */
         int (*set_enabled)(void *userdata, const char *unit, bool enabled);
         /* reexec: daemon-reexec (optional: NULL refuses it). 0 when the
-         * re-exec is under way (the answer is written before the exec), or a
-         * negative errno with why (a buffer of size bytes) saying what
-         * refused it; tend runs on. */
+         * re-exec is under way: the request's answer then waits (QA M1,
+         * L1) — for control_server_reexec_abandoned() (answered failed with
+         * its why), or it is handed over with the exec
+         * (control_server_handover_waiting()) and answered by the new tend
+         * (control_server_adopt_answered()). A negative errno with why (a
+         * buffer of size bytes) saying what refused it: answered at once,
+         * tend runs on. May call control_server_reexec_abandoned() itself. */
         int (*daemon_reexec)(void *userdata, char *why, size_t size);
         /* etcd: the cluster view (docs/control-protocol.md "cluster"): appends to items (an
          * empty JSON array, borrowed) one object per host ("hosts"), per unit of every host
@@ -145,9 +153,12 @@ struct control_server;
  * a refused peer gets an error answer and is logged.
  * References to event and store are taken; ops (copied) and userdata are
  * borrowed and must outlive the server. opts->path NULL: control_socket_path(NULL).
- * Errors (each logged with the path): -EADDRINUSE (a live socket),
- * -EEXIST (the path exists and is no socket), -ENAMETOOLONG, -EINVAL, or the
- * errno of mkdir/bind/listen/chmod/chown.
+ * Errors, each logged here in one line with the path (the caller adds none:
+ * QA L4): -EADDRINUSE (a live socket: "tend is already running"), -EEXIST
+ * (the path exists and is no socket), -EPERM/-ELOOP/-ENOTDIR (a directory
+ * another user could change: refused, saying why), -ENAMETOOLONG, -ENOMEM,
+ * or the errno of mkdir/bind/listen/chmod/chown; -EINVAL (a missing
+ * argument: a programmer's error, not logged).
  */
 int control_server_new(sd_event *event, struct store *store, const struct control_ops *ops, void *userdata,
                        const struct control_options *opts, struct control_server **ret);
@@ -160,6 +171,15 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
  * call is a no-op: the manager reports every such record. Accepts s NULL.
  */
 void control_server_unit_stopped(struct control_server *s, const char *unit);
+
+/*
+ * QA L5: the manager's report that the ExecReload= run that ops.reload
+ * started for unit has ended: why NULL when it succeeded, else a one-line
+ * reason (copied: "NAME: reload failed: …"). Blocking reloads of the unit
+ * (`tendctl reload`, as systemctl's reload job) are answered from a later
+ * event-loop dispatch, never inside this call. Accepts s NULL.
+ */
+void control_server_unit_reloaded(struct control_server *s, const char *unit, const char *why);
 
 /* Closes every connection (their waiters released: SPEC §2.3, a client that
  * goes away releases its share; --no-block shares too), unlinks the socket if
@@ -182,6 +202,24 @@ size_t control_server_handover(struct control_server *s, int *fds, size_t max, b
 /* reexec: a connection handed over by the previous tend (fd taken), served
  * as a new one (its peer authorised again; refused like any other if not). */
 void control_server_adopt(struct control_server *s, int fd);
+
+/* reexec: the re-exec under way is abandoned (the new binary refused the
+ * state, did not answer in time, a unit would not settle or resume, the exec
+ * failed: why, a one-line reason, copied): every connection waiting for
+ * daemon-reexec's answer now is answered failed "not re-executing: WHY",
+ * from a later event-loop dispatch (never inside this call). Accepts NULL. */
+void control_server_reexec_abandoned(struct control_server *s, const char *why);
+
+/* reexec: the connections waiting for daemon-reexec's answer into fds (at
+ * most max; still the server's), their O_CLOEXEC cleared (set again with
+ * cloexec true, after a failed exec): the new tend answers them. Never
+ * among control_server_handover()'s. Returns how many. Accepts NULL. */
+size_t control_server_handover_waiting(struct control_server *s, int *fds, size_t max, bool cloexec);
+
+/* reexec: a connection whose daemon-reexec request the previous tend handed
+ * over (fd taken): served as control_server_adopt() does, and answered
+ * {"ok": true} — the new tend has taken over. */
+void control_server_adopt_answered(struct control_server *s, int fd);
 
 /* reexec: the listening socket's fd (owned by the server), -1 if none. */
 int control_server_listen_fd(const struct control_server *s);

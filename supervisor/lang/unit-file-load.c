@@ -544,8 +544,14 @@ static void name_list(struct strv_builder *l, char *buf, size_t size) {
         size_t o = 0;
         qsort(l->v, l->n, sizeof *l->v, cmp_names);
         o += (size_t) snprintf(buf + o, size - o, " (");
-        for (size_t i = 0; i < l->n && i < NAMED_MAX && o < size; i++)
-                o += (size_t) snprintf(buf + o, size - o, "%s%s", i ? ", " : "", l->v[i]);
+        for (size_t i = 0; i < l->n && i < NAMED_MAX && o < size; i++) {
+                char q[QUOTE_BUF];
+                const char *shown = l->v[i];
+                for (const char *p = l->v[i]; *p && shown == l->v[i]; p++)
+                        if ((unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f)
+                                shown = uf_quote(q, l->v[i]); /* QA L3: never raw bytes of a file name */
+                o += (size_t) snprintf(buf + o, size - o, "%s%s", i ? ", " : "", shown);
+        }
         if (o < size)
                 snprintf(buf + o, size - o, "%s)", l->n > NAMED_MAX ? ", …" : "");
 }

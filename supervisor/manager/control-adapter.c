@@ -166,15 +166,44 @@ static int ctl_kill(void *userdata, const char *name, int sig, bool main_only) {
         return k < 0 ? k : 0;
 }
 
+/* QA L5: the reload is waited for, as systemctl's reload job: set before it
+ * begins (a command that cannot be spawned ends it inside unit_reload()). */
 static int ctl_reload(void *userdata, const char *name) {
         struct manager *m = userdata;
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
+        data(u)->reload_waited = true;
+        data(u)->reload_failed = false;
         int k = unit_reload(u);
-        if (k >= 0)
-                jobs_propagate_reload(m->jobs, u); /* PropagatesReloadTo= */
-        return k;
+        if (k < 0) {
+                data(u)->reload_waited = false;
+                return k;
+        }
+        jobs_propagate_reload(m->jobs, u); /* PropagatesReloadTo= (not waited for) */
+        return 0;
+}
+
+void manager_control_unit_changed(struct manager *m, struct unit *u) {
+        struct unit_data *d = data(u);
+        if (!d->reload_waited || u->pos == UNIT_POS_RELOAD)
+                return;
+        d->reload_waited = false;
+        const struct unit_rare *r = unit_rare_peek(u);
+        const struct unit_failure *f = r ? r->failure : NULL;
+        char why[512] = "";
+        if (d->reload_failed && f && f->exec_errno > 0)
+                snprintf(why, sizeof why, "%s: reload failed: ExecReload=%s could not be executed: %s", u->name, f->path,
+                         strerror(f->exec_errno));
+        else if (d->reload_failed && f)
+                snprintf(why, sizeof why, "%s: reload failed: ExecReload=%s %s %d (see `tendctl status %s`)", u->name,
+                         f->path, f->reason.kind == EXIT_REASON_EXITED ? "exited with status" : "was killed by signal",
+                         f->reason.status, u->name);
+        else if (d->reload_failed || u->pos != UNIT_POS_RUNNING)
+                snprintf(why, sizeof why, "%s: reload failed: %s", u->name,
+                         d->reload_failed ? "ExecReload= failed" : "the unit stopped while it reloaded");
+        d->reload_failed = false;
+        control_server_unit_reloaded(m->control, u->name, why[0] ? why : NULL);
 }
 
 static logs_stream *ctl_logs(void *userdata, const char *name) {
@@ -262,10 +291,8 @@ int manager_setup_control(struct manager *m) {
         struct control_options o = { .path = path, .control_group = m->opts->control_group,
                                      .listen_fd = manager_resume_control_fd(m) };
         k = control_server_new(m->event, m->store, &control_ops, m, &o, &m->control);
-        if (k == -EADDRINUSE)
-                return log_error_errno(k, "already running: %s answers", path);
         if (k < 0)
-                return log_error_errno(k, "control socket %s: %m", path);
+                return k; /* said why, one line with the path (QA L4) */
         log_info("control socket: %s", path);
         return 0;
 }

@@ -115,6 +115,8 @@ static int add_state(struct json_object *props, const struct unit *u) {
  * list's length, path, pid, code (1 exited, 2 killed, 3 dumped, 0 its exec
  * failed: FailedCommandErrno), status (exit code or signal), timestamp. */
 void manager_command_failed(void *userdata, struct unit *u, const struct unit_failure *f) {
+        if (data(u)->reload_waited && streq(f->key, "ExecReload"))
+                data(u)->reload_failed = true; /* QA L5: the reload's answer */
         struct unit_rare *rare = unit_rare(u);
         if (!rare)
                 return; /* out of memory: the status shows no failed command */

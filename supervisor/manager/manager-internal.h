@@ -81,6 +81,9 @@ struct unit_data {
         bool removed;                  /* gone from DIR at a reload: freed once dead */
         bool resumed;                  /* reexec: put back from the previous tend's state, not started */
         bool fds_short;                /* its last start failed "out of file descriptors" (logged once) */
+        /* QA L5: a `tendctl reload` waits for the ExecReload= run it started
+         * (control-adapter.c), and one of its commands failed meanwhile */
+        bool reload_waited, reload_failed;
 };
 
 /* units.c: u's rare fields, allocated (zeroed) at the first call; NULL when
@@ -260,6 +263,9 @@ int manager_setup_control(struct manager *m);
 /* A record of u with fields f is in the store (records.c): the control
  * server hears of the units it shows down (control_server_unit_stopped()). */
 void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f);
+/* QA L5: u changed (runtime.c op_changed): a reload tendctl waits for that
+ * has ended is reported (control_server_unit_reloaded()). */
+void manager_control_unit_changed(struct manager *m, struct unit *u);
 
 /* shutdown.c (SPEC §4 "Shutdown") */
 /* Shutdown begins with status (once; later calls do nothing): in combined

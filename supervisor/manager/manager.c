@@ -223,6 +223,7 @@ static void manager_done(struct manager *m) {
         m->shutdown_timer = sd_event_source_disable_unref(m->shutdown_timer);
         m->leftovers_poll = sd_event_source_disable_unref(m->leftovers_poll);
         m->reexec_retry = sd_event_source_disable_unref(m->reexec_retry);
+        manager_reexec_cancel(m);
         m->upstream = notify_upstream_free(m->upstream);
         m->watchdogs = watchdog_leases_free(m->watchdogs);
         exit_process_unref(m->cmd.process);
@@ -362,7 +363,7 @@ int manager_run(const struct tend_options *given, const int *inherited, size_t n
         if (k >= 0)
                 k = manager_setup(&m);
         if (k >= 0)
-                k = manager_load_units(&m);
+                k = m.resumed ? manager_resume_load_units(&m) : manager_load_units(&m);
         if (k >= 0)
                 (void) manager_resume_units(&m);
         if (k >= 0) {

@@ -225,6 +225,34 @@ static void resume_unit_notify(struct manager *m, struct unit *u, json_object *o
         }
 }
 
+/* Its last failed command ("failure", issue 18), kept as when it failed:
+ * absent in an older state (none shown until a command fails again). */
+static void resume_unit_failure(struct manager *m, struct unit *u, json_object *o) {
+        static const char *const keys[] = { "ExecStartPre", "ExecStart", "ExecStartPost", "ExecReload", "ExecStop", "Exec" };
+        json_object *j = NULL, *v = NULL;
+        if (!json_object_object_get_ex(o, "failure", &j))
+                return;
+        const char *key = json_object_object_get_ex(j, "key", &v) ? json_object_get_string(v) : NULL;
+        const char *path = json_object_object_get_ex(j, "path", &v) ? json_object_get_string(v) : "";
+        for (size_t i = 0; key && i < ELEMENTSOF(keys); i++)
+                if (streq(key, keys[i])) {
+                        struct unit_failure f = {
+                                .key = keys[i], /* static, as unit_note_failure() gives it */
+                                .index = (unsigned) get_int(j, "index", 0),
+                                .n = (unsigned) get_int(j, "n", 0),
+                                .pid = (pid_t) get_int(j, "pid", 0),
+                                .exec_errno = (int) get_int(j, "exec_errno", 0),
+                                .reason = { .kind = (int32_t) get_int(j, "kind", 0),
+                                            .status = (int32_t) get_int(j, "status", 0),
+                                            .core_dumped = (int32_t) get_int(j, "core", 0) },
+                                .realtime = get_uint(j, "realtime", 0),
+                                .path = path ? path : "",
+                        };
+                        manager_command_failed(m, u, &f);
+                        return;
+                }
+}
+
 static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         struct unit_saved s;
         saved_of(o, &s);
@@ -243,6 +271,7 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         if (k < 0)
                 return log_error_errno(k, "%s: cannot be put back as it was: %m", u->name);
         data(u)->resumed = true;
+        resume_unit_failure(m, u, o);
         /* A dead unit holds no pipe (issue 19's fd budget) unless something
          * of it still runs; a format-1 state carried every unit's. */
         if ((s.pos == UNIT_POS_INACTIVE || s.pos == UNIT_POS_FAILED) && logs_stream_n_pipes(data(u)->logs) > 0)
@@ -250,12 +279,27 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         return 0;
 }
 
-/* The control connections the previous tend was serving, served on. */
+static bool fd_listed(json_object *a, int fd) {
+        for (size_t i = 0; a && i < json_object_array_length(a); i++)
+                if (json_object_get_int(json_object_array_get_idx(a, i)) == fd)
+                        return true;
+        return false;
+}
+
+/* The control connections the previous tend was serving, served on; those
+ * waiting for daemon-reexec's answer ("reexec_waiting", QA L1) are answered
+ * now: the new tend has taken over, its units resumed. */
 static void resume_control_conns(struct manager *m) {
-        json_object *conns = NULL;
+        json_object *conns = NULL, *waiting = NULL;
+        (void) json_object_object_get_ex(m->resumed, "reexec_waiting", &waiting);
         if (json_object_object_get_ex(m->resumed, "control_conns", &conns))
-                for (size_t i = 0; i < json_object_array_length(conns); i++)
-                        control_server_adopt(m->control, json_object_get_int(json_object_array_get_idx(conns, i)));
+                for (size_t i = 0; i < json_object_array_length(conns); i++) {
+                        int fd = json_object_get_int(json_object_array_get_idx(conns, i));
+                        if (fd_listed(waiting, fd))
+                                control_server_adopt_answered(m->control, fd);
+                        else
+                                control_server_adopt(m->control, fd);
+                }
 }
 
 /* A unit of the state not in DIR now. The old tend refuses a re-exec while
@@ -281,6 +325,125 @@ static struct unit *resume_find(struct manager *m, const char *name) {
         if (manager_jobs_ops.load(m, name) < 0)
                 return NULL;
         return manager_find_unit(m, name);
+}
+
+/* ---- the load's messages (QA L2) ---- */
+
+/* The messages logged while a re-executed tend loads DIR, held until the
+ * units are known: a file whose text is the one the previous tend loaded had
+ * its messages logged by it already. Single-threaded: at load, no other
+ * thread of tend's logs (--store, whose threads do, does not re-execute). */
+static struct {
+        struct { int level; char *msg; } *v;
+        size_t n, cap;
+        unsigned lost;
+} held;
+
+static void hold_message(int level, const char *msg, void *userdata) {
+        if (held.n == held.cap) {
+                size_t cap = held.cap ? 2 * held.cap : 64;
+                void *v = reallocarray(held.v, cap, sizeof *held.v);
+                if (!v) {
+                        held.lost++;
+                        return;
+                }
+                held.v = v;
+                held.cap = cap;
+        }
+        char *copy = strdup(msg);
+        if (!copy) {
+                held.lost++;
+                return;
+        }
+        held.v[held.n].level = level;
+        held.v[held.n++].msg = copy;
+}
+
+/* The previous tend's entry of unit name in the state, NULL if none. */
+static json_object *state_unit(const struct manager *m, const char *name) {
+        json_object *units = NULL, *n = NULL;
+        if (!json_object_object_get_ex(m->resumed, "units", &units))
+                return NULL;
+        for (size_t i = 0; i < json_object_array_length(units); i++) {
+                json_object *o = json_object_array_get_idx(units, i);
+                if (json_object_object_get_ex(o, "name", &n) && streq(json_object_get_string(n), name))
+                        return o;
+        }
+        return NULL;
+}
+
+/* Whether u's file (with its drop-ins) is the text the previous tend loaded. */
+static bool text_unchanged(const struct manager *m, const struct unit *u) {
+        json_object *o = u->file ? state_unit(m, u->name) : NULL;
+        return o && json_object_object_get_ex(o, "file_text_hash", NULL) &&
+               get_uint(o, "file_text_size", 0) == u->file->text_size &&
+               get_uint(o, "file_text_hash", 0) == u->file->text_hash;
+}
+
+/* The unit msg is about: "FILE[:LINE]: …" of its file or a drop-in
+ * (DIR/NAME.service, DIR/NAME.service.d/X.conf), or "NAME.service: …". */
+static struct unit *message_unit(struct manager *m, const char *msg, const char **ret_path, size_t *ret_len) {
+        char name[256];
+        size_t len = strcspn(msg, ":");
+        *ret_path = msg;
+        *ret_len = msg[0] == '/' ? len : 0;
+        if (msg[0] != '/')
+                return log_message_unit(msg, name, sizeof name) > 0 ? manager_find_unit(m, name) : NULL;
+        const char *base = memrchr(msg, '/', len) + 1, *dir = base - 1;
+        size_t n = len - (size_t) (base - msg);
+        while (dir > msg && dir[-1] != '/')
+                dir--;
+        if (base - dir > 2 && (size_t) (base - 1 - dir) < sizeof name && strncmp(base - 3, ".d/", 3) == 0 &&
+            n > 5 && strncmp(base + n - 5, ".conf", 5) == 0)
+                snprintf(name, sizeof name, "%.*s", (int) (base - 3 - dir), dir); /* a drop-in: its unit */
+        else if (n < sizeof name)
+                snprintf(name, sizeof name, "%.*s", (int) n, base);
+        else
+                return NULL;
+        return manager_find_unit(m, name);
+}
+
+static bool path_is(const char *path, size_t len, const char *s) {
+        return s && strlen(s) == len && strncmp(path, s, len) == 0;
+}
+
+/* Whether msg was logged by the previous tend: about a unit whose text is
+ * unchanged (its own file's, or its drop-ins', or by its name). */
+static bool message_repeated(struct manager *m, const char *msg) {
+        const char *path;
+        size_t len;
+        struct unit *u = message_unit(m, msg, &path, &len);
+        if (!u || !text_unchanged(m, u))
+                return false;
+        if (len == 0)
+                return true;
+        bool ours = path_is(path, len, u->file->path);
+        for (char **d = u->file->dropins; !ours && d && *d; d++)
+                ours = path_is(path, len, *d);
+        return ours;
+}
+
+int manager_resume_load_units(struct manager *m) {
+        log_set_sink(hold_message, NULL);
+        int k = manager_load_units(m);
+        log_set_sink(NULL, NULL);
+        size_t dropped = 0;
+        for (size_t i = 0; i < held.n; i++) {
+                if (message_repeated(m, held.v[i].msg))
+                        dropped++;
+                else
+                        log_internal(held.v[i].level, 0, "%s", held.v[i].msg);
+                free(held.v[i].msg);
+        }
+        if (held.lost > 0)
+                log_warning("re-executed: %u messages of loading %s lost (out of memory)", held.lost, m->opts->config_dir);
+        if (dropped > 0)
+                log_info("re-executed: %zu messages about unit files unchanged since the previous tend loaded them "
+                         "not repeated", dropped);
+        free(held.v);
+        held.v = NULL;
+        held.n = held.cap = held.lost = 0;
+        return k;
 }
 
 size_t manager_resume_units(struct manager *m) {

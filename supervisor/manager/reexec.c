@@ -6,12 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,6 +19,7 @@
 
 #include <json-c/json.h>
 
+#include "libexit.h"
 #include "log.h"
 #include "logs-handover.h"
 #include "macro.h"
@@ -61,19 +62,7 @@ int reexec_check_version(const char *arg) {
         return ok ? 0 : 1;
 }
 
-/* ---- the new binary's answer ---- */
-
-/* Waits for pid (pidfd fd) at most timeout_ms; its wait status, or -ETIMEDOUT (killed). */
-static int wait_bounded(pid_t pid, int fd, int timeout_ms) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int k = poll(&p, 1, timeout_ms);
-        if (k == 0)
-                (void) syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        return k == 0 ? -ETIMEDOUT : status;
-}
+/* ---- the new binary's answer, watched from the loop (QA M1) ---- */
 
 /* Spawns `path --check-state-version N` with a clean signal mask, its
  * stdout the write end of a pipe whose read end (O_NONBLOCK) is *ret_out. */
@@ -115,24 +104,123 @@ static bool answer_is_tend(int fd) {
         return n > 0 && streq(got, want);
 }
 
-/* `path --check-state-version N`: 0 when it exits 0 with tend's answer. */
-static int check_binary(const char *path, char *why, size_t size) {
-        pid_t pid;
-        _cleanup_close_ int out = -1;
-        int k = spawn_check(path, &pid, &out);
+/* The check under way: `BINARY --check-state-version N`, tracked by the
+ * reaper (never reaped behind its back: tend may be a subreaper or PID 1),
+ * its exit seen through a watch on the hub, its deadline a timer; the
+ * loop runs on meanwhile. One per tend (one manager per process). */
+static struct reexec_check {
+        struct manager *m;
+        struct exit_process *process;
+        struct exit_watch *watch;
+        sd_event_source *exited, *deadline;
+        int out;        /* the read end of its stdout */
+        bool timed_out; /* killed at the deadline */
+} *check;
+
+static void check_free(void) {
+        if (!check)
+                return;
+        check->exited = sd_event_source_disable_unref(check->exited);
+        check->deadline = sd_event_source_disable_unref(check->deadline);
+        check->watch = exit_watch_free(check->watch);
+        check->process = exit_process_unref(check->process);
+        safe_close(check->out);
+        free(check);
+        check = NULL;
+}
+
+static void reexec_abandon(struct manager *m, const char *why) {
+        log_error("not re-executing: %s", why);
+        control_server_reexec_abandoned(m->control, why);
+}
+
+static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* The binary reads the state: the units settle, then the exec (reexec_now). */
+static void reexec_settle(struct manager *m) {
+        if (m->shutting_down) {
+                reexec_abandon(m, "tend is shutting down");
+                return;
+        }
+        /* After this event: what it changes is settled first. */
+        int k = sd_event_add_time_relative(m->event, &m->reexec_retry, CLOCK_MONOTONIC, 0, 1, reexec_try, m);
         if (k < 0) {
+                reexec_abandon(m, strerror(-k));
+                return;
+        }
+        m->reexec_until = now_usec(CLOCK_MONOTONIC) + REEXEC_SETTLE_USEC;
+        log_info("daemon-reexec: %s", saved.path);
+}
+
+/* The check exited (reason) or could not be watched (NULL): its verdict. */
+static void check_done(const struct exit_reason *reason) {
+        struct manager *m = check->m;
+        char why[PATH_MAX + 160];
+        bool exited0 = reason && reason->kind == EXIT_REASON_EXITED && reason->status == 0;
+        bool ok = exited0 && !check->timed_out && answer_is_tend(check->out);
+        snprintf(why, sizeof why, "%s cannot read tend's state format %d (%s): tend runs on as it is", saved.path,
+                 TEND_STATE_VERSION, check->timed_out ? "no answer in time" : !reason ? "its exit cannot be seen" :
+                 exited0 ? "its answer is not tend's \"" REEXEC_CHECK_ANSWER_TEXT "\"" : "it said so");
+        check_free();
+        if (ok)
+                reexec_settle(m);
+        else
+                reexec_abandon(m, why);
+}
+
+static int check_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct exit_reason reason;
+        if (exit_watch_result(check->watch, NULL) == -EAGAIN)
+                return 0;
+        int k = exit_hub_take(check->m->hub, exit_process_id(check->process), &reason);
+        check_done(k < 0 ? NULL : &reason);
+        return 0;
+}
+
+static int check_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        check->timed_out = true;
+        (void) exit_process_signal(check->process, SIGKILL); /* its exit follows */
+        return 0;
+}
+
+/* Starts `path --check-state-version N`: 0 (its verdict comes from the
+ * loop: check_done), or a negative errno with why filled. */
+static int check_start(struct manager *m, const char *path, char *why, size_t size) {
+        pid_t pid = 0;
+        int k;
+        if (!(check = calloc(1, sizeof *check)))
+                return -ENOMEM;
+        *check = (struct reexec_check) { .m = m, .out = -1 };
+        k = spawn_check(path, &pid, &check->out);
+        if (k >= 0 && (k = exit_reaper_track(m->reaper, pid, &check->process)) < 0) {
+                (void) kill(pid, SIGKILL); /* untracked: reaped here, at once */
+                (void) waitpid(pid, NULL, 0);
+        }
+        if (k >= 0)
+                k = exit_hub_watch(m->hub, exit_process_id(check->process), NULL, NULL, &check->watch, NULL);
+        if (k >= 0 && k != EXIT_WATCH_LIVE)
+                k = -ECHILD; /* tracked and not dispatched yet: always live */
+        int wfd = k >= 0 ? exit_watch_fd(check->watch) : -1;
+        if (k >= 0)
+                k = wfd < 0 ? wfd : sd_event_add_io(m->event, &check->exited, wfd, EPOLLIN, check_exited, NULL);
+        if (k >= 0)
+                k = sd_event_add_time_relative(m->event, &check->deadline, CLOCK_MONOTONIC,
+                                               REEXEC_CHECK_TIMEOUT_MS * USEC_PER_MSEC, 0, check_deadline, NULL);
+        if (k < 0) {
+                if (check->process)
+                        (void) exit_process_signal(check->process, SIGKILL); /* reaped by the reaper, untaken */
+                check_free();
                 snprintf(why, size, "%s: %s", path, strerror(-k));
                 return k;
         }
-        _cleanup_close_ int fd = (int) syscall(SYS_pidfd_open, pid, 0);
-        int status = fd < 0 ? -errno : wait_bounded(pid, fd, REEXEC_CHECK_TIMEOUT_MS);
-        bool exited0 = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (exited0 && answer_is_tend(out))
-                return 0;
-        snprintf(why, size, "%s cannot read tend's state format %d (%s): tend runs on as it is", path,
-                 TEND_STATE_VERSION, status == -ETIMEDOUT ? "no answer in time" :
-                 exited0 ? "its answer is not tend's \"" REEXEC_CHECK_ANSWER_TEXT "\"" : "it said so");
-        return -ENOEXEC;
+        return 0;
+}
+
+void manager_reexec_cancel(struct manager *m) {
+        if (check && check->m == m) {
+                (void) exit_process_signal(check->process, SIGKILL);
+                check_free();
+        }
 }
 
 /* ---- what is carried ---- */
@@ -252,10 +340,52 @@ static int save_unit_position(json_object *o, const struct unit *u) {
         return 0;
 }
 
-/* Which text of its file the running instance started from (file_changed). */
-static int save_unit_started_text(json_object *o, const struct unit_data *d) {
+/* Its last failed command (issue 18: status's "Process:" line, show's
+ * FailedCommand*), if it has one: an object "failure". A key added to
+ * format 2 (a tend without it resumes without the line). */
+static int save_unit_failure(json_object *o, const struct unit *u) {
+        const struct unit_rare *r = unit_rare_peek(u);
+        const struct unit_failure *f = r ? r->failure : NULL;
+        if (!f)
+                return 0;
+        json_object *j = json_object_new_object();
+        int k = add(o, "failure", j);
+        if (k >= 0)
+                k = add(j, "key", json_object_new_string(f->key));
+        if (k >= 0)
+                k = add(j, "index", json_object_new_int64(f->index));
+        if (k >= 0)
+                k = add(j, "n", json_object_new_int64(f->n));
+        if (k >= 0)
+                k = add(j, "pid", json_object_new_int(f->pid));
+        if (k >= 0)
+                k = add(j, "exec_errno", json_object_new_int(f->exec_errno));
+        if (k >= 0)
+                k = add(j, "kind", json_object_new_int(f->reason.kind));
+        if (k >= 0)
+                k = add(j, "status", json_object_new_int(f->reason.status));
+        if (k >= 0)
+                k = add(j, "core", json_object_new_int(f->reason.core_dumped));
+        if (k >= 0)
+                k = add(j, "realtime", json_object_new_uint64(f->realtime));
+        if (k >= 0)
+                k = add(j, "path", json_object_new_string(f->path));
+        return k;
+}
+
+/* Which text of its file the running instance started from (file_changed),
+ * and which text this tend loaded (QA L2: its messages were logged once, the
+ * new tend does not log them again while the text is the same). */
+static int save_unit_started_text(json_object *o, const struct unit *u) {
+        const struct unit_data *d = data(u);
         int k = add(o, "started_text_size", json_object_new_uint64(d->started_text_size));
-        return k < 0 ? k : add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
+        if (k >= 0)
+                k = add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
+        if (k >= 0 && u->file)
+                k = add(o, "file_text_size", json_object_new_uint64(u->file->text_size));
+        if (k >= 0 && u->file)
+                k = add(o, "file_text_hash", json_object_new_uint64(u->file->text_hash));
+        return k;
 }
 
 /* The unit's log pipes' read ends (by fd number; none when it holds no
@@ -308,7 +438,8 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
                 json_object *o = cloexec ? NULL : json_object_new_object();
                 if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
                                  (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
-                                 (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, data(u))) < 0))
+                                 (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, u)) < 0 ||
+                                 (k = save_unit_failure(o, u)) < 0))
                         break;
                 k = save_unit_logs(o, data(u)->logs, cloexec);
                 if (k >= 0)
@@ -322,14 +453,27 @@ static int save_control(struct manager *m, json_object *state, bool cloexec) {
         int fd = control_server_listen_fd(m->control), f = fd >= 0 ? fcntl(fd, F_GETFD) : -1;
         if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
                 return -errno;
-        int fds[CONTROL_MAX_CLIENTS_DEFAULT];
+        int fds[CONTROL_MAX_CLIENTS_DEFAULT], waiting[CONTROL_MAX_CLIENTS_DEFAULT];
         size_t n = control_server_handover(m->control, fds, ELEMENTSOF(fds), cloexec);
+        size_t w = control_server_handover_waiting(m->control, waiting, ELEMENTSOF(waiting), cloexec);
         json_object *conns = cloexec ? NULL : json_object_new_array();
+        json_object *answer = cloexec ? NULL : json_object_new_array();
         int k = cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
         if (k >= 0 && !cloexec)
                 k = add(state, "control_conns", conns);
+        if (k >= 0 && !cloexec)
+                k = add(state, "reexec_waiting", answer);
+        else
+                json_object_put(answer);
         for (size_t i = 0; k >= 0 && conns && i < n; i++)
                 k = json_object_array_add(conns, json_object_new_int(fds[i]));
+        /* The daemon-reexec requests waiting (QA L1): answered by the new
+         * tend. In "control_conns" too: a tend that does not know
+         * "reexec_waiting" serves them as idle connections (their idle
+         * timeout closes them: the client sees no success). */
+        for (size_t i = 0; k >= 0 && answer && i < w; i++)
+                if ((k = json_object_array_add(conns, json_object_new_int(waiting[i]))) >= 0)
+                        k = json_object_array_add(answer, json_object_new_int(waiting[i]));
         return k;
 }
 
@@ -420,9 +564,11 @@ static int do_exec(struct manager *m) {
 
 /* The exec failed: the fds get O_CLOEXEC back, tend runs on. */
 static void exec_failed(struct manager *m, int error) {
+        char why[PATH_MAX + 64];
         (void) save_control(m, NULL, true);
         (void) save_units(m, NULL, true);
-        log_error_errno(error, "re-executing %s failed: %m: tend runs on as it was", saved.path);
+        snprintf(why, sizeof why, "executing %s failed: %s: tend runs on as it was", saved.path, strerror(-error));
+        reexec_abandon(m, why);
         notify_upstream_reloading(m->upstream, false);
 }
 
@@ -435,7 +581,7 @@ static int reexec_try(sd_event_source *s, uint64_t usec, void *userdata);
 
 /* Every unit settled: the answers out, the state written, the exec. */
 static void reexec_now(struct manager *m) {
-        char why[256];
+        char why[PATH_MAX + 512];
         /* The start of DIR's units still spread over the loop's turns
          * (manager.c) is finished first: the state has no place for it, and
          * the new tend starts no unit the state names. */
@@ -448,20 +594,24 @@ static void reexec_now(struct manager *m) {
                 (void) sd_event_source_set_enabled(m->reexec_retry, SD_EVENT_ONESHOT);
                 return;
         }
+        reexec_end(m);
         if (k == 0) {
-                log_error("not re-executing: %s after 5 s", why);
-                reexec_end(m);
+                strncat(why, " after 5 s", sizeof why - strlen(why) - 1);
+                reexec_abandon(m, why);
                 return;
         }
-        reexec_end(m);
+        if (m->shutting_down) {
+                reexec_abandon(m, "tend is shutting down");
+                return;
+        }
         if (units_resumable(m, why, sizeof why) < 0) { /* DIR changed since the request */
-                log_error("not re-executing: %s", why);
+                reexec_abandon(m, why);
                 return;
         }
         notify_upstream_reloading(m->upstream, true);
         records_flush(m);
         (void) logs_manager_drain_lines(m->logs, now_usec(CLOCK_MONOTONIC) + 500 * USEC_PER_MSEC);
-        control_server_flush(m->control); /* the daemon-reexec answer among them */
+        control_server_flush(m->control);
         exec_failed(m, do_exec(m));
 }
 
@@ -485,7 +635,7 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
                 snprintf(why, size, "%s", "not with --store: the cluster lease is not carried across a re-exec yet");
                 return -EOPNOTSUPP;
         }
-        if (m->reexec_retry)
+        if (m->reexec_retry || check)
                 return 0; /* one under way: this request shares it */
         if (!saved.path[0]) {
                 snprintf(why, size, "%s", "the path of tend's binary is unknown");
@@ -493,18 +643,11 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
         }
         int k = units_resumable(m, why, size);
         if (k >= 0)
-                k = check_binary(saved.path, why, size);
+                k = check_start(m, saved.path, why, size);
         if (k < 0) {
                 log_error("not re-executing: %s", why);
                 return k;
         }
-        /* After this event: its answer is queued first. */
-        k = sd_event_add_time_relative(m->event, &m->reexec_retry, CLOCK_MONOTONIC, 0, 1, reexec_try, m);
-        if (k < 0) {
-                snprintf(why, size, "%s", strerror(-k));
-                return k;
-        }
-        m->reexec_until = now_usec(CLOCK_MONOTONIC) + REEXEC_SETTLE_USEC;
-        log_info("daemon-reexec: %s", saved.path);
+        log_info("daemon-reexec: asking %s whether it reads tend's state format %d", saved.path, TEND_STATE_VERSION);
         return 0;
 }

@@ -37,21 +37,40 @@
  * (a printf format, N as %d); the old tend compares it exactly. */
 #define REEXEC_CHECK_ANSWER "tend state format %d readable"
 #define REEXEC_CHECK_ANSWER_TEXT "tend state format N readable"
-/* How long the new binary gets to answer --check-state-version. */
+/* How long the new binary gets to answer --check-state-version (its
+ * child killed then: "no answer in time"); tend's loop runs on meanwhile. */
 #define REEXEC_CHECK_TIMEOUT_MS 5000
 
 /* reexec.c: daemon-reexec asked (the control socket's op, or SIGUSR2): 0
- * when it is under way, or a negative errno with why (size bytes) filled:
- * -EOPNOTSUPP (combined mode), -EBUSY (shutting down), -ENOEXEC (the binary
- * at tend's path cannot read this state: tend runs on), -ENOENT (the path is
- * gone), -ESTALE (a unit that runs would not load from DIR now: the new tend
- * could not resume it; checked again just before the exec). */
+ * when it is under way (or one is: this request shares it), or a negative
+ * errno with why (size bytes) filled: -EOPNOTSUPP (combined mode, --store),
+ * -EBUSY (shutting down), -ENOENT (the path is gone), -ESTALE (a unit that
+ * runs would not load from DIR now: the new tend could not resume it), or
+ * the errno of spawning the check. Under way, nothing blocks the loop (QA
+ * M1): `BINARY --check-state-version N` runs as a child tracked by the
+ * reaper, its exit watched through the hub, killed after
+ * REEXEC_CHECK_TIMEOUT_MS; then the units settle; then the exec. Every
+ * later refusal (the binary's answer, its deadline, a unit that would not
+ * settle or resume, a failed exec) is logged "not re-executing: WHY" and
+ * given to control_server_reexec_abandoned(); a successful exec hands the
+ * waiting requests over (control_server_handover_waiting()). */
 int manager_reexec_request(struct manager *m, char *why, size_t size);
+
+/* reexec.c: a check under way is killed and forgotten (the manager is
+ * freed): nothing answered. */
+void manager_reexec_cancel(struct manager *m);
 
 /* reexec-restore.c: the previous tend's state, if this tend was started by
  * a re-exec: m->resumed set (1) or not (0); an unreadable state is an error
  * (logged: tend cannot know its units' processes). Before manager_setup(). */
 int manager_resume_begin(struct manager *m);
+/* manager_load_units() for a re-executed tend (QA L2): the messages of
+ * loading DIR are held, then each is logged unless it is about a unit file
+ * (or drop-in, or the unit by name) whose text is the one the previous tend
+ * loaded (the state's file_text_size/hash): that tend logged it already. A
+ * changed or new file is reported as at any load. Returns as
+ * manager_load_units(). */
+int manager_resume_load_units(struct manager *m);
 /* The control socket's fd the state names, 0 when none. */
 int manager_resume_control_fd(const struct manager *m);
 /* After the units are loaded: each unit the state names is put back

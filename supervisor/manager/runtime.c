@@ -702,6 +702,7 @@ static void op_changed(void *userdata, struct unit *u) {
                 manager_logs_release(m, u);
         manager_forking_changed(u); /* before the record that says it is dead */
         record_write(m, u);
+        manager_control_unit_changed(m, u); /* QA L5: a reload waited for */
         jobs_changed(m->jobs, u);
         manager_upstream_update(m);
         if (data(u)->removed && unit_is_dead(u))

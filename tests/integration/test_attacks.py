@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tendtest import TEND, TendTestCase, wait_until  # noqa: E402
-from svctest import ServiceTestCase, cgroup_procs, kill_pid  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase, cgroup_procs, kill_pid  # noqa: E402
 from tendtest import PROBE, exited, wait_pidfd  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'examples')
@@ -150,6 +150,8 @@ class ControlSocket(TendTestCase):
                        stdin=subprocess.DEVNULL)
         self.assertEqual(p.wait(10, 'tend did not refuse a world-writable socket directory'), 1)
         self.assertRegex(p.stderr_text(), r'refused: its directory .*/open \(mode 0777\) is writable by others')
+        # QA L4: the refusal is the one line (no second "control socket PATH: Operation not permitted").
+        self.assertEqual(len(p.stderr_text().strip().splitlines()), 1, 'more than one line: %r' % p.stderr_text())
         self.assertEqual(os.listdir(d), [], 'nothing was bound there')
         os.chmod(d, 0o770)
         p = self.start([TEND, '--config-dir', self.units, '--control-socket', os.path.join(d, 'control')],
@@ -241,6 +243,48 @@ class LargeAnswers(ServiceTestCase):
             self.fail('tendctl hung on a request over 64 KiB')
         self.assertEqual((status, out), (2, ''), err)  # too-large: a usage error's status
         self.assertIn('the request exceeds 65536 bytes', err)
+        self.ctl('status', 'web')  # tend serves on
+
+
+class BadFileNames(ServiceTestCase):
+    """QA L3: file names in DIR that are not UTF-8 or hold control
+    characters reach neither daemon-reload's answer nor tend's log raw: they
+    are escaped by docs/control-protocol.md's rule ("escaped": true)."""
+
+    def test_bad_file_names_escaped(self):
+        self.unit('web', '[Service]\nExecStart=%s pause' % PROBE)
+        self.start_tend()
+        self.wait_running('web')
+        d = self.dir.encode()
+        for name in (b'bad\xe9name.service', b'ctl\x1b[31mname.service', b'latin\xe9.socket'):
+            with open(os.path.join(d, name), 'w') as f:
+                f.write('[Service]\nExecStart=/bin/true\n')
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.settimeout(10)
+            s.connect(self.sock)
+            s.send(json.dumps({'version': 1, 'command': 'daemon-reload'}).encode())
+            raw = s.recv(1 << 20)
+        try:
+            text = raw.decode('utf-8')
+        except UnicodeDecodeError as e:
+            self.fail('daemon-reload\'s answer is not UTF-8 (%s): %r' % (e, raw[:500]))
+        answer = json.loads(text)
+        self.assertFalse(answer['ok'])
+        failed = {u['name']: u for u in answer['units']}
+        self.assertEqual(sorted(failed), ['bad\\xe9name.service', 'ctl\\x1b[31mname.service'],
+                         'the names not escaped by the protocol\'s rule: %r' % answer)
+        for u in failed.values():
+            self.assertIs(u.get('escaped'), True, u)
+            self.assertNotRegex(u['message'], '[\x00-\x1f\x7f\ufffd]', u)
+        self.assertNotRegex(text, '\x1b|\\u001b', 'a control character in the answer')
+        p = subprocess.run([TENDCTL, '--control-socket', self.sock, 'daemon-reload'], capture_output=True, timeout=15)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertNotRegex(p.stdout + p.stderr, b'[\x80-\xff\x1b]', 'tendctl printed the raw bytes: %r' % p.stderr)
+        self.assertIn(b'bad\\xe9name.service', p.stderr)
+        err = self.stderr()
+        self.assertNotIn('\ufffd', err, 'raw bytes that are not UTF-8 in tend\'s log')
+        self.assertNotIn('\x1b', err, 'a raw control character in tend\'s log')
+        self.assertIn('latin\\xe9.socket', err, 'the other unit types\' names: %r' % err[-2000:])
         self.ctl('status', 'web')  # tend serves on
 
 

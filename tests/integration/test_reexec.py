@@ -354,7 +354,9 @@ class Reexec(ServiceTestCase):
         r = self.wait_running('idle')
         self.replace_binary(b, b'#!/bin/sh\n[ "$1" = --check-state-version ] && chmod -x "$0" && '
                             b'echo "tend state format $2 readable" && exit 0\nexit 99\n')
-        self.ctl('daemon-reexec')
+        rc, out, err = self.ctl('daemon-reexec', check=False)
+        self.assertEqual((rc, out), (1, ''), 'a failed exec answered as a success (QA L1): %r' % err)
+        self.assertRegex(err, r'not re-executing: executing .* failed: Permission denied: tend runs on as it was')
         wait_until(lambda: 'tend runs on as it was' in self.stderr(), 10,
                    lambda: 'no failed exec in tend\'s log: %r' % self.stderr()[-2000:])
         self.assertTrue(self.tend_proc.running())
@@ -639,6 +641,185 @@ class Reexec(ServiceTestCase):
             z = self.st(name)
             self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', was['main_pid'], 0),
                              '%s was not resumed' % name)
+
+
+    def slow_checker(self, b, seconds):
+        """Replaces b by a wrapper of the real binary (kept beside it) whose
+        --check-state-version answers after `seconds`."""
+        real = b + '.real'
+        if not os.path.exists(real):
+            shutil.copy2(TEND, real)
+        self.replace_binary(b, ('#!/bin/sh\n[ "$1" = --check-state-version ] && echo asked >> %s && sleep %s\n'
+                                'exec %s "$@"\n' % (self.path('asked'), seconds, real)).encode())
+        return real
+
+    def checks_asked(self):
+        """How many times the wrapper was asked --check-state-version."""
+        return len(self.lines(self.path('asked'))) if os.path.exists(self.path('asked')) else 0
+
+    def test_check_does_not_block_the_loop(self):
+        """QA M1: while the new binary takes 3 s to answer
+        --check-state-version, tend answers `tendctl list` within 1 s and
+        reaps a unit's exit; daemon-reexec answers once the new tend took
+        over (exit 0), every unit kept."""
+        b = self.binary_copy()
+        go = self.path('go')
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 100000')
+        self.unit('exiter', "[Service]\nExecStart=/bin/sh -c 'while [ ! -e %s ]; do sleep 0.01; done; exit 3'" % go)
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        self.wait_running('exiter')
+        real = self.slow_checker(b, 3)
+        t0 = time.monotonic()
+        p = subprocess.Popen([TENDCTL, '--control-socket', self.sock, 'daemon-reexec'], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: self.checks_asked() == 1, 2,
+                       lambda: 'tend never started the check: %r' % self.stderr()[-2000:])
+            open(go, 'w').close()
+            t = time.monotonic()
+            self.ctl('list', timeout=5)
+            took = time.monotonic() - t
+            self.assertLess(took, 1.0, 'tendctl list took %.2f s while the new binary was asked (the check blocks '
+                            'tend\'s loop?)' % took)
+            z = self.wait_state('exiter', lambda z: z['state'] == 'failed', 1.5,
+                                'the unit\'s exit was not reaped while the check ran (tend\'s loop blocked?)')
+            self.assertEqual(z['last_exit'], {'code': 3})
+            self.assertIsNone(p.poll(), 'daemon-reexec answered before the check ended (%.2f s): %r'
+                              % (time.monotonic() - t0, p.stderr.read() if p.poll() is not None else ''))
+            out, err = p.communicate(timeout=15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 0, 'daemon-reexec failed: %r; tend %r' % (err, self.stderr()[-2000:]))
+        self.assertGreater(time.monotonic() - t0, 2.5, 'daemon-reexec answered before the check ended')
+        self.assertIn('re-executed: ', self.stderr(), 'daemon-reexec answered 0 before the new tend resumed')
+        self.assertEqual(os.stat('/proc/%d/exe' % self.tend_pid).st_ino, os.stat(real).st_ino,
+                         'tend does not run the new binary')
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
+
+    def test_abandoned_reexec_fails(self):
+        """QA L1: a re-exec abandoned after tend took the request — the new
+        binary does not answer within 5 s, or a unit does not settle within
+        5 s — makes `tendctl daemon-reexec` exit 1 with tend's reason; the
+        old tend runs on. A client that leaves while it waits changes
+        nothing."""
+        b = self.binary_copy()
+        go = self.path('go')
+        self.unit('idle', '[Service]\nExecStart=/bin/sleep 100000')
+        self.unit('slowstop', """
+            [Service]
+            ExecStart=/bin/sleep 100000
+            ExecStop=/bin/sh -c 'while [ ! -e %s ]; do sleep 0.05; done'
+            TimeoutStopSec=60
+        """ % go)
+        self.start_tend(binary=b)
+        r = self.wait_running('idle')
+        self.wait_running('slowstop')
+        old_ino = self.exe_inode()
+        self.slow_checker(b, 30)
+        t = time.monotonic()
+        rc, out, err = self.ctl('daemon-reexec', check=False, timeout=20)
+        self.assertEqual((rc, out), (1, ''), 'daemon-reexec said success while the check timed out: %r' % err)
+        self.assertIn('no answer in time', err)
+        self.assertLess(time.monotonic() - t, 8, 'the check was not killed at its deadline')
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed the binary that did not answer')
+        # The check passes now; a unit stopping for longer than 5 s keeps the re-exec from settling.
+        self.slow_checker(b, 0)
+        self.ctl('stop', '--no-block', 'slowstop')
+        self.wait_state('slowstop', lambda z: z['state'] == 'stopping', 5, 'the unit never began to stop')
+        rc, out, err = self.ctl('daemon-reexec', check=False, timeout=20)
+        self.assertEqual((rc, out), (1, ''), 'daemon-reexec said success while a unit did not settle: %r' % err)
+        self.assertIn('slowstop.service', err)
+        self.assertIn('after 5 s', err)
+        self.assertEqual(self.exe_inode(), old_ino, 'tend executed while a unit was stopping')
+        # A client that goes away while its re-exec is under way: the re-exec goes on.
+        open(go, 'w').close()
+        self.wait_state('slowstop', lambda z: z['state'] == 'inactive', 5, 'the unit never stopped')
+        self.slow_checker(b, 1)
+        p = subprocess.Popen([TENDCTL, '--control-socket', self.sock, 'daemon-reexec'], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: self.checks_asked() >= 3, 5,
+                   lambda: 'tend never started the third check: %r' % self.stderr()[-2000:])
+        p.kill()
+        p.wait()
+        wait_until(lambda: 're-executed: ' in self.stderr(), 10,
+                   lambda: 'the re-exec did not go on without its client: %r' % self.stderr()[-2000:])
+        self.assertTrue(self.tend_proc.running(), 'tend exited: %r' % self.stderr()[-2000:])
+        z = self.st('idle')
+        self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r['main_pid'], 0))
+        self.assertNotRegex(self.stderr(), 'Sanitizer|runtime error', 'ASan/UBSan said something')
+
+
+    def test_load_warnings_not_repeated(self):
+        """QA L2: a unit file's warnings were logged by the tend that loaded
+        it: the re-executed tend does not log them again while its text (and
+        its drop-ins') is the same; a file changed since, a drop-in added
+        since and a new file are warned about as at any load."""
+        b = self.binary_copy()
+        self.unit('warned', '[Service]\nExecStart=/bin/sleep 100000\nBogusKeyWarned=1')
+        self.unit('edited', '[Service]\nExecStart=/bin/sleep 100000\nBogusKeyEdited=1')
+        self.unit('withdropin', '[Service]\nExecStart=/bin/sleep 100000')
+        os.mkdir(os.path.join(self.dir, 'withdropin.service.d'))
+        with open(os.path.join(self.dir, 'withdropin.service.d', 'a.conf'), 'w') as f:
+            f.write('[Service]\nBogusKeyDropin=1\n')
+        self.start_tend(binary=b)
+        for n in ('warned', 'edited', 'withdropin'):
+            self.wait_running(n)
+        for key in ('BogusKeyWarned', 'BogusKeyEdited', 'BogusKeyDropin'):
+            self.assertEqual(self.stderr().count('"%s"' % key), 1, 'no single warning about %s at the first load: %r'
+                             % (key, self.stderr()[-2000:]))
+        self.unit('edited', '[Service]\nExecStart=/bin/sleep 100000\nBogusKeyEdited=1\nBogusKeyAdded=1')
+        with open(os.path.join(self.dir, 'withdropin.service.d', 'b.conf'), 'w') as f:
+            f.write('[Service]\nBogusKeyDropin2=1\n')
+        self.unit('fresh', '[Service]\nExecStart=/bin/sleep 100000\nBogusKeyFresh=1')
+        self.reexec_and_wait()
+        err = self.stderr()
+        counts = {k: err.count('"%s"' % k) for k in ('BogusKeyWarned', 'BogusKeyEdited', 'BogusKeyAdded',
+                                                     'BogusKeyDropin', 'BogusKeyDropin2', 'BogusKeyFresh')}
+        self.assertEqual(counts, {'BogusKeyWarned': 1, 'BogusKeyEdited': 2, 'BogusKeyAdded': 1, 'BogusKeyDropin': 2,
+                                  'BogusKeyDropin2': 1, 'BogusKeyFresh': 1},
+                         'warnings repeated by the re-executed tend, or a changed file\'s not logged: %r' % err[-3000:])
+        self.assertRegex(err, r'warned\.service:3: unknown key "BogusKeyWarned"', 'the warning names FILE:LINE')
+        self.wait_running('fresh')
+
+
+    def test_last_failed_command_carried(self):
+        """Issue 18: the last failed command (status's "Process:" line,
+        show's FailedCommand* properties) is the same after the re-exec; a
+        running unit's failed ExecReload= too."""
+        b = self.binary_copy()
+        self.unit('pre', """
+            [Service]
+            ExecStartPre=/bin/true
+            ExecStartPre=/bin/sh -c 'exit 3'
+            ExecStart=/bin/sleep 100000
+        """)
+        self.unit('reloader', "[Service]\nExecStart=/bin/sleep 100000\nExecReload=/bin/sh -c 'exit 5'")
+        self.start_tend(binary=b)
+        self.wait_state('pre', lambda z: z['state'] == 'failed', 10, 'the unit did not fail')
+        self.wait_running('reloader')
+        self.ctl('reload', 'reloader', check=False)
+        wait_until(lambda: 'FailedCommand' in self.ctl('show', 'reloader', '-o', 'json')[1], 5,
+                   'the failed ExecReload= was never shown')
+
+        def seen():
+            out = {}
+            for n in ('pre', 'reloader'):
+                props = json.loads(self.ctl('show', n, '-o', 'json')[1])[0]
+                out[n] = {k: v for k, v in props.items() if k.startswith('FailedCommand')}
+                status = self.ctl('status', n, '-n', '0', check=False)[1]
+                out[n]['line'] = re.findall(r'Process: .*', status)
+            return out
+        before = seen()
+        self.assertEqual(before['pre']['FailedCommand'], 'ExecStartPre')
+        self.assertEqual(before['reloader']['FailedCommand'], 'ExecReload')
+        self.assertEqual(len(before['pre']['line']), 1, before)
+        self.reexec_and_wait()
+        self.assertEqual(seen(), before, 'the last failed command changed across the re-exec')
 
 
 # Inside a cgroup namespace rooted at the test's own cgroup, with a pure

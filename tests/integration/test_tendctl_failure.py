@@ -82,12 +82,63 @@ class FailedCommand(ServiceTestCase):
         out = self.ctl('status', 'web', '-n', '0')[1]
         self.assertNotIn('Process:', out, 'a failure of a \'-\' command is ignored, as systemd')
         self.assertEqual(self.props('web'), {})
-        self.assertEqual(self.ctl('reload', 'web', check=False)[0], 0)
+        # QA L5: reload waits for ExecReload=, and says its failure as systemctl does (exit 1).
+        st, _, err = self.ctl('reload', 'web', check=False)
+        self.assertEqual(st, 1, err)
+        self.assertIn('web.service: reload failed: ExecReload=/bin/sh exited with status 9', err)
         wait_until(lambda: 'Process:' in self.ctl('status', 'web', '-n', '0')[1], 5,
                    lambda: 'the failed ExecReload= never shown; stderr %r' % self.stderr()[-2000:])
         out = self.ctl('status', 'web', '-n', '0')[1]
         self.assertRegex(out, r'Active: active \(running\)')
         self.assertRegex(out, r'Process: \d+ ExecReload=/bin/sh \(code=exited, status=9\), command 1 of 1, at ')
+
+
+
+class ReloadWaits(ServiceTestCase):
+    """QA L5: `tendctl reload` waits for ExecReload= to run, as `systemctl
+    reload` waits for its reload job; exits 1 when a command failed; the
+    unit runs on. --no-block does not wait; no ExecReload= is 3, as before."""
+
+    def test_reload_waits_for_exec_reload(self):
+        done, go = self.path('reloaded'), self.path('go')
+        self.unit('slow', """
+            [Service]
+            ExecStart=/bin/sleep 1102
+            ExecReload=/bin/sh -c 'sleep 1; touch %s'
+            ExecReload=-/bin/false
+        """ % done)
+        self.unit('held', """
+            [Service]
+            ExecStart=/bin/sleep 1103
+            ExecReload=/bin/sh -c 'while [ ! -e %s ]; do sleep 0.02; done; exit 0'
+        """ % go)
+        self.unit('bad', "[Service]\nExecStart=/bin/sleep 1104\nExecReload=/bin/true\nExecReload=%s" % self.path('nope'))
+        self.unit('plain', '[Service]\nExecStart=/bin/sleep 1105')
+        self.start_tend()
+        r = {n: self.wait_running(n) for n in ('slow', 'held', 'bad', 'plain')}
+        t = time.monotonic()
+        st, _, err = self.ctl('reload', 'slow', check=False)
+        took = time.monotonic() - t
+        self.assertEqual(st, 0, err)
+        self.assertGreaterEqual(took, 0.9, 'tendctl reload did not wait for ExecReload= (%.2f s)' % took)
+        self.assertTrue(os.path.exists(done), 'reload answered before ExecReload= ended')
+        # --no-block: answered at once, the reload still runs.
+        t = time.monotonic()
+        st, _, err = self.ctl('reload', '--no-block', 'held', check=False)
+        self.assertEqual(st, 0, err)
+        self.assertLess(time.monotonic() - t, 0.9, '--no-block waited')
+        open(go, 'w').close()
+        # A command that cannot be executed fails the reload: 1, the unit runs on.
+        st, _, err = self.ctl('reload', 'bad', check=False)
+        self.assertEqual(st, 1, err)
+        self.assertIn('bad.service: reload failed: ExecReload=%s could not be executed' % self.path('nope'), err)
+        # No ExecReload=: 3, as before.
+        st, _, err = self.ctl('reload', 'plain', check=False)
+        self.assertEqual(st, 3, err)
+        self.assertIn('no ExecReload=', err)
+        for n in ('slow', 'held', 'bad', 'plain'):
+            z = self.st(n)
+            self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r[n]['main_pid'], 0), n)
 
 
 if __name__ == '__main__':

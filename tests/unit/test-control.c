@@ -94,6 +94,13 @@ struct fake {
         /* stop of db.service: web.service goes down with it, reported from
          * inside ops->stop (as a Requires= dependent does in the manager). */
         bool db_stop_takes_web;
+        /* reload: reported ended from inside ops->reload (a command that
+         * cannot be spawned), with this reason ("" for success); NULL: later */
+        const char *reload_reports;
+        /* daemon-reexec: its answer, and whether it abandons from inside */
+        unsigned n_reexec;
+        int reexec_error;
+        bool reexec_abandons;
         struct control_server *server;
 };
 
@@ -203,7 +210,19 @@ static int fake_kill(void *userdata, const char *unit, int sig, bool main_only) 
 static int fake_reload(void *userdata, const char *unit) {
         struct fake *f = userdata;
         f->n_reload++;
+        if (f->reload_error == 0 && f->reload_reports)
+                control_server_unit_reloaded(f->server, unit, f->reload_reports[0] ? f->reload_reports : NULL);
         return f->reload_error;
+}
+
+static int fake_daemon_reexec(void *userdata, char *why, size_t size) {
+        struct fake *f = userdata;
+        f->n_reexec++;
+        if (f->reexec_error < 0)
+                snprintf(why, size, "%s", "refused at once");
+        else if (f->reexec_abandons)
+                control_server_reexec_abandoned(f->server, "abandoned from inside");
+        return f->reexec_error;
 }
 
 static logs_stream *fake_logs(void *userdata, const char *unit) {
@@ -257,6 +276,7 @@ static const struct control_ops fake_ops = {
         .shutdown = fake_shutdown,
         .waiters = fake_waiters,
         .describe = fake_describe,
+        .daemon_reexec = fake_daemon_reexec,
 };
 
 static sf_resolution **fake_flight(struct fake *f, const char *unit) {
@@ -1015,6 +1035,122 @@ static void test_stop(void **state) {
         close(a);
 }
 
+/* QA L5: reload waits for the manager's control_server_unit_reloaded(). */
+static void test_reload_waits(void **state) {
+        struct fx *f = *state;
+        int a = client_connect(f->path);
+        client_send(a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\"]}");
+        wait_counter(f, &f->fake.n_reload, 1, "the reload");
+        assert_no_message(f, a);
+        control_server_unit_reloaded(f->server, "db.service", NULL); /* another unit's: answers nothing */
+        assert_no_message(f, a);
+        control_server_unit_reloaded(f->server, "web.service", NULL);
+        json *r = client_result(f, a, NULL);
+        assert_true(flag(r, "ok"));
+        json_object_put(r);
+
+        /* Failed: the reason, per unit and at the top. */
+        client_send(a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\",\"db\"]}");
+        wait_counter(f, &f->fake.n_reload, 3, "the reloads");
+        control_server_unit_reloaded(f->server, "db.service", NULL);
+        assert_no_message(f, a);
+        control_server_unit_reloaded(f->server, "web.service", "web.service: reload failed: ExecReload=/x exited with status 5");
+        r = client_result(f, a, NULL);
+        assert_false(flag(r, "ok"));
+        assert_string_equal(str(r, "error"), "failed");
+        assert_non_null(strstr(str(r, "message"), "web.service: reload failed: ExecReload=/x exited with status 5"));
+        json_object_put(r);
+
+        /* Reported from inside the request: answered once, with it. */
+        f->fake.reload_reports = "web.service: reload failed: at once";
+        client_send(a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\"]}");
+        r = client_result(f, a, NULL);
+        assert_non_null(strstr(str(r, "message"), "reload failed: at once"));
+        json_object_put(r);
+        assert_no_message(f, a);
+        f->fake.reload_reports = "";
+        assert_ask(f, a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\"]}", "");
+        assert_no_message(f, a);
+
+        /* no_block: answered at once; the later report answers nothing. */
+        f->fake.reload_reports = NULL;
+        assert_ask(f, a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\"],\"no_block\":true}", "");
+        control_server_unit_reloaded(f->server, "web.service", NULL);
+        assert_no_message(f, a);
+
+        /* A client that leaves while it waits: nothing left behind. */
+        client_send(a, "{\"version\":1,\"command\":\"reload\",\"units\":[\"web\"]}");
+        wait_counter(f, &f->fake.n_reload, 7, "the last reload");
+        close(a);
+        settle(f);
+        control_server_unit_reloaded(f->server, "web.service", NULL);
+        settle(f);
+}
+
+static bool is_closed(struct fx *f, void *arg) {
+        char b;
+        struct pollfd p = { .fd = *(int *) arg, .events = POLLIN };
+        return poll(&p, 1, 0) > 0 && recv(*(int *) arg, &b, 1, MSG_DONTWAIT | MSG_PEEK) == 0;
+}
+
+/* QA M1, L1: daemon-reexec's answer waits for the manager's word; the idle
+ * timeout does not cut it; a refusal is answered at once; an abandonment
+ * later (or from inside the request), once. */
+static void test_daemon_reexec_deferred(void **state) {
+        struct fx *f = *state;
+        int a = client_connect(f->path), b = client_connect(f->path);
+        client_send(a, "{\"version\":1,\"command\":\"daemon-reexec\"}");
+        wait_counter(f, &f->fake.n_reexec, 1, "the re-exec request");
+        /* Past the idle timeout (100 ms here: b, idle, is closed): a still
+         * waits, not closed. */
+        int fds[4];
+        assert_int_equal(control_server_handover(f->server, fds, 4, true), 1); /* b: idle; a never among them */
+        run_until(f, is_closed, &b, b, WAIT_MS, "the idle client closed", "the idle timeout is not armed");
+        assert_no_message(f, a);
+        /* The exec's hand-over: a among the waiting. */
+        assert_int_equal(control_server_handover_waiting(f->server, fds, 4, false), 1);
+        assert_int_equal(control_server_handover_waiting(f->server, fds, 4, true), 1);
+        assert_int_equal(control_server_handover(f->server, fds, 4, true), 0);
+        control_server_reexec_abandoned(f->server, "X cannot read tend's state format 2 (no answer in time)");
+        struct pollfd pa = { .fd = a, .events = POLLIN };
+        assert_int_equal(poll(&pa, 1, 0), 0); /* never from inside the call: from the loop */
+        json *r = client_result(f, a, NULL);
+        assert_false(flag(r, "ok"));
+        assert_string_equal(str(r, "message"), "not re-executing: X cannot read tend's state format 2 (no answer in time)");
+        json_object_put(r);
+        control_server_reexec_abandoned(f->server, "again"); /* nobody waits: nothing */
+        assert_no_message(f, a);
+
+        f->fake.reexec_error = -ENOEXEC;
+        client_send(a, "{\"version\":1,\"command\":\"daemon-reexec\"}");
+        r = client_result(f, a, NULL);
+        assert_string_equal(str(r, "message"), "not re-executing: refused at once");
+        json_object_put(r);
+        f->fake.reexec_error = 0;
+        f->fake.reexec_abandons = true;
+        client_send(a, "{\"version\":1,\"command\":\"daemon-reexec\"}");
+        r = client_result(f, a, NULL);
+        assert_string_equal(str(r, "message"), "not re-executing: abandoned from inside");
+        json_object_put(r);
+        assert_no_message(f, a);
+        /* A client that leaves while it waits: the server forgets it. */
+        f->fake.reexec_abandons = false;
+        client_send(a, "{\"version\":1,\"command\":\"daemon-reexec\"}");
+        wait_counter(f, &f->fake.n_reexec, 4, "the last re-exec request");
+        close(a);
+        settle(f);
+        assert_int_equal(control_server_handover_waiting(f->server, fds, 4, true), 0);
+        control_server_reexec_abandoned(f->server, "after it left");
+        settle(f);
+        close(b);
+}
+
+static int setup_short_idle(void **state) {
+        struct control_options co = { .control_group = (gid_t) -1, .idle_timeout_usec = 100 * USEC_PER_MSEC };
+        *state = fx_setup(NULL, &co);
+        return 0;
+}
+
 static void test_unit_commands(void **state) {
         struct fx *f = *state;
         int a = client_connect(f->path);
@@ -1700,6 +1836,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_watch_lagged, setup_small_watch, teardown),
                 cmocka_unit_test_setup_teardown(test_logs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tendctl, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reload_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_daemon_reexec_deferred, setup_short_idle, teardown),
                 cmocka_unit_test_setup_teardown(test_tendctl_watch, setup_small_watch, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
