@@ -30,6 +30,7 @@
 #include "macro.h"
 #include "time-util.h"
 #include "testutil.h"
+#include "reaper-wait.h"
 
 #define WAIT_MS 10000
 
@@ -68,21 +69,9 @@ static int teardown(void **state) {
         return 0;
 }
 
+/* Dispatches until p's outcome can be taken; bounded. */
 static struct exit_reason wait_exit(struct ctx *c, struct exit_process *p) {
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
-        struct exit_reason reason;
-        for (;;) {
-                int k = exit_hub_take(c->hub, exit_process_id(p), &reason);
-                if (k == 0)
-                        return reason;
-                if (k != -EINPROGRESS)
-                        fail_msg("take pid %d: %s", exit_process_pid(p), strerror(-k));
-                if (now_usec(CLOCK_MONOTONIC) > deadline)
-                        fail_msg("pid %d not reaped within %d ms", exit_process_pid(p), WAIT_MS);
-                struct pollfd pfd = { .fd = exit_reaper_fd(c->reaper), .events = POLLIN };
-                (void) poll(&pfd, 1, 100);
-                assert_true(exit_reaper_dispatch(c->reaper) >= 0);
-        }
+        return reaper_wait_exit(c->hub, c->reaper, p, WAIT_MS);
 }
 
 /* The hook's state: the child reads `go` and writes `seen`/`errno_seen`

@@ -30,6 +30,7 @@
 #include "macro.h"
 #include "time-util.h"
 #include "testutil.h"
+#include "reaper-wait.h"
 
 #define WAIT_MS 10000
 
@@ -108,21 +109,7 @@ static struct exit_process *spawn_full(struct ctx *c, char *const *argv, int out
 
 /* Dispatches until p's outcome can be taken; bounded. */
 static struct exit_reason wait_exit(struct ctx *c, struct exit_process *p) {
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + WAIT_MS * USEC_PER_MSEC;
-        struct exit_reason reason;
-        for (;;) {
-                int k = exit_hub_take(c->hub, exit_process_id(p), &reason);
-                if (k == 0)
-                        return reason;
-                if (k != -EINPROGRESS)
-                        fail_msg("take pid %d: %s", exit_process_pid(p), strerror(-k));
-                if (now_usec(CLOCK_MONOTONIC) > deadline)
-                        fail_msg("pid %d not reaped within %d ms: its pidfd never became readable in the reaper's epoll set, or dispatch did not reap it",
-                                 exit_process_pid(p), WAIT_MS);
-                struct pollfd pfd = { .fd = exit_reaper_fd(c->reaper), .events = POLLIN };
-                (void) poll(&pfd, 1, 100);
-                assert_true(exit_reaper_dispatch(c->reaper) >= 0);
-        }
+        return reaper_wait_exit(c->hub, c->reaper, p, WAIT_MS);
 }
 
 /* Reads all of fd into buf (NUL-terminated) until EOF, bounded. */
