@@ -25,28 +25,32 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svctest import TENDCTL, ServiceTestCase, cgroup_usable  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase  # noqa: E402
 from tendtest import TEND, wait_until, zombies_of  # noqa: E402
-from test_systemctl_compat import SYSTEMCTL, SYSTEMD, _enter_cgroup, _remove_cgroup  # noqa: E402
+from sdtest import run_under_systemd, why_not_systemd  # noqa: E402
 
 N_IDLE, N_CRASH, N_WRITE = 80, 10, 10
 
 WRITER = r'''
 import os, signal, sys, time
 i = 0
+stop = False
 
 
-def last(*_):  # the number of the last line written, for the test to compare
-    with open(sys.argv[1], 'w') as f:
-        f.write('%d\n' % i)
-    os._exit(0)
+def term(*_):  # noted only: a handler run between "i += 1" and the write would count an unwritten line
+    global stop
+    stop = True
 
 
-signal.signal(signal.SIGTERM, last)
+signal.signal(signal.SIGTERM, term)
 t0 = time.monotonic()
 while True:
     i += 1
     os.write(1, b"%d\n" % i)
+    if stop:  # the number of the last line written, for the test to compare
+        with open(sys.argv[1], 'w') as f:
+            f.write('%d\n' % i)
+        os._exit(0)
     d = t0 + i / 1000.0 - time.monotonic()
     if d > 0:
         time.sleep(d)
@@ -822,20 +826,8 @@ class Reexec(ServiceTestCase):
         self.assertEqual(seen(), before, 'the last failed command changed across the re-exec')
 
 
-# Inside a cgroup namespace rooted at the test's own cgroup, with a pure
-# cgroup2 mount and a tmpfs on /run/systemd (as test_systemctl_compat.py):
-# the private systemd --user never sees the host's cgroups.
+# Run by sdtest.run_under_systemd while a private systemd --user answers.
 UNDER_SYSTEMD = r'''
-mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 90
-mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 90
-"$SYSTEMD" --user >"$TMP/systemd.log" 2>&1 &
-pid=$!
-for i in $(seq 200); do
-    systemctl --user show -p Version >/dev/null 2>&1 && break
-    kill -0 $pid 2>/dev/null || { echo "systemd --user exited: $(cat "$TMP/systemd.log")" >&2; exit 91; }
-    sleep 0.05
-done
-systemctl --user show -p Version >/dev/null 2>&1 || { echo "systemd --user never answered" >&2; kill $pid; exit 91; }
 show() { systemctl --user show -p MainPID -p ActiveState -p SubState -p NRestarts \
          -p ExecMainStartTimestampMonotonic tend-it.service | sed "s/^/$1 /"; }
 rc=0
@@ -854,10 +846,6 @@ if [ $rc = 0 ]; then
     echo "idle_after $("$TENDCTL" --control-socket "$SOCK" show -p MainPID --value idle)"
     systemctl --user stop tend-it.service
 fi
-kill $pid
-for i in $(seq 200); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-kill -KILL $pid 2>/dev/null
-wait $pid
 exit $rc
 '''
 
@@ -867,14 +855,8 @@ class ReexecUnderSystemd(ServiceTestCase):
     active, the same MainPID, no restart across daemon-reexec."""
 
     def test_same_main_pid(self):
-        if os.geteuid() != 0:
-            self.skipTest('not root: cannot mount a tmpfs on /run/systemd')
-        for exe in (SYSTEMD, SYSTEMCTL, shutil.which('unshare')):
-            if not exe or not os.access(exe, os.X_OK):
-                self.skipTest('missing %s' % exe)
-        parent, why = cgroup_usable()
-        if not parent:
-            self.skipTest('no cgroup of its own for systemd --user: %s' % why)
+        if why_not_systemd():
+            self.skipTest(why_not_systemd())
         home, rt, b = self.path('home'), self.path('rt'), self.path('tend-copy')
         os.makedirs(os.path.join(home, '.config/systemd/user'))
         os.mkdir(rt, 0o700)
@@ -886,19 +868,11 @@ class ReexecUnderSystemd(ServiceTestCase):
         with open(os.path.join(home, '.config/systemd/user/tend-it.service'), 'w') as f:
             f.write('[Service]\nType=notify\nExecStart=%s --config-dir %s --control-socket %s\n'
                     % (b, self.dir, self.sock))
-        cg = os.path.join(parent, 'tend-sd-reexec.%d' % os.getpid())
-        os.mkdir(cg)
-        env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=self.tmp.name, SYSTEMD=SYSTEMD, BIN=b,
-                   TENDCTL=TENDCTL, SOCK=self.sock)
-        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
-        try:
-            p = subprocess.run(['unshare', '-C', '-m', '--propagation', 'private', 'bash', '-c', UNDER_SYSTEMD],
-                               env=env, capture_output=True, text=True, timeout=60,
-                               preexec_fn=lambda: _enter_cgroup(cg))
-        finally:
-            _remove_cgroup(cg)
-        if p.returncode in (90, 91):
-            self.skipTest('systemd --user could not run here: %s' % p.stderr.strip())
+        env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=self.tmp.name, BIN=b, TENDCTL=TENDCTL,
+                   SOCK=self.sock)
+        p, why = run_under_systemd(UNDER_SYSTEMD, env, 'tend-sd-reexec', 60)
+        if p is None:
+            self.skipTest(why)
         self.assertEqual(p.returncode, 0, 'under systemd --user (%d): %s; %s' % (p.returncode, p.stdout, p.stderr))
         shown, said = {}, {}
         for line in p.stdout.splitlines():

@@ -15,18 +15,16 @@ could run). Where the answers differ by design (tend has no "static" unit
 file state, counts requested restarts too), the property is not compared and
 DIFFERENCES says why."""
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svctest import TENDCTL, ServiceTestCase, cgroup_usable  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase  # noqa: E402
 from tendtest import wait_until  # noqa: E402
+from sdtest import run_under_systemd, why_not_systemd  # noqa: E402
 
-SYSTEMD = '/lib/systemd/systemd'
-SYSTEMCTL = shutil.which('systemctl')
 
 UNITS = {
     # active: runs until stopped
@@ -147,86 +145,21 @@ def normalise(props):
     return out
 
 
-def _enter_cgroup(cg):
-    with open(os.path.join(cg, 'cgroup.procs'), 'w') as f:
-        f.write(str(os.getpid()))
-
-
-def _remove_cgroup(cg):
-    """Kills what is left in cg (the test's own cgroup) and removes it,
-    children first; bounded."""
-    if os.path.exists(os.path.join(cg, 'cgroup.kill')):
-        with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
-            f.write('1')
-    for root, dirs, _ in sorted(os.walk(cg), key=lambda t: -t[0].count('/')):
-        wait_until(lambda: _try_rmdir(root), 10, 'cannot remove %s: processes left in it' % root)
-
-
-def _try_rmdir(d):
-    try:
-        os.rmdir(d)
-        return True
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
 def run_systemd(tmp):
     """The script against a private systemd --user; (stdout, None) or
     (None, why it could not run)."""
-    if os.geteuid() != 0:
-        return None, 'not root: cannot mount a tmpfs on /run/systemd'
-    for exe in (SYSTEMD, SYSTEMCTL, shutil.which('unshare')):
-        if not exe or not os.access(exe, os.X_OK):
-            return None, 'missing %s' % exe
+    if why_not_systemd():
+        return None, why_not_systemd()
     home, rt = os.path.join(tmp, 'home'), os.path.join(tmp, 'rt')
     os.makedirs(os.path.join(home, '.config/systemd/user'))
     os.mkdir(rt, 0o700)
     for name, text in UNITS.items():
         with open(os.path.join(home, '.config/systemd/user', name + '.service'), 'w') as f:
             f.write(text)
-    # systemd sees only a cgroup of the test's own: a cgroup namespace rooted
-    # there and a pure cgroup2 mount on /sys/fs/cgroup in its mount namespace.
-    # Without it, on a hybrid host (v1 controllers beside the unified tree),
-    # systemd --user as root moved every process of the machine into
-    # cpu:/init.scope, whose cpu.rt_runtime_us of 0 then refused every
-    # real-time policy (test_exec_keys's CPUSchedulingPolicy=rr: EPERM).
-    parent, why = cgroup_usable()
-    if not parent:
-        return None, 'no cgroup of its own for systemd --user: %s' % why
-    cg = os.path.join(parent, 'tend-sd-compat.%d' % os.getpid())
-    os.mkdir(cg)
-    outer = r'''
-mount -t cgroup2 cgroup2 /sys/fs/cgroup || exit 90
-mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/system || exit 90
-"$SYSTEMD" --user >"$TMP/systemd.log" 2>&1 &
-pid=$!
-for i in $(seq 200); do
-    systemctl --user show -p Version >/dev/null 2>&1 && break
-    kill -0 $pid 2>/dev/null || { echo "systemd --user exited: $(cat "$TMP/systemd.log")" >&2; exit 91; }
-    sleep 0.05
-done
-systemctl --user show -p Version >/dev/null 2>&1 || { echo "systemd --user never answered" >&2; kill $pid; exit 91; }
-CTL="systemctl --user"
-( SCRIPT )
-rc=$?
-kill $pid
-for i in $(seq 200); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-kill -KILL $pid 2>/dev/null
-wait $pid
-exit $rc
-'''.replace('SCRIPT', SCRIPT)
-    env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=tmp, SYSTEMD=SYSTEMD)
-    env.pop('DBUS_SESSION_BUS_ADDRESS', None)
-    try:
-        p = subprocess.run(['unshare', '-C', '-m', '--propagation', 'private', 'bash', '-c', outer], env=env,
-                           capture_output=True, text=True, timeout=300,
-                           preexec_fn=lambda: _enter_cgroup(cg))
-    finally:
-        _remove_cgroup(cg)
-    if p.returncode in (90, 91):
-        return None, 'systemd --user could not run here: %s' % p.stderr.strip()
+    env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=tmp, CTL='systemctl --user')
+    p, why = run_under_systemd(SCRIPT, env, 'tend-sd-compat', 300)
+    if p is None:
+        return None, why
     if p.returncode != 0:
         raise AssertionError('the script failed against systemd --user (%d): %s' % (p.returncode, p.stderr))
     return p.stdout, None
