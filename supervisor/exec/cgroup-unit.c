@@ -578,6 +578,14 @@ bool unit_group_spawned(const struct unit_group *group) {
         return group && group->spawned;
 }
 
+void unit_group_resume(struct unit_group *group, bool spawned, int renew) {
+        if (!group)
+                return;
+        group->spawned = spawned;
+        if (renew >= 0 && is_cgroup(group))
+                group->killed = renew > 0 && group->made;
+}
+
 struct member_list {
         pid_t *pids;
         size_t n, max;
@@ -660,6 +668,19 @@ int unit_group_renew(struct unit_group *group) {
                 return -ENOENT;
         if (!unit_group_needs_renewal(group))
                 return 0;
+        /* Living survivors this tend's lineage spawned (QA19 H1: a
+         * re-executed tend that could only guess the kill count): a cgroup
+         * whose kill count bit a new child would have killed them at their
+         * birth, and any cgroup.kill since would have killed them: its count
+         * is not one that kills, and it cannot be removed anyway. */
+        if (group->made && group->spawned) {
+                int p = read_populated(group);
+                group_put(group);
+                if (p > 0) {
+                        group->killed = false;
+                        return 0;
+                }
+        }
         /* !made: an earlier renewal failed after the rmdir (or the
          * cgroup was never opened); only the mkdir is left to do. */
         if (group->made) {

@@ -279,6 +279,14 @@ int unit_group_kill_leftovers_begin(struct unit_group *group);
  * tend's leftovers. False for NULL. */
 bool unit_group_spawned(const struct unit_group *group);
 
+/* A re-executed tend puts back its predecessor's knowledge of the group
+ * (tend(8) "RE-EXECUTING"): spawned, what unit_group_spawned() answers
+ * (survivors of a stop before the re-exec are this tend's lineage's, left
+ * alone at the next start); renew, what unit_group_needs_renewal() answers
+ * (1 or 0: the predecessor wrote cgroup.kill or not; -1: not known, the
+ * guess of unit_group_new stays). No effect on NULL. */
+void unit_group_resume(struct unit_group *group, bool spawned, int renew);
+
 /* The processes of the unit's cgroup and its subtree (tend excepted): up to
  * max pids into pids (the caller's array), returns how many there are (may
  * exceed max). 0 in FALLBACK mode or when the cgroup was never made.
@@ -304,7 +312,9 @@ bool unit_group_opened(const struct unit_group *group);
  * and watches unit_group_events_fd() after). Returns 1 when renewed, 0 when
  * nothing was needed. Errors: -EBUSY (still populated; nothing done),
  * -ENOENT (removed), the errno of rmdir/mkdir/open (then a later call tries
- * the mkdir again).
+ * the mkdir again). A cgroup this tend spawned into (unit_group_spawned)
+ * that still holds processes is not renewed but kept (0): they live, so its
+ * kill count kills no new child either (KillMode=process survivors).
  */
 bool unit_group_needs_renewal(const struct unit_group *group);
 int unit_group_renew(struct unit_group *group);

@@ -253,6 +253,29 @@ static void resume_unit_failure(struct manager *m, struct unit *u, json_object *
                 }
 }
 
+/* "spawned" (QA19 H1): whether the previous tend spawned into the unit's
+ * cgroup, so that what is left in it is this lineage's (left alone at the
+ * next start), not a previous tend's (killed). A state without the key (a
+ * format-2 tend before it) is judged by the unit's history: a unit the old
+ * tend ever ran (not inactive, or a last exit, a restart, a start counted)
+ * had its processes spawned by it; one with no history never ran under it,
+ * and what its cgroup holds came from before (killed, as before the key). */
+static bool resume_unit_spawned(json_object *o, const struct unit_saved *s) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(o, "spawned", &v) && json_object_is_type(v, json_type_boolean))
+                return json_object_get_boolean(v);
+        return s->pos != UNIT_POS_INACTIVE || s->has_last_exit || s->restarts > 0 || s->n_starts > 0;
+}
+
+/* The unit's cgroup as the previous tend knew it ("spawned", "renew"; a
+ * state without "renew" leaves the guess of a cgroup found at load). */
+static void resume_unit_group(struct unit *u, json_object *o, const struct unit_saved *s) {
+        json_object *v = NULL;
+        int renew = json_object_object_get_ex(o, "renew", &v) && json_object_is_type(v, json_type_boolean)
+                            ? json_object_get_boolean(v) : -1;
+        unit_group_resume(data(u)->group, resume_unit_spawned(o, s), renew);
+}
+
 static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         struct unit_saved s;
         saved_of(o, &s);
@@ -271,6 +294,8 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         if (k < 0)
                 return log_error_errno(k, "%s: cannot be put back as it was: %m", u->name);
         data(u)->resumed = true;
+        resume_unit_group(u, o, &s);
+        jobs_resumed(m->jobs, u); /* QA19 H2: OnFailure= not started again */
         resume_unit_failure(m, u, o);
         /* A dead unit holds no pipe (issue 19's fd budget) unless something
          * of it still runs; a format-1 state carried every unit's. */

@@ -388,6 +388,17 @@ static int save_unit_started_text(json_object *o, const struct unit *u) {
         return k;
 }
 
+/* Whether this tend (or one it was re-executed from) spawned into the
+ * unit's cgroup, "spawned" (QA19 H1: its survivors, KillMode=process, are
+ * then left alone at the next start, not killed as a previous tend's), and
+ * whether the cgroup is to be renewed before the next spawn, "renew" (a
+ * cgroup.kill written: unit_group_renew). Keys added to format 2
+ * (reexec-restore.c resume_unit_group() says what their absence means). */
+static int save_unit_group(json_object *o, const struct unit *u) {
+        int k = add(o, "spawned", json_object_new_boolean(unit_group_spawned(data(u)->group)));
+        return k < 0 ? k : add(o, "renew", json_object_new_boolean(unit_group_needs_renewal(data(u)->group)));
+}
+
 /* The unit's log pipes' read ends (by fd number; none when it holds no
  * pipe: issue 19's fd budget), the bytes tend holds of them, its ring. */
 static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
@@ -439,7 +450,7 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
                 if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
                                  (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
                                  (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, u)) < 0 ||
-                                 (k = save_unit_failure(o, u)) < 0))
+                                 (k = save_unit_failure(o, u)) < 0 || (k = save_unit_group(o, u)) < 0))
                         break;
                 k = save_unit_logs(o, data(u)->logs, cloexec);
                 if (k >= 0)
