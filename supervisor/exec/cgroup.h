@@ -204,6 +204,28 @@ char *unit_group_dir(const struct unit_group *group);
 void unit_group_set_leader(struct unit_group *group, pid_t pid);
 
 /*
+ * FALLBACK mode, QA19 M1: the process groups of a unit's earlier leaders
+ * that still had members when unit_group_set_leader() replaced them
+ * (KillMode=process, SendSIGKILL=no survivors of an earlier run). They are
+ * the unit's as its cgroup would hold them: unit_group_populated() counts
+ * them, unit_group_signal() signals them (kill(-pgid): their leaders are
+ * reaped, and a group id is not reused while the group lives). Each is asked
+ * (kill(-pgid, 0)) at those calls and forgotten once gone. At most
+ * UNIT_GROUP_MAX_OLD per unit: past that, the oldest is forgotten with a
+ * warning naming it (stop and shutdown no longer reach it). Memory: none
+ * until the first (then UNIT_GROUP_MAX_OLD pids).
+ * unit_group_old_groups: up to max of them into pgids (the caller's array),
+ * returns how many there are; 0 in CGROUP mode and for NULL.
+ * unit_group_keep_old: adds pgid, as a re-executed tend puts back its
+ * predecessor's list; no effect in CGROUP mode, on NULL, on a group gone.
+ */
+#define UNIT_GROUP_MAX_OLD 8
+/* The leader unit_group_set_leader() recorded, 0 if none (NULL: 0). */
+pid_t unit_group_leader(const struct unit_group *group);
+size_t unit_group_old_groups(struct unit_group *group, pid_t *pgids, size_t max);
+void unit_group_keep_old(struct unit_group *group, pid_t pgid);
+
+/*
  * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets
  * EXIT_SPAWN_CGROUP and cgroup_fd (a directory fd owned by the group, valid
  * until unit_group_spawn_done/remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork

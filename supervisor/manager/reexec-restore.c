@@ -268,12 +268,20 @@ static bool resume_unit_spawned(json_object *o, const struct unit_saved *s) {
 }
 
 /* The unit's cgroup as the previous tend knew it ("spawned", "renew"; a
- * state without "renew" leaves the guess of a cgroup found at load). */
+ * state without "renew" leaves the guess of a cgroup found at load), and
+ * without cgroups its earlier process groups ("old_groups"). */
 static void resume_unit_group(struct unit *u, json_object *o, const struct unit_saved *s) {
         json_object *v = NULL;
         int renew = json_object_object_get_ex(o, "renew", &v) && json_object_is_type(v, json_type_boolean)
                             ? json_object_get_boolean(v) : -1;
         unit_group_resume(data(u)->group, resume_unit_spawned(o, s), renew);
+        json_object *old = NULL;
+        if (json_object_object_get_ex(o, "old_groups", &old) && json_object_is_type(old, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(old) && i < UNIT_GROUP_MAX_OLD + 1; i++) {
+                        json_object *p = json_object_array_get_idx(old, i);
+                        if (json_object_is_type(p, json_type_int))
+                                unit_group_keep_old(data(u)->group, (pid_t) json_object_get_int(p));
+                }
 }
 
 static int resume_unit(struct manager *m, struct unit *u, json_object *o) {

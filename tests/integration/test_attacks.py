@@ -519,6 +519,61 @@ class ShutdownLeftovers(ServiceTestCase):
         self.assertLess(waiting, err.find('shutdown deadline reached'), err[-1500:])
 
 
+    def fallback_wrap(self):
+        """The argv prefix that makes tend use process groups: cgroup2
+        read-only in a private mount namespace (skips when it cannot)."""
+        if not shutil.which('unshare'):
+            self.skipTest('no unshare(1)')
+        with open('/proc/self/mountinfo') as f:
+            mount_point = next((ln.split()[4] for ln in f if ' - cgroup2 ' in ln), None)
+        if not mount_point:
+            self.skipTest('no cgroup2 mount: nothing to make read-only')
+        probe = subprocess.run(['unshare', '-m', 'mount', '-o', 'remount,bind,ro', mount_point],
+                               capture_output=True, text=True, timeout=10)
+        if probe.returncode != 0:
+            self.skipTest('cannot remount %s read-only in a mount namespace: %s' % (mount_point, probe.stderr))
+        return ['unshare', '-m', 'sh', '-c', 'mount -o remount,bind,ro "$0" && exec "$@"', mount_point]
+
+    def fallback_survivors(self, reexec):
+        """QA19 M1: in the process-group fallback, the KillMode=process
+        survivors of earlier runs of a unit (each in the process group of
+        its run's leader) are reached by tend's shutdown, as the unit's
+        cgroup would be: run 1 leaves one, run 2 leaves one, run 3 runs; with
+        reexec, tend re-executes between runs 2 and 3 (the groups carried)."""
+        run = self.script('surv.sh', 'sleep 1000 &\necho $! >> "$1"\nexec "$2" pause\n')
+        survivors = self.path('survivors')
+        self.unit('keep', '[Service]\nExecStart=/bin/sh %s %s %s\nKillMode=process' % (run, survivors, PROBE))
+        self.start_tend('--shutdown-timeout', '3s', cgroup=False, wrap=self.fallback_wrap(), log_level='info')
+        self.assertIn('using process groups', self.stderr())
+        fds = []
+        for n in (1, 2, 3):
+            if n == 3 and reexec:
+                self.ctl('daemon-reexec')
+                wait_until(lambda: 're-executed: ' in self.stderr(), 10, lambda: 'no re-exec: %r' % self.stderr())
+            self.ctl('start', 'keep')
+            self.wait_running('keep')
+            pid = int(wait_until(lambda: len(self.lines(survivors)) == n and self.lines(survivors), 5,
+                                 'run %d never started its child' % n)[-1])
+            self.addCleanup(kill_pid, pid)
+            fds.append(os.pidfd_open(pid))
+            self.addCleanup(os.close, fds[-1])
+            if n < 3:
+                self.ctl('stop', 'keep')
+        self.assertFalse(any(exited(fd) for fd in fds), 'a survivor died before the shutdown: %r' % self.stderr())
+        status = self.stop_tend(timeout=15)
+        err = self.stderr()
+        for n, fd in enumerate(fds, 1):
+            wait_until(lambda: exited(fd), 2, lambda: 'run %d\'s survivor still runs after tend exited %d: %r'
+                       % (n, status, err[-2000:]))
+        self.assertEqual(status, 0, err[-2000:])
+        self.assertIn('keep.service: processes left by its stop (KillMode=process): SIGTERM at shutdown', err)
+
+    def test_fallback_survivors_of_earlier_runs_reached_at_shutdown(self):
+        self.fallback_survivors(reexec=False)
+
+    def test_fallback_survivors_carried_across_a_reexec(self):
+        self.fallback_survivors(reexec=True)
+
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 
 # The main process starts a child that stays behind (records its pid), then waits.
