@@ -475,6 +475,48 @@ class Reexec(ServiceTestCase):
         self.assertEqual(self.st('kept-inactive')['state'], 'inactive')
         self.assertIn('resuming from the previous tend\'s state (format 2)', self.stderr())
 
+    def start_with_state(self, doc, wait_ready=True):
+        """tend started as a re-executed one, its state the document doc (fd 7)."""
+        with open(self.path('state.json'), 'w') as f:
+            f.write(doc)
+        self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" && exec "$@"', self.path('state.json')],
+                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'), wait_ready=wait_ready)
+
+    def test_bad_state_refused_without_abort(self):
+        """QA19 L1: a state document whose "units" is not an array made tend
+        abort (a json-c assertion): tend refuses it, says why and exits 1
+        (the service manager restarts it)."""
+        self.unit('a', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_with_state('{"version": 2, "control_fd": 0, "control_conns": [], "units": {"a": 1}}',
+                              wait_ready=False)
+        status = self.tend_proc.wait(10, 'tend did not exit on a bad state')
+        self.assertEqual(status, 1, 'tend did not refuse the bad state with exit 1 (-6: an abort): %s'
+                         % self.stderr()[-2000:])
+        self.assertIn('the previous tend\'s state is unreadable ("units" is not an array; format 2', self.stderr())
+
+    def test_bad_state_entries_dropped(self):
+        """QA19 L1: a unit entry with a key of the wrong type, and a
+        "control_fd" that is not a socket (1: stdout), are refused with a
+        message naming them; tend runs on: that unit starts as at a first
+        start, the other is resumed, and a new control socket answers."""
+        for name in ('bad', 'kept'):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
+
+        def entry(name, restarts):
+            return ('{"name": "%s.service", "pos": "failed", "result": "exit-code", "want_up": false, '
+                    '"finished": false, "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, '
+                    '"since_monotonic": 1000, "deadline": 18446744073709551615, "restarts": %s, "restart_step": 0, '
+                    '"starts": [], "started_text_size": 0, "started_text_hash": 0}' % (name, restarts))
+        self.start_with_state('{"version": 2, "control_fd": 1, "control_conns": [], "units": [%s, %s]}'
+                              % (entry('bad', '"three"'), entry('kept', 4)))
+        self.assertIn('the previous tend\'s state has a bad "restarts" in units[0] (bad.service): that unit is not '
+                      'resumed', self.stderr())
+        self.assertIn('the previous tend\'s state names a control socket that is not one (1): a new one is made',
+                      self.stderr())
+        self.wait_running('bad')
+        z = self.st('kept')
+        self.assertEqual((z['state'], z['restarts']), ('failed', 4), 'the good entry was not resumed')
+
     def test_during_the_initial_starts(self):
         """SIGUSR2 while the start of DIR's units is still spread over the
         loop's turns (256 a turn, manager.c): the rest are started before the
