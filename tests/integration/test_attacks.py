@@ -251,6 +251,44 @@ class LargeAnswers(ServiceTestCase):
         self.ctl('status', 'web')  # tend serves on
 
 
+class DropInLinks(ServiceTestCase):
+    """QA19 L2: a drop-in that is a link is followed only to a regular file
+    named *.conf (or /dev/null), as a unit file's link is only to a unit
+    file: a.service.d/x.conf -> a secret file is refused in one line that
+    names the link only (one parse error per line told its line count)."""
+
+    def test_drop_in_link_to_a_secret_refused_in_one_line(self):
+        secret = self.path('secret')
+        with open(secret, 'w') as f:
+            f.write(''.join('line%d-SECRET:$6$xyz:19000::\n' % i for i in range(7)))
+        os.makedirs(self.path('elsewhere'))
+        good = self.path('elsewhere/real.conf')
+        with open(good, 'w') as f:
+            f.write('[Service]\nExecStart=\nExecStart=/bin/sleep 1077\n')
+        self.unit('a', '[Service]\nExecStart=/bin/sleep 1000')
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1000')
+        for name, target in (('a', secret), ('b', good)):
+            os.makedirs(os.path.join(self.dir, name + '.service.d'))
+            os.symlink(target, os.path.join(self.dir, name + '.service.d', 'x.conf'))
+        self.start_tend()
+        pid = self.wait_running('b')['main_pid']
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            self.assertEqual(f.read().split(b'\0')[:2], [b'/bin/sleep', b'1077'], 'the link to a *.conf was not read')
+        st, out, err = self.ctl('daemon-reload', check=False)
+        log = self.stderr()
+        link = os.path.join(self.dir, 'a.service.d', 'x.conf')
+        said = '%s: a link to something that is not a regular *.conf file: not read' % link
+        self.assertIn(said, log)
+        self.assertIn(said, out + err, 'the daemon-reload answer does not say why')
+        for text in (log, out + err):
+            lines = [ln for ln in text.splitlines() if 'x.conf' in ln and 'a.service.d' in ln]
+            self.assertEqual(len(set(ln.split(' tend: ')[-1] for ln in lines)), 1,
+                             'more than the one refusal about the link: %r' % lines)
+            for secret_text in ('SECRET', '$6$', 'line1', secret):
+                self.assertNotIn(secret_text, text, 'a message told something of the link\'s target')
+        self.assertNotIn('a.service', self.statuses(), 'a unit with a refused drop-in was loaded (read in part)')
+
+
 class BadFileNames(ServiceTestCase):
     """QA L3: file names in DIR that are not UTF-8 or hold control
     characters reach neither daemon-reload's answer nor tend's log raw: they
