@@ -15,6 +15,7 @@
 #include "unit-name-char.h"
 #include "log.h"
 #include "unit-exec.h"
+#include "unit-file.h"
 
 /* The request's result from its per-unit answers: ok when all are; the first
  * failure's error and message are copied to the top (tendctl's exit status). */
@@ -704,12 +705,28 @@ static int request_check_names(const struct control_request *q, char *reason, si
                 bool ok = n[0] != '\0';
                 for (const char *p = n; ok && *p; p++)
                         ok = unit_name_char(*p) || *p == '@';
+                size_t len = strlen(n), cut = len > 64 ? 64 : len;
+                while (cut > 0 && cut < len && ((unsigned char) n[cut] & 0xc0) == 0x80)
+                        cut--; /* never inside a UTF-8 sequence: the answer stays UTF-8 */
                 if (!ok) {
-                        size_t len = strlen(n), cut = len > 64 ? 64 : len;
-                        while (cut > 0 && cut < len && ((unsigned char) n[cut] & 0xc0) == 0x80)
-                                cut--; /* never inside a UTF-8 sequence: the answer stays UTF-8 */
                         snprintf(reason, rsize, "invalid unit name \"%.*s%s\": a unit name has only ASCII letters, "
                                  "digits and \":-_.\\@\"", (int) cut, n, cut < len ? "..." : "");
+                        return -EINVAL;
+                }
+                /* QA19 L6: as systemd, at most 255 characters with the
+                 * ".service" tend adds to a bare name. */
+                bool suffixed = len >= 8 && streq(n + len - 8, ".service");
+                if (len + (suffixed ? 0 : 8) > UNIT_NAME_MAX) {
+                        snprintf(reason, rsize, "invalid unit name \"%.*s...\": longer than %d characters",
+                                 (int) cut, n, UNIT_NAME_MAX);
+                        return -EINVAL;
+                }
+                /* QA19 L6: "t@1.timer" is not t@1.timer.service: a unit type
+                 * tend does not run is refused, never looked up. */
+                const char *other = unit_name_other_suffix(n);
+                if (other) {
+                        snprintf(reason, rsize, "\"%.*s%s\" is a %s unit: tend runs services only", (int) cut, n,
+                                 cut < len ? "..." : "", other + 1);
                         return -EINVAL;
                 }
         }

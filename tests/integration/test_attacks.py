@@ -289,6 +289,29 @@ class DropInLinks(ServiceTestCase):
         self.assertNotIn('a.service', self.statuses(), 'a unit with a refused drop-in was loaded (read in part)')
 
 
+class RequestNames(ServiceTestCase):
+    """QA19 L6: a name of more than 255 characters (with the ".service" a
+    bare name gets) is an invalid unit name, as systemd says; a name with the
+    suffix of a unit type tend does not run ("t@1.timer") is refused, not
+    taken for t@1.timer.service (which tend would load from t@.service)."""
+
+    def test_long_and_other_type_names_refused(self):
+        self.unit('t@', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend()
+        for name, said in (('a' * 248, 'invalid unit name "%s...": longer than 255 characters' % ('a' * 64)),
+                           ('t@1.timer', '"t@1.timer" is a timer unit: tend runs services only'),
+                           ('x.socket', '"x.socket" is a socket unit: tend runs services only')):
+            st, out, err = self.ctl('start', name, check=False)
+            self.assertNotEqual(st, 0, 'tendctl start %s succeeded' % name)
+            self.assertIn(said, err)
+            self.assertEqual(out, '')
+        self.assertEqual(sorted(self.statuses()), [], 'a refused name loaded a unit')
+        self.assertEqual(self.ctl('start', 'a' * 247, check=False)[2].count('longer than'), 0,
+                         '247 characters and ".service" are 255: a valid length')
+        self.ctl('start', 't@1')
+        self.assertEqual(sorted(self.statuses()), ['t@1.service'])
+
+
 class BadFileNames(ServiceTestCase):
     """QA L3: file names in DIR that are not UTF-8 or hold control
     characters reach neither daemon-reload's answer nor tend's log raw: they
