@@ -492,19 +492,24 @@ static void handle_units(struct conn *c, const struct control_request *q) {
 }
 
 /* One failed entry of daemon-reload's answer: the file name (escaped if it
- * must be), its message; the result's own message if it is the first. */
+ * must be), its message; the result's own message if it is the first. A
+ * loaded unit is "not reloaded, left as it is"; a file no unit was loaded
+ * from ("loaded": false) is "not loaded" (QA19 L3). */
 static int reload_failed_entry(json *o, json *units, json *f, bool first) {
         const char *name = "?", *message = "does not load";
+        json *loaded = NULL;
         (void) control_get_string(f, "name", &name);
         (void) control_get_string(f, "message", &message);
+        const char *what = json_object_object_get_ex(f, "loaded", &loaded) && !json_object_get_boolean(loaded)
+                                   ? "not loaded" : "not reloaded, left as it is";
         _cleanup_free_ char *escaped = NULL;
         if (control_name_escape(name, &escaped) < 0) /* QA L3: escaped: true */
                 return -ENOMEM;
         const char *shown = escaped ? escaped : name;
         _cleanup_json_ json *e = answer_unit(shown);
         if (!e || (escaped && json_object_object_add(e, "escaped", json_object_new_boolean(true)) < 0) ||
-            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0 ||
-            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0) ||
+            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: %s: %s", shown, what, message) < 0 ||
+            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: %s: %s", shown, what, message) < 0) ||
             json_object_array_add(units, e) < 0)
                 return -ENOMEM;
         TAKE_PTR(e);

@@ -280,6 +280,8 @@ class DropInLinks(ServiceTestCase):
         said = '%s: a link to something that is not a regular *.conf file: not read' % link
         self.assertIn(said, log)
         self.assertIn(said, out + err, 'the daemon-reload answer does not say why')
+        # QA19 L3: a.service was never loaded: "not loaded", not "not reloaded, left as it is"
+        self.assertIn('a.service: not loaded: ' + said, out + err)
         for text in (log, out + err):
             lines = [ln for ln in text.splitlines() if 'x.conf' in ln and 'a.service.d' in ln]
             self.assertEqual(len(set(ln.split(' tend: ')[-1] for ln in lines)), 1,
