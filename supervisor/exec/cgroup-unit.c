@@ -368,8 +368,7 @@ static void old_signal(struct unit_group *g, int sig) {
 /* kill(-pgid) reaches the group's processes as the kernel lists them at
  * once, forks included. With the leader unreaped its pid cannot have been
  * recycled; once reaped, a group still there is the unit's (group_gone). */
-static int fallback_signal(struct unit_group *g, int sig, bool leader_unreaped) {
-        old_signal(g, sig);
+static int leader_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
         if (g->leader <= 1)
                 return 0;
         if (leader_unreaped) {
@@ -386,6 +385,15 @@ static int fallback_signal(struct unit_group *g, int sig, bool leader_unreaped) 
         if (!leader_unreaped && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP))
                 (void) kill(-g->leader, SIGCONT);
         return 0;
+}
+
+/* The leader's group, then the earlier runs' (none when the leader is
+ * refused: -EPERM means nothing was signalled). */
+static int fallback_signal(struct unit_group *g, int sig, bool leader_unreaped) {
+        int r = leader_signal(g, sig, leader_unreaped);
+        if (r != -EPERM)
+                old_signal(g, sig);
+        return r;
 }
 
 static int fallback_contains(const struct unit_group *g, pid_t pid) {
@@ -522,6 +530,12 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid) {
         pid = pid > 0 ? pid : 0;
         if (!is_cgroup(group) && group->leader > 1 && group->leader != pid)
                 old_keep(group, group->leader);
+        for (unsigned i = 0; i < group->n_old; i++)
+                if (group->old[i] == pid) { /* a leader again: not an earlier run's */
+                        memmove(group->old + i, group->old + i + 1, (group->n_old - i - 1) * sizeof *group->old);
+                        group->n_old--;
+                        break;
+                }
         group->leader = pid;
 }
 
