@@ -475,12 +475,46 @@ class Reexec(ServiceTestCase):
         self.assertEqual(self.st('kept-inactive')['state'], 'inactive')
         self.assertIn('resuming from the previous tend\'s state (format 2)', self.stderr())
 
-    def start_with_state(self, doc, wait_ready=True):
+    def start_with_state(self, doc, **kw):
         """tend started as a re-executed one, its state the document doc (fd 7)."""
         with open(self.path('state.json'), 'w') as f:
             f.write(doc)
         self.start_tend(wrap=['sh', '-c', 'exec 7<"$0" && exec "$@"', self.path('state.json')],
-                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'), wait_ready=wait_ready)
+                        env=dict(os.environ, TEND_REEXEC_STATE_FD='7'), **kw)
+
+    def test_state_without_spawned_judged_by_history(self):
+        """QA19 H1: a format-2 state written before "spawned" existed: a
+        unit the old tend ran (a last exit) had its cgroup's processes
+        spawned by it, left alone at its start; one with no history never
+        ran under it, and what its cgroup holds is a previous tend's, killed."""
+        cg = self.make_cgroup(required=True)
+        planted = {}
+        for name in ('ran', 'never'):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 1000')
+            d = os.path.join(cg, name + '.service')
+            os.mkdir(d)
+            planted[name] = self.start(['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec sleep 1000', d])
+            wait_until(lambda: str(planted[name].pid) in open(os.path.join(d, 'cgroup.procs')).read(), 5,
+                       'the planted process never joined %s' % d)
+
+        def entry(name, history):
+            return ('{"name": "%s.service", "pos": "%s", "result": "%s", "want_up": false, "finished": false, '
+                    '"watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, '
+                    '"since_monotonic": 1000, "deadline": 18446744073709551615, "restarts": 0, "restart_step": 0, '
+                    '"starts": [], %s"started_text_size": 0, "started_text_hash": 0}'
+                    % ((name, 'failed', 'exit-code', '"last_exit_kind": 1, "last_exit_status": 1, '
+                        '"last_exit_core": 0, ') if history else (name, 'inactive', 'success', '')))
+        self.start_with_state('{"version": 2, "control_fd": 0, "control_conns": [], "units": [%s, %s]}'
+                              % (entry('ran', True), entry('never', False)), cgroup=cg)
+        self.ctl('start', 'ran', 'never')
+        self.wait_running('ran')
+        self.wait_running('never')
+        wait_until(lambda: not pid_alive(planted['never'].pid), 5,
+                   lambda: 'the leftover of a unit never run was not killed: %s' % self.stderr()[-2000:])
+        self.assertTrue(pid_alive(planted['ran'].pid), 'the process of a unit the old tend ran was killed: %s'
+                        % self.stderr()[-2000:])
+        self.assertIn('ran.service: Found left-over process %d (sleep)' % planted['ran'].pid, self.stderr())
+        self.assertIn('never.service: killed 1 leftover process of a previous tend', self.stderr())
 
     def test_bad_state_refused_without_abort(self):
         """QA19 L1: a state document whose "units" is not an array made tend
