@@ -949,11 +949,15 @@ class Reexec(ServiceTestCase):
         alerts = self.path('alerts')
         self.unit('alert', "[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo alert >> %s'" % alerts)
         self.unit('job', "[Unit]\nOnFailure=alert.service\n[Service]\nExecStart=/bin/sh -c 'exit 1'")
+        # disabled (tendctl(1) "disable"): not started with DIR's units, where a
+        # handler still starting when job.service fails would not be started again
+        open(os.path.join(self.dir, 'alert.service.disabled'), 'w').close()
         self.start_tend(binary=b)
         said = 'alert.service: starting, as job.service failed (OnFailure=)'
         wait_until(lambda: said in self.stderr(), 10, lambda: 'the handler never started: %s' % self.stderr()[-2000:])
         self.wait_state('alert', lambda z: z['state'] == 'inactive', 5, 'the handler never finished')
-        before = len(self.lines(alerts))  # its own start with DIR's, and the one for job.service
+        before = len(self.lines(alerts))
+        self.assertEqual(before, 1, 'the handler ran %d times for one failure' % before)
         for _ in range(3):
             self.reexec_and_wait()
             # A start the resumed state triggered would be queued by the resume
