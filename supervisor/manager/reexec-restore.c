@@ -18,6 +18,7 @@
 #include "logs-handover.h"
 #include "macro.h"
 #include "reexec.h"
+#include "reexec-cluster.h"
 #include "unit-file.h"
 #include "unit-restore.h"
 
@@ -57,6 +58,7 @@ int manager_resume_begin(struct manager *m) {
                                        version, TEND_STATE_VERSION);
         }
         log_info("re-executed: resuming from the previous tend's state (format %d)", version);
+        reexec_cluster_begin(m); /* cluster: the etcd lease and fences, for cluster_new() */
         return 1;
 }
 

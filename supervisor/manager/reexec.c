@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "reexec.h"
+#include "reexec-cluster.h"
 #include "unit-file.h"
 #include "unit-restore.h"
 
@@ -401,6 +402,8 @@ static int do_exec(struct manager *m) {
                 k = save_control(m, state, false);
         if (k >= 0)
                 k = save_units(m, state, false);
+        if (k >= 0) /* cluster: the etcd lease and the singletons' fences (reexec-cluster.h) */
+                k = reexec_cluster_save(m, state, false);
         int fd = k < 0 ? k : state_memfd(state);
         if (fd < 0)
                 return fd;
@@ -422,6 +425,7 @@ static int do_exec(struct manager *m) {
 static void exec_failed(struct manager *m, int error) {
         (void) save_control(m, NULL, true);
         (void) save_units(m, NULL, true);
+        (void) reexec_cluster_save(m, NULL, true); /* cluster: the fences' fds */
         log_error_errno(error, "re-executing %s failed: %m: tend runs on as it was", saved.path);
         notify_upstream_reloading(m->upstream, false);
 }
@@ -478,12 +482,6 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
         if (m->shutting_down) {
                 snprintf(why, size, "%s", "tend is shutting down");
                 return -EBUSY;
-        }
-        if (m->cluster) {
-                /* The etcd lease and the singletons' fences are not carried across the exec yet:
-                 * the new tend would register anew while the old lease and fences run on. */
-                snprintf(why, size, "%s", "not with --store: the cluster lease is not carried across a re-exec yet");
-                return -EOPNOTSUPP;
         }
         if (m->reexec_retry)
                 return 0; /* one under way: this request shares it */
