@@ -96,7 +96,10 @@ static void single_lose(struct singleton *s, const char *why) {
         s->lost_why = NULL;
         s->releasing = true;
         if (s->fence) {
-                (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+                /* The carried lease ended during a re-exec: another host may hold the key
+                 * already, and the new lease's Dk is no deadline of this key: kill now. */
+                usec_t dk = c->adopt_lost ? now_usec(CLOCK_MONOTONIC) : kill_deadline(c);
+                (void) fence_set(s->fence, dk, s->pid, s->cgroup);
                 s->fence = fence_detach(s->fence); /* it fires at Dk, then exits */
         }
         c->ops->lost(c->userdata, s->name);
