@@ -221,7 +221,8 @@ static int64_t *hosts_time_left(struct cluster *c, const struct mirror *m) {
                 ids[i] = host_lease(m->evs[i]);
                 ms[i] = STORE_ETCD_LEASE_UNKNOWN;
         }
-        if (c->registered && c->etcd && m->n > 0) {
+        /* Not asked while this host's own renewals go unanswered (etcd known away): no wait then. */
+        if (c->registered && c->etcd && !c->lease_late && m->n > 0) {
                 int k = store_etcd_lease_time_left(c->etcd, ids, m->n, HOSTS_TTL_WAIT_USEC, ms);
                 if (k >= 0 && (size_t) k < m->n)
                         log_notice("cluster: etcd %s: %zu of %zu hosts' lease time left not answered within %llu ms",
