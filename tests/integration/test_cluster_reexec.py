@@ -19,8 +19,10 @@ built binary and holds the singleton; B (h2) waits for it.
 3. `tendctl --cluster hosts --json` on B: each host's lease id and a time
    left in (0, TTL], asked of etcd; `tendctl start` of the singleton on B
    exits 1 at once naming A, and B still does not run it;
-4. SIGKILL of A (and its unit) → B runs it within TTL + 1 s: the lease was
-   live and A's presence is its lease, nothing else.
+4. B re-executes too (while waiting): same lease, still sees A holding it;
+5. SIGKILL of A (and its unit) → B runs it within TTL + 1 s: A's lease was
+   live and A's presence is its lease, nothing else; B's wait survived its
+   own re-exec.
 
 Root and cgroup2, and etcd: 77 otherwise. Env: TEND, TENDCTL, ETCD.
 """
@@ -154,6 +156,20 @@ def hosts_view_and_refused_start(b, url, ticks, runner):
     print(f"ok: tendctl start {ts.UNIT} on h2 refused in {took:.2f} s, exit 1: {err.strip()}")
 
 
+def waiter_reexecs(b, url):
+    """h2, waiting for the singleton, re-executes too: same lease, still waiting."""
+    key = f"{ts.PREFIX}/e/hosts/h2"
+    lease = int(etcd_get(url, key)[key]["lease"])
+    r = subprocess.run([ts.TENDCTL, "--control-socket", b.sock, "daemon-reexec"], capture_output=True, timeout=30)
+    check(r.returncode == 0, f"tendctl daemon-reexec on h2 exited {r.returncode}: {r.stderr.decode().strip()}")
+    wait_until(lambda: "units resumed" in b.text(), 15, "h2 never resumed after its re-exec")
+    wait_until(lambda: "Singleton: held by h1" in subprocess.run(
+        [ts.TENDCTL, "--control-socket", b.sock, "status", ts.UNIT], capture_output=True, timeout=20).stdout.decode(),
+        20, "the re-executed h2 does not see the singleton held by h1")
+    check(int(etcd_get(url, key)[key]["lease"]) == lease, "h2 registered anew across its re-exec")
+    print(f"ok: h2 (waiting) re-executed: lease {lease} kept, still sees h1 holding it")
+
+
 def failover_after(a, b, url, ticks, runner):
     t_kill = time.time()
     a.proc.kill()
@@ -192,6 +208,7 @@ def main():
         tends["h2"] = start(tmp, cgroot, "h2", e.url, probe, ticks, TEND)
         runner = reexec_keeps_leases(tends["h1"], tends["h2"], e.url, ticks, binary)
         hosts_view_and_refused_start(tends["h2"], e.url, ticks, runner)
+        waiter_reexecs(tends["h2"], e.url)
         failover_after(tends["h1"], tends["h2"], e.url, ticks, runner)
     except AssertionError:
         for t in tends.values():
