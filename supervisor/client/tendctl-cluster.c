@@ -23,18 +23,28 @@ static const char *field(json *o, const char *key) {
                                                         : json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
 }
 
+/* A host's lease time left ("lease_left_ms", etcd's whole seconds) as "4s"; "-" when unknown. */
+static const char *time_left(json *it, char *buf, size_t size) {
+        json *v;
+        if (!json_object_object_get_ex(it, "lease_left_ms", &v) || !json_object_is_type(v, json_type_int))
+                return "-";
+        snprintf(buf, size, "%" PRId64 "s", json_object_get_int64(v) / 1000);
+        return buf;
+}
+
 static void print_items(const char *view, json *items) {
         size_t n = json_object_array_length(items);
+        char left[32];
         if (streq(view, "hosts"))
-                printf("%-24s %-16s %-8s %-5s %s\n", "HOST", "HOSTNAME", "PID", "TTL", "METADATA");
+                printf("%-24s %-16s %-8s %-5s %-6s %s\n", "HOST", "HOSTNAME", "PID", "TTL", "LEFT", "METADATA");
         else if (streq(view, "list"))
                 printf("%-24s %-32s %-12s %-8s %s\n", "HOST", "UNIT", "STATE", "PID", "RESULT");
         for (size_t i = 0; i < n; i++) {
                 json *it = json_object_array_get_idx(items, i);
                 if (streq(view, "hosts"))
-                        printf("%-24s %-16s %-8s %-5s %s%s\n", field(it, "host"), field(it, "hostname"),
-                               field(it, "pid"), field(it, "ttl_sec"), field(it, "metadata"),
-                               get_bool(it, "self") ? "  (this host)" : "");
+                        printf("%-24s %-16s %-8s %-5s %-6s %s%s\n", field(it, "host"), field(it, "hostname"),
+                               field(it, "pid"), field(it, "ttl_sec"), time_left(it, left, sizeof left),
+                               field(it, "metadata"), get_bool(it, "self") ? "  (this host)" : "");
                 else if (streq(view, "list"))
                         printf("%-24s %-32s %-12s %-8s %s%s\n", field(it, "host"), field(it, "unit"),
                                field(it, "state"), field(it, "main_pid"), field(it, "result"),

@@ -47,3 +47,36 @@ struct store_etcd_options {
  * password), -EACCES (authentication refused), -ENOMEM, an I/O thread error.
  */
 int store_etcd_new(const struct store_etcd_options *opts, struct store **ret);
+
+/* ---- leases carried across daemon-reexec, and asked about (issue 20) ---- */
+
+/*
+ * A lease object for the etcd lease `id` granted earlier (by this process
+ * before a re-exec: docs/cluster.md "Re-executing"), of ttl_usec (whole
+ * seconds, ≥ 1 s) and with expiry (CLOCK_MONOTONIC µs: store_lease_expiry()
+ * as the previous holder knew it; CLOCK_MONOTONIC survives execve). Sends
+ * nothing: store_lease_keep_alive(on) renews it (-ENOENT: it ended
+ * meanwhile). *ret is the caller's (store_lease_free()). Errors: -EINVAL (s
+ * not an etcd store, id ≤ 0, ttl < 1 s), -ENOMEM. Thread-safe.
+ */
+int store_etcd_lease_adopt(struct store *s, int64_t id, usec_t ttl_usec, usec_t expiry,
+                           struct store_lease **ret);
+
+/* l's etcd lease ID, and its TTL as etcd granted it (µs); 0 for NULL or a
+ * lease of another backend. Thread-safe. */
+int64_t store_etcd_lease_id(struct store_lease *l);
+usec_t store_etcd_lease_ttl(struct store_lease *l);
+
+#define STORE_ETCD_LEASE_UNKNOWN INT64_MIN /* no answer in time, or an error */
+#define STORE_ETCD_LEASE_GONE (-1)         /* etcd says the lease does not exist */
+
+/*
+ * etcd's LeaseTimeToLive of each of the n lease ids (any lease, any holder),
+ * asked all at once: ret_ms[i] = the time left in ms (etcd answers whole
+ * seconds), STORE_ETCD_LEASE_GONE, or STORE_ETCD_LEASE_UNKNOWN when no
+ * answer came within wait_usec. Blocks the caller at most wait_usec (the
+ * late answers are dropped). Returns how many were answered (≥ 0), or
+ * -EINVAL, -ENOMEM. Thread-safe.
+ */
+int store_etcd_lease_time_left(struct store *s, const int64_t *ids, size_t n, usec_t wait_usec,
+                               int64_t *ret_ms);

@@ -2,7 +2,8 @@
 /*
  * The cluster agent's state, shared by cluster.c (registration, published
  * records) and cluster-singleton.c (singleton units and their fences).
- * Nothing else includes it. Only with HAVE_STORE_ETCD.
+ * Nothing else includes it but reexec-cluster.c (what a daemon-reexec
+ * carries). Only with HAVE_STORE_ETCD.
  */
 #pragma once
 
@@ -83,6 +84,13 @@ struct cluster {
         sd_event_source *check_timer;     /* every TTL/3 while one is held: the fencing deadlines */
         bool single_snapshot_done;
 
+        /* daemon-reexec: the lease carried (adopt_id: 0 none), taken back by the
+         * registration thread; until it hands over, the fencing deadlines count
+         * from adopt_expiry. adopt_lost: it had ended (the thread registered anew). */
+        int64_t adopt_id;
+        usec_t adopt_ttl, adopt_expiry;
+        bool adopt_lost;
+
         /* the watched prefixes (cluster-view.c): singletons/ (on_event: cluster-singleton.c),
          * hosts/ and units/ (the cluster view) */
         struct mirror mirrors[3];
@@ -103,7 +111,32 @@ struct singleton {
         struct fence *fence;        /* while held */
         pid_t pid;
         char *cgroup;
+        const char *lost_why;       /* carried held without its lease or fence: lost at the first check */
+        int fence_pidfd;            /* a re-exec under way: the fence's pidfd carried (else -1) */
 };
+
+/* What a daemon-reexec carries of the cluster (reexec-cluster.c; docs/cluster.md
+ * "Re-executing"): the host lease and every singleton this host wants. */
+struct carried_single {
+        char *name, *cgroup;        /* owned */
+        usec_t margin;
+        uint64_t token;
+        bool held, releasing;
+        int fence_fd, fence_pidfd;  /* -1: none; owned until adopted */
+        pid_t fence_pid, pid;
+};
+
+struct cluster_carried {
+        int64_t lease_id;           /* 0: none (not registered at the exec) */
+        usec_t ttl, expiry;         /* the lease's TTL as granted, store_lease_expiry() at the exec */
+        struct carried_single *singles;
+        size_t n_singles;
+};
+
+/* reexec-cluster.c: frees cc, closing the fds it still owns. Accepts NULL. */
+void cluster_carried_free(struct cluster_carried *cc);
+/* The state the new tend read, for the next cluster_new() (one agent per process). */
+void cluster_carry_in(struct cluster_carried *cc);
 
 /* cluster.c */
 int cluster_start_registration(struct cluster *c);
@@ -112,6 +145,12 @@ int cluster_start_registration(struct cluster *c);
 /* The mirror of singletons/'s events; a new watch's snapshot starts. */
 void cluster_singles_event(struct cluster *c, const struct store_event *ev);
 void cluster_singles_rewatch(struct cluster *c);
+/* When the fences kill (the lease's expiry − SAFETY − drift; 0: no lease). */
+usec_t cluster_kill_deadline(const struct cluster *c);
+/* The singletons a re-exec carried, back (held ones with their fences). */
+void cluster_singles_adopt(struct cluster *c, struct cluster_carried *cc);
+/* The host lease was renewed or registered: the fences' deadlines move now. */
+void cluster_singles_renewed(struct cluster *c);
 /* Fences stand down, every singleton forgotten. */
 void cluster_singles_free(struct cluster *c);
 

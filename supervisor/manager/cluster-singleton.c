@@ -17,6 +17,7 @@
  * as long as margin = stop timeout + SAFETY + drift < TTL/3.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,15 @@ static struct singleton *single_find(const struct cluster *c, const char *name) 
 
 /* E − SAFETY − drift: when the fence kills (0: the lease is gone or unknown). */
 static usec_t kill_deadline(const struct cluster *c) {
-        usec_t e = c->lease ? store_lease_expiry(c->lease) : 0;
+        /* Before the registration thread hands over (c->lease is its own then), a
+         * lease carried across a re-exec counts from its expiry at the exec. */
+        usec_t e = c->registered && c->lease ? store_lease_expiry(c->lease) : c->adopt_expiry;
         usec_t m = SAFETY_USEC + drift(c);
         return e == USEC_INFINITY ? e : e > m ? e - m : 0;
+}
+
+usec_t cluster_kill_deadline(const struct cluster *c) {
+        return kill_deadline(c);
 }
 
 static usec_t stop_deadline(const struct singleton *s) {
@@ -72,7 +79,7 @@ static void release_done(struct store_op *op, void *userdata) {
 }
 
 static void try_release(struct singleton *s) {
-        if (!s->releasing || s->acquiring || !s->c->etcd)
+        if (!s->releasing || s->acquiring || !s->c->registered || !s->c->etcd)
                 return;
         s->op = (struct store_op) { .type = STORE_OP_DELETE, .keyspace = STORE_EPHEMERAL, .key = s->key,
                                     .expected = s->token, .done = release_done, .userdata = s };
@@ -86,9 +93,13 @@ static void single_lose(struct singleton *s, const char *why) {
         log_warning("%s: singleton: %s (etcd %s): stopping it before its lease can end on etcd", s->name, why,
                     c->endpoints);
         s->held = false;
+        s->lost_why = NULL;
         s->releasing = true;
         if (s->fence) {
-                (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+                /* The carried lease ended during a re-exec: another host may hold the key
+                 * already, and the new lease's Dk is no deadline of this key: kill now. */
+                usec_t dk = c->adopt_lost ? now_usec(CLOCK_MONOTONIC) : kill_deadline(c);
+                (void) fence_set(s->fence, dk, s->pid, s->cgroup);
                 s->fence = fence_detach(s->fence); /* it fires at Dk, then exits */
         }
         c->ops->lost(c->userdata, s->name);
@@ -103,8 +114,10 @@ static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
 
         for (size_t i = 0; i < c->n_singles; i++) {
                 struct singleton *s = c->singles[i];
-                if (s->held && now >= stop_deadline(s))
-                        single_lose(s, c->lease && store_lease_expiry(c->lease) ?
+                if (s->held && s->lost_why)
+                        single_lose(s, s->lost_why);
+                else if (s->held && now >= stop_deadline(s))
+                        single_lose(s, kill_deadline(c) ?
                                     "its lease was not renewed in time" : "its lease has ended");
                 else if (s->held && s->fence)
                         (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
@@ -126,8 +139,8 @@ static void arm_check(struct cluster *c) {
         }
         usec_t at = now_usec(CLOCK_MONOTONIC) + c->o->ttl / 3;
         for (size_t i = 0; i < c->n_singles; i++)
-                if (c->singles[i]->held && stop_deadline(c->singles[i]) < at)
-                        at = stop_deadline(c->singles[i]);
+                if (c->singles[i]->held && (c->singles[i]->lost_why || stop_deadline(c->singles[i]) < at))
+                        at = c->singles[i]->lost_why ? 0 : stop_deadline(c->singles[i]);
         if (c->check_timer) {
                 (void) sd_event_source_set_time(c->check_timer, at);
                 (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_ONESHOT);
@@ -176,7 +189,8 @@ static void try_acquire(struct singleton *s) {
             !c->single_snapshot_done)
                 return;
         char *value = NULL;
-        if (asprintf(&value, "{\"host\":\"%s\"}", c->host_id) < 0)
+        if (asprintf(&value, "{\"host\":\"%s\",\"lease\":\"%lld\"}", c->host_id,
+                     (long long) store_etcd_lease_id(c->lease)) < 0)
                 return;
         s->op = (struct store_op) { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = s->key,
                                     .value = value, .size = strlen(value), .lease = c->lease,
@@ -203,11 +217,23 @@ void cluster_singles_event(struct cluster *c, const struct store_event *ev) {
         free(s->holder);
         s->holder = NULL;
         if (ev->type == STORE_EVENT_PUT) {
-                struct json_object *o = json_tokener_parse(ev->value), *h;
+                struct json_object *o = json_tokener_parse(ev->value), *h, *l;
                 s->holder = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+                bool our_lease = o && json_object_object_get_ex(o, "lease", &l) && c->registered && c->lease &&
+                                 json_object_get_int64(l) == store_etcd_lease_id(c->lease);
                 json_object_put(o);
                 if (s->held && ev->revision != s->token)
                         single_lose(s, "its key was taken over");
+                else if (!s->held && !s->acquiring && !s->releasing && our_lease) {
+                        /* under this tend's live lease, not known held: a create answered after
+                         * a re-exec's exec (nothing ran it): given back, then acquired anew with a fence */
+                        log_notice("%s: singleton: its key is this host's from before a re-exec: released, "
+                                   "acquired anew", s->name);
+                        s->token = ev->revision;
+                        s->releasing = true;
+                        try_release(s);
+                        arm_check(c);
+                }
                 return;
         }
         if (s->held) /* our key went: the lease ended on etcd, or someone deleted it */
@@ -223,6 +249,64 @@ void cluster_singles_rewatch(struct cluster *c) {
                 free(c->singles[i]->holder);
                 c->singles[i]->holder = NULL;
         }
+}
+
+/* ---- daemon-reexec (reexec-cluster.c) ---- */
+
+/* A carried singleton's fence, taken back: alive (its pidfd not readable: it
+ * has not fired) → 0; gone → -ESRCH. */
+static int adopt_fence(struct singleton *s, struct carried_single *cs) {
+        struct pollfd p = { .fd = cs->fence_pidfd, .events = POLLIN };
+        if (cs->fence_fd < 0 || cs->fence_pidfd < 0 || poll(&p, 1, 0) != 0)
+                return -ESRCH;
+        int k = fence_adopt(cs->fence_fd, cs->fence_pid, &s->fence);
+        if (k >= 0)
+                cs->fence_fd = -1;
+        return k;
+}
+
+void cluster_singles_adopt(struct cluster *c, struct cluster_carried *cc) {
+        for (size_t i = 0; i < cc->n_singles; i++) {
+                struct carried_single *cs = &cc->singles[i];
+                struct singleton **a = reallocarray(c->singles, c->n_singles + 1, sizeof(*a));
+                struct singleton *s = a ? calloc(1, sizeof(*s)) : NULL;
+                if (a)
+                        c->singles = a;
+                if (!s || !(s->name = strdup(cs->name)) || asprintf(&s->key, "singletons/%s", cs->name) < 0) {
+                        log_error("%s: singleton: not carried across the re-exec (out of memory)", cs->name);
+                        if (s)
+                                free(s->name);
+                        free(s);
+                        continue;
+                }
+                *s = (struct singleton) { .c = c, .name = s->name, .key = s->key, .margin = cs->margin,
+                                          .token = cs->token, .releasing = cs->releasing, .pid = cs->pid,
+                                          .cgroup = TAKE_PTR(cs->cgroup), .fence_pidfd = -1 };
+                c->singles[c->n_singles++] = s;
+                if (!cs->held)
+                        continue;
+                int k = c->adopt_id ? adopt_fence(s, cs) : -ENOENT;
+                s->held = true;
+                s->holder = strdup(c->host_id);
+                if (k < 0) { /* lost at the first check, in the loop: the units are loaded by then */
+                        s->lost_why = k == -ENOENT ? "the host lease was not carried across the re-exec" :
+                                      "its fence process did not survive the re-exec";
+                        continue;
+                }
+                (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
+                log_notice("%s: singleton still held by this host across the re-exec (fencing token %llu, fence %d)",
+                           s->name, (unsigned long long) s->token, (int) fence_pid(s->fence));
+        }
+        arm_check(c);
+}
+
+void cluster_singles_renewed(struct cluster *c) {
+        if (c->adopt_lost)
+                for (size_t i = 0; i < c->n_singles; i++)
+                        if (c->singles[i]->held)
+                                single_lose(c->singles[i], "the host lease ended during the re-exec");
+        if (c->n_singles > 0)
+                (void) on_check(NULL, 0, c);
 }
 
 void cluster_singles_free(struct cluster *c) {
@@ -266,6 +350,7 @@ int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_time
         }
         s->c = c;
         s->margin = margin;
+        s->fence_pidfd = -1;
         c->singles[c->n_singles++] = s;
         log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
         try_acquire(s);

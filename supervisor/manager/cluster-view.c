@@ -196,15 +196,57 @@ static void take(struct json_object *to, const char *to_key, struct json_object 
         json_object_object_add(to, to_key, json_object_object_get_ex(from, key, &v) ? json_object_get(v) : NULL);
 }
 
-/* hosts: host, hostname, pid, metadata, lease TTL, and whether it is this one. */
+/* The etcd lease id a host's value names ("lease", decimal text; 0: none). */
+static int64_t host_lease(const struct store_event *ev) {
+        struct json_object *v = parse_value(ev), *l;
+        const char *t = json_object_object_get_ex(v, "lease", &l) ? json_object_get_string(l) : NULL;
+        int64_t id = t ? strtoll(t, NULL, 10) : 0;
+        json_object_put(v);
+        return id;
+}
+
+/* Each host's lease time left, asked of etcd now (LeaseTimeToLive, all at once;
+ * docs/cluster.md §4b): ms[i] in ms, or STORE_ETCD_LEASE_UNKNOWN/_GONE. The loop
+ * waits at most HOSTS_TTL_WAIT_USEC for the answers: the control protocol has no
+ * deferred answer (yet), and a view without the times beats a stalled tend. */
+#define HOSTS_TTL_WAIT_USEC (500 * USEC_PER_MSEC)
+static int64_t *hosts_time_left(struct cluster *c, const struct mirror *m) {
+        int64_t *ids = calloc(m->n ?: 1, sizeof(*ids)), *ms = calloc(m->n ?: 1, sizeof(*ms));
+        if (!ids || !ms) {
+                free(ids);
+                free(ms);
+                return NULL;
+        }
+        for (size_t i = 0; i < m->n; i++) {
+                ids[i] = host_lease(m->evs[i]);
+                ms[i] = STORE_ETCD_LEASE_UNKNOWN;
+        }
+        /* Not asked while this host's own renewals go unanswered (etcd known away): no wait then. */
+        if (c->registered && c->etcd && !c->lease_late && m->n > 0) {
+                int k = store_etcd_lease_time_left(c->etcd, ids, m->n, HOSTS_TTL_WAIT_USEC, ms);
+                if (k >= 0 && (size_t) k < m->n)
+                        log_notice("cluster: etcd %s: %zu of %zu hosts' lease time left not answered within %llu ms",
+                                   c->endpoints, m->n - (size_t) k, m->n,
+                                   (unsigned long long) (HOSTS_TTL_WAIT_USEC / USEC_PER_MSEC));
+        }
+        free(ids);
+        return ms;
+}
+
+/* hosts: host, hostname, pid, metadata, lease (id, TTL, time left), and whether it is this one. */
 static int view_hosts(struct cluster *c, struct json_object *items) {
         const struct mirror *m = &c->mirrors[MIRROR_HOSTS];
+        _cleanup_free_ int64_t *left = hosts_time_left(c, m);
+        if (!left)
+                return -ENOMEM;
         for (size_t i = 0; i < m->n; i++) {
                 struct json_object *v = parse_value(m->evs[i]), *it = json_object_new_object();
                 json_object_object_add(it, "host", json_object_new_string(m->evs[i]->key + strlen("hosts/")));
                 take(it, "hostname", v, "hostname");
                 take(it, "pid", v, "pid");
                 take(it, "ttl_sec", v, "ttl_sec");
+                take(it, "lease", v, "lease");
+                json_object_object_add(it, "lease_left_ms", left[i] >= 0 ? json_object_new_int64(left[i]) : NULL);
                 take(it, "metadata", v, "metadata");
                 json_object_object_add(it, "self", json_object_new_boolean(
                                                            streq(m->evs[i]->key + strlen("hosts/"), c->host_id)));

@@ -41,6 +41,14 @@ const char *cluster_host_id(const struct cluster *c) {
         return c->host_id;
 }
 
+/* A re-exec's carried state, until cluster_new() takes it. */
+static struct cluster_carried *carried_pending;
+
+void cluster_carry_in(struct cluster_carried *cc) {
+        cluster_carried_free(carried_pending);
+        carried_pending = cc;
+}
+
 /* Whether "K=V" is one of the comma-separated pairs of list. */
 static bool pair_listed(const char *list, const char *pair) {
         size_t n = strlen(pair);
@@ -112,8 +120,12 @@ static int host_id_valid(const char *id) {
         return 0;
 }
 
-/* hosts/HOST's value: {"host", "hostname", "pid", "ttl_sec", "metadata": {K: V}}. */
-static int make_host_value(struct cluster *c) {
+/* hosts/HOST's value: {"host", "hostname", "pid", "ttl_sec", "lease", "metadata": {K: V}};
+ * "lease" is the etcd lease id (decimal text; 0 before the grant): `--cluster hosts`
+ * asks etcd for its time left. */
+static int make_host_value(struct cluster *c, int64_t lease) {
+        char lease_text[32];
+        snprintf(lease_text, sizeof lease_text, "%lld", (long long) lease);
         char hostname[256] = "";
         (void) gethostname(hostname, sizeof hostname - 1);
         struct json_object *o = json_object_new_object(), *md = json_object_new_object();
@@ -121,6 +133,7 @@ static int make_host_value(struct cluster *c) {
         json_object_object_add(o, "hostname", json_object_new_string(hostname));
         json_object_object_add(o, "pid", json_object_new_int64(getpid()));
         json_object_object_add(o, "ttl_sec", json_object_new_int64((int64_t) (c->o->ttl / USEC_PER_SEC)));
+        json_object_object_add(o, "lease", json_object_new_string(lease_text));
         for (const char *p = c->o->metadata; p && *p;) {
                 const char *end = strchrnul(p, ','), *eq = memchr(p, '=', (size_t) (end - p));
                 if (!eq) {
@@ -134,6 +147,7 @@ static int make_host_value(struct cluster *c) {
                 p = *end ? end + 1 : end;
         }
         json_object_object_add(o, "metadata", md);
+        free(c->host_value);
         c->host_value = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
         return c->host_value ? 0 : -ENOMEM;
@@ -160,7 +174,7 @@ static int configure(struct cluster *c) {
                 .endpoints = c->endpoints, .prefix = c->prefix, .ca_file = o->ca,
                 .cert_file = o->cert, .key_file = o->key, .user = o->user, .password = c->password,
         };
-        return make_host_value(c);
+        return make_host_value(c, 0);
 }
 
 /* ---- registration (its own thread: these calls exist only blocking) ---- */
@@ -184,7 +198,9 @@ static int register_once(struct cluster *c) {
                 return -ENOMEM;
         if ((k = store_lease_grant(c->etcd, c->o->ttl, &l)) < 0)
                 return k;
-        k = store_lease_keep_alive(l, true);
+        k = make_host_value(c, store_etcd_lease_id(l));
+        if (k >= 0)
+                k = store_lease_keep_alive(l, true);
         size_t n = strlen(c->host_value);
         if (k >= 0)
                 k = store_create_leased(c->etcd, key, c->host_value, n, l, NULL);
@@ -201,12 +217,40 @@ static int register_once(struct cluster *c) {
         return 0;
 }
 
+/* daemon-reexec: the lease the previous tend held, renewed at once (its host
+ * key and singleton keys live on under it); one that ended meanwhile
+ * (-ENOENT) is let go: a registration anew (adopt_lost: the loop stops what
+ * it carried as held). */
+static int adopt_once(struct cluster *c) {
+        struct store_lease *l = NULL;
+        int k;
+
+        if (!c->etcd && (k = store_etcd_new(&c->eo, &c->etcd)) < 0)
+                return k;
+        if ((k = store_etcd_lease_adopt(c->etcd, c->adopt_id, c->adopt_ttl, c->adopt_expiry, &l)) < 0)
+                return k;
+        k = store_lease_keep_alive(l, true);
+        if (k == -ENOENT) {
+                log_warning("cluster: etcd %s: host %s's lease %lld ended during the re-exec: registering anew",
+                            c->endpoints, c->host_id, (long long) c->adopt_id);
+                store_lease_free(l);
+                c->adopt_lost = true;
+                return register_once(c);
+        }
+        if (k < 0) {
+                store_lease_free(l);
+                return k;
+        }
+        c->lease = l;
+        return 0;
+}
+
 static void *registration_thread(void *userdata) {
         struct cluster *c = userdata;
         usec_t delay = BACKOFF_FIRST_USEC;
 
         for (;;) {
-                int k = c->lease ? 0 : register_once(c);
+                int k = c->lease ? 0 : c->adopt_id && !c->adopt_lost ? adopt_once(c) : register_once(c);
                 if (k >= 0)
                         k = cluster_mirrors_open(c);
                 if (k >= 0)
@@ -454,10 +498,17 @@ static int on_registered(sd_event_source *s, int fd, uint32_t revents, void *use
         c->thread_running = false;
         if (!c->etcd_src && sd_event_add_io(c->event, &c->etcd_src, store_get_fd(c->etcd), EPOLLIN, on_etcd, c) < 0)
                 log_warning("cluster: cannot poll the etcd store: records not published");
-        if (!c->registered)
+        if (!c->registered && c->adopt_id && !c->adopt_lost)
+                log_info("cluster: host %s kept its lease %lld in etcd %s across the re-exec", c->host_id,
+                         (long long) c->adopt_id, c->endpoints);
+        else if (!c->registered)
                 log_info("cluster: host %s registered in etcd %s (prefix %s, lease %llu s)", c->host_id,
                          c->endpoints, c->prefix, (unsigned long long) (c->o->ttl / USEC_PER_SEC));
         c->registered = true;
+        c->adopt_id = 0;
+        c->adopt_expiry = 0;
+        cluster_singles_renewed(c); /* the fences move now (or, the carried lease lost, the units stop) */
+        c->adopt_lost = false;
         arm_lease_timer(c, store_lease_expiry(c->lease));
         cluster_mirrors_start(c);
         for (size_t i = 0; i < c->n_pub; i++) /* each copy again: etcd may have lost them */
@@ -477,6 +528,8 @@ int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store 
         c->event = sd_event_ref(e);
         c->o = o;
         c->local = local;
+        struct cluster_carried *cc = carried_pending;
+        carried_pending = NULL;
         c->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         int k = c->done_fd < 0 || c->stop_fd < 0 ? negative_errno() : configure(c);
@@ -484,6 +537,13 @@ int cluster_new(sd_event *e, const struct tend_cluster_options *o, struct store 
                 k = sd_event_add_io(e, &c->done_src, c->done_fd, EPOLLIN, on_registered, c);
         if (k >= 0)
                 k = watch_local(c);
+        if (k >= 0 && cc) { /* daemon-reexec: before the thread, which takes the lease back */
+                c->adopt_id = cc->lease_id;
+                c->adopt_ttl = cc->ttl;
+                c->adopt_expiry = cc->lease_id ? cc->expiry : 0;
+                cluster_singles_adopt(c, cc);
+        }
+        cluster_carried_free(cc);
         if (k >= 0)
                 k = cluster_start_registration(c);
         if (k < 0) {

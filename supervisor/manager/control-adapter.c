@@ -85,6 +85,9 @@ static int ctl_start(void *userdata, const char *name, bool restart, sf_waiter *
                 return -ENOENT;
         if (m->shutting_down)
                 return -ESHUTDOWN;
+        int refused = manager_cluster_start_refused(m, u, ret_waiter); /* cluster: a singleton held elsewhere */
+        if (refused != 0)
+                return refused < 0 ? refused : 0;
         sf_resolution *r = NULL;
         int k = sf_table_join(m->flights, u->name, ret_waiter, &r);
         if (k < 0)

@@ -169,3 +169,24 @@ struct fence *fence_detach(struct fence *f) {
 pid_t fence_pid(const struct fence *f) {
         return f->pid;
 }
+
+int fence_adopt(int fd, pid_t pid, struct fence **ret) {
+        if (fd < 0 || pid <= 0)
+                return -EINVAL;
+        struct fence *f = malloc(sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        int flags = fcntl(fd, F_GETFD);
+        if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+                int k = negative_errno();
+                free(f);
+                return k;
+        }
+        *f = (struct fence) { .fd = fd, .pid = pid };
+        *ret = f;
+        return 0;
+}
+
+int fence_fd(const struct fence *f) {
+        return f->fd;
+}

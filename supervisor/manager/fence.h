@@ -45,3 +45,11 @@ struct fence *fence_detach(struct fence *f);
 
 /* Its pid (tests, logs). */
 pid_t fence_pid(const struct fence *f);
+
+/* daemon-reexec (docs/cluster.md "Re-executing"): the fence's pipe write end
+ * (the caller clears its O_CLOEXEC for the exec, never closes it), and a
+ * fence taken back from it by the new tend: fd (now the new fence's, made
+ * O_CLOEXEC again) and the fence's pid (still tend's child). Returns 0 and
+ * *ret (fence_free()), or -EINVAL, -ENOMEM, fcntl's errors. */
+int fence_fd(const struct fence *f);
+int fence_adopt(int fd, pid_t pid, struct fence **ret);

@@ -294,6 +294,11 @@ int manager_add_unit(struct manager *m, struct unit_file *f);
 void manager_start_unit(struct manager *m, struct unit *u);
 /* units.c, etcd: what the cluster agent asks of the manager (singletons). */
 extern const struct cluster_ops manager_cluster_ops;
+/* cluster-start.c, etcd: a start or restart of u asked by a client, refused when u is a
+ * singleton another host holds (docs/cluster.md §5): 1 with *ret_waiter answered at once
+ * ("did not start", the holder named; this host then stands by for it), 0 when not such
+ * a unit (start it as usual), or sf_table_join()'s negative errno. */
+int manager_cluster_start_refused(struct manager *m, struct unit *u, sf_waiter **ret_waiter);
 
 /* Stops u at once: its flight cancelled (or the stop queued behind a
  * publishing one), then the stop sequence. */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "logs-handover.h"
 #include "macro.h"
 #include "reexec.h"
+#include "reexec-cluster.h"
 #include "unit-file.h"
 #include "unit-restore.h"
 
@@ -260,6 +262,7 @@ int manager_resume_begin(struct manager *m) {
                 units_validate(units);
         control_validate(m->resumed);
         log_info("re-executed: resuming from the previous tend's state (format %d)", version);
+        reexec_cluster_begin(m); /* cluster: the etcd lease and fences, for cluster_new() */
         return 1;
 }
 
@@ -568,15 +571,18 @@ static struct unit *resume_find(struct manager *m, const char *name) {
 
 /* The messages logged while a re-executed tend loads DIR, held until the
  * units are known: a file whose text is the one the previous tend loaded had
- * its messages logged by it already. Single-threaded: at load, no other
- * thread of tend's logs (--store, whose threads do, does not re-execute). */
+ * its messages logged by it already. With --store, the cluster's threads
+ * (started before the load) may log meanwhile: theirs are held too, under
+ * the lock, and logged after it (none names a unit file). */
 static struct {
         struct { int level; char *msg; } *v;
         size_t n, cap;
         unsigned lost;
+        bool holding; /* under held_lock: once false, a late message goes out as it comes */
 } held;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void hold_message(int level, const char *msg, void *userdata) {
+static void hold_message_locked(int level, const char *msg) {
         if (held.n == held.cap) {
                 size_t cap = held.cap ? 2 * held.cap : 64;
                 void *v = reallocarray(held.v, cap, sizeof *held.v);
@@ -594,6 +600,15 @@ static void hold_message(int level, const char *msg, void *userdata) {
         }
         held.v[held.n].level = level;
         held.v[held.n++].msg = copy;
+}
+
+static void hold_message(int level, const char *msg, void *userdata) {
+        pthread_mutex_lock(&held_lock);
+        if (held.holding)
+                hold_message_locked(level, msg);
+        else
+                log_internal(level, 0, "%s", msg); /* the sink is gone: written out */
+        pthread_mutex_unlock(&held_lock);
 }
 
 /* The previous tend's entry of unit name in the state, NULL if none. */
@@ -661,9 +676,13 @@ static bool message_repeated(struct manager *m, const char *msg) {
 }
 
 int manager_resume_load_units(struct manager *m) {
+        held.holding = true;
         log_set_sink(hold_message, NULL);
         int k = manager_load_units(m);
         log_set_sink(NULL, NULL);
+        pthread_mutex_lock(&held_lock); /* a thread's message under way is in, a later one goes out */
+        held.holding = false;
+        pthread_mutex_unlock(&held_lock);
         size_t dropped = 0;
         for (size_t i = 0; i < held.n; i++) {
                 if (message_repeated(m, held.v[i].msg))

@@ -25,6 +25,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "reexec.h"
+#include "reexec-cluster.h"
 #include "unit-file.h"
 #include "unit-restore.h"
 
@@ -572,6 +573,8 @@ static int do_exec(struct manager *m) {
                 k = save_control(m, state, false);
         if (k >= 0)
                 k = save_units(m, state, false);
+        if (k >= 0) /* cluster: the etcd lease and the singletons' fences (reexec-cluster.h) */
+                k = reexec_cluster_save(m, state, false);
         int fd = k < 0 ? k : state_memfd(state);
         if (fd < 0)
                 return fd;
@@ -594,6 +597,7 @@ static void exec_failed(struct manager *m, int error) {
         char why[PATH_MAX + 64];
         (void) save_control(m, NULL, true);
         (void) save_units(m, NULL, true);
+        (void) reexec_cluster_save(m, NULL, true); /* cluster: the fences' fds */
         snprintf(why, sizeof why, "executing %s failed: %s: tend runs on as it was", saved.path, strerror(-error));
         reexec_abandon(m, why);
         notify_upstream_reloading(m->upstream, false);
@@ -655,12 +659,6 @@ int manager_reexec_request(struct manager *m, char *why, size_t size) {
         if (m->shutting_down) {
                 snprintf(why, size, "%s", "tend is shutting down");
                 return -EBUSY;
-        }
-        if (m->cluster) {
-                /* The etcd lease and the singletons' fences are not carried across the exec yet:
-                 * the new tend would register anew while the old lease and fences run on. */
-                snprintf(why, size, "%s", "not with --store: the cluster lease is not carried across a re-exec yet");
-                return -EOPNOTSUPP;
         }
         if (m->reexec_retry || check)
                 return 0; /* one under way: this request shares it */

@@ -805,6 +805,53 @@ static void test_smoke(void **state) {
         }
 }
 
+/*
+ * etcd only (issue 20, daemon-reexec): a lease granted by one store object is
+ * taken back by another (as a re-executed tend does, by its id) and kept
+ * alive by it: its key outlives the first object's keep-alive by 2.5 TTLs;
+ * LeaseTimeToLive answers its time left (≤ TTL) and "gone" for a lease
+ * that does not exist; once revoked, adopting it again renews nothing (-ENOENT).
+ */
+static void test_lease_adopt(void **state) {
+#ifdef HAVE_STORE_ETCD
+        struct store *s = *state;
+        _cleanup_store_unref_ struct store *s2 = NULL;
+        _cleanup_store_lease_free_ struct store_lease *l2 = NULL, *l3 = NULL;
+        struct store_lease *l = NULL;
+        uint64_t r = 0;
+
+        if (!use_etcd)
+                skip();
+        assert_int_equal(store_lease_grant(s, ttl, &l), 0);
+        assert_int_equal(store_create_leased(s, "adopt/k", "v", 1, l, &r), 1);
+        assert_int_equal(store_lease_keep_alive(l, true), 0);
+        int64_t id = store_etcd_lease_id(l);
+        usec_t granted = store_etcd_lease_ttl(l), expiry = store_lease_expiry(l);
+        assert_true(id > 0 && granted >= ttl);
+        l = store_lease_free(l); /* its keep-alive stops; the lease lives on */
+        assert_int_equal(new_store(0, NULL, &s2), 0);
+        assert_int_equal(store_etcd_lease_adopt(s2, id, granted, expiry, &l2), 0);
+        assert_int_equal(store_etcd_lease_id(l2), id);
+        assert_int_equal(store_lease_expiry(l2), expiry);
+        assert_int_equal(store_lease_keep_alive(l2, true), 0);
+        usleep((useconds_t) (ttl * 5 / 2));
+        expect_stored(s, STORE_EPHEMERAL, "adopt/k", "v", r);
+        assert_true(store_lease_expiry(l2) > now_usec(CLOCK_MONOTONIC));
+        int64_t ids[2] = { id, 1 }, left[2] = { 0, 0 };
+        assert_int_equal(store_etcd_lease_time_left(s2, ids, 2, 2 * USEC_PER_SEC, left), 2);
+        if (left[0] <= 0 || (usec_t) left[0] * MS > granted)
+                fail_msg("lease %" PRId64 ": %" PRId64 " ms left, want (0, %" PRIu64 "]", id, left[0], granted / MS);
+        assert_int_equal(left[1], STORE_ETCD_LEASE_GONE);
+        assert_int_equal(store_lease_revoke(l2), 0);
+        expect_absent(s, STORE_EPHEMERAL, "adopt/k");
+        assert_int_equal(store_etcd_lease_adopt(s2, id, granted, expiry, &l3), 0);
+        assert_int_equal(store_lease_keep_alive(l3, true), -ENOENT);
+        assert_int_equal(store_etcd_lease_adopt(s2, 0, granted, expiry, &l3), -EINVAL);
+#else
+        skip();
+#endif
+}
+
 int main(void) {
         const char *backend = env("TEST_STORE_BACKEND");
 
@@ -841,6 +888,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_lease_keep_alive, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lease_revoke, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lease_idle_cost, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lease_adopt, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_smoke, setup, teardown),
         };
         const char *only = env("TEST_STORE_ONLY");
