@@ -15,3 +15,18 @@ static inline bool unit_name_char(char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                (c != '\0' && strchr(":-_.\\", c) != NULL);
 }
+
+/* The suffix (".timer", ".socket", …) when name ends with that of a systemd
+ * unit type other than service, which tend does not run; else NULL. Only the
+ * end is looked at: "foo.bar" names foo.bar.service. */
+static inline const char *unit_name_other_suffix(const char *name) {
+        static const char *const types[] = { ".target", ".socket", ".mount", ".automount", ".swap", ".path",
+                                             ".timer", ".device", ".slice", ".scope" };
+        size_t n = strlen(name);
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+                size_t t = strlen(types[i]);
+                if (n > t && strcmp(name + n - t, types[i]) == 0)
+                        return types[i];
+        }
+        return NULL;
+}

@@ -15,6 +15,7 @@
 #include "unit-name-char.h"
 #include "log.h"
 #include "unit-exec.h"
+#include "unit-file.h"
 
 /* The request's result from its per-unit answers: ok when all are; the first
  * failure's error and message are copied to the top (tendctl's exit status). */
@@ -491,19 +492,24 @@ static void handle_units(struct conn *c, const struct control_request *q) {
 }
 
 /* One failed entry of daemon-reload's answer: the file name (escaped if it
- * must be), its message; the result's own message if it is the first. */
+ * must be), its message; the result's own message if it is the first. A
+ * loaded unit is "not reloaded, left as it is"; a file no unit was loaded
+ * from ("loaded": false) is "not loaded" (QA19 L3). */
 static int reload_failed_entry(json *o, json *units, json *f, bool first) {
         const char *name = "?", *message = "does not load";
+        json *loaded = NULL;
         (void) control_get_string(f, "name", &name);
         (void) control_get_string(f, "message", &message);
+        const char *what = json_object_object_get_ex(f, "loaded", &loaded) && !json_object_get_boolean(loaded)
+                                   ? "not loaded" : "not reloaded, left as it is";
         _cleanup_free_ char *escaped = NULL;
         if (control_name_escape(name, &escaped) < 0) /* QA L3: escaped: true */
                 return -ENOMEM;
         const char *shown = escaped ? escaped : name;
         _cleanup_json_ json *e = answer_unit(shown);
         if (!e || (escaped && json_object_object_add(e, "escaped", json_object_new_boolean(true)) < 0) ||
-            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0 ||
-            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: not reloaded, left as it is: %s", shown, message) < 0) ||
+            answer_set_error(e, CONTROL_ERROR_FAILED, "%s: %s: %s", shown, what, message) < 0 ||
+            (first && answer_set_error(o, CONTROL_ERROR_FAILED, "%s: %s: %s", shown, what, message) < 0) ||
             json_object_array_add(units, e) < 0)
                 return -ENOMEM;
         TAKE_PTR(e);
@@ -704,12 +710,28 @@ static int request_check_names(const struct control_request *q, char *reason, si
                 bool ok = n[0] != '\0';
                 for (const char *p = n; ok && *p; p++)
                         ok = unit_name_char(*p) || *p == '@';
+                size_t len = strlen(n), cut = len > 64 ? 64 : len;
+                while (cut > 0 && cut < len && ((unsigned char) n[cut] & 0xc0) == 0x80)
+                        cut--; /* never inside a UTF-8 sequence: the answer stays UTF-8 */
                 if (!ok) {
-                        size_t len = strlen(n), cut = len > 64 ? 64 : len;
-                        while (cut > 0 && cut < len && ((unsigned char) n[cut] & 0xc0) == 0x80)
-                                cut--; /* never inside a UTF-8 sequence: the answer stays UTF-8 */
                         snprintf(reason, rsize, "invalid unit name \"%.*s%s\": a unit name has only ASCII letters, "
                                  "digits and \":-_.\\@\"", (int) cut, n, cut < len ? "..." : "");
+                        return -EINVAL;
+                }
+                /* QA19 L6: as systemd, at most 255 characters with the
+                 * ".service" tend adds to a bare name. */
+                bool suffixed = len >= 8 && streq(n + len - 8, ".service");
+                if (len + (suffixed ? 0 : 8) > UNIT_NAME_MAX) {
+                        snprintf(reason, rsize, "invalid unit name \"%.*s...\": longer than %d characters",
+                                 (int) cut, n, UNIT_NAME_MAX);
+                        return -EINVAL;
+                }
+                /* QA19 L6: "t@1.timer" is not t@1.timer.service: a unit type
+                 * tend does not run is refused, never looked up. */
+                const char *other = unit_name_other_suffix(n);
+                if (other) {
+                        snprintf(reason, rsize, "\"%.*s%s\" is a %s unit: tend runs services only", (int) cut, n,
+                                 cut < len ? "..." : "", other + 1);
                         return -EINVAL;
                 }
         }

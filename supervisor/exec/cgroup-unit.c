@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "log.h"
 #include "macro.h"
 #include "proc-scan.h"
 #include "time-util.h"
@@ -38,6 +39,10 @@ struct unit_group {
         int events_fd;            /* CGROUP: cgroup.events, open within a call and while watched
                                    * (from unit_group_events_fd to unit_group_events_close) */
         pid_t leader;             /* FALLBACK: the session leader, 0 if none */
+        pid_t *old;               /* FALLBACK: earlier leaders' groups that still had members
+                                   * when a new leader came (KillMode=process survivors of an
+                                   * earlier run, QA19 M1), NULL until the first; owned */
+        unsigned char n_old;      /* entries of old[], at most UNIT_GROUP_MAX_OLD */
         bool removed;
         bool made;                /* CGROUP: the cgroup exists and is the unit's to use */
         bool spawning;            /* CGROUP: dir_fd is lent to a spawn's attr */
@@ -305,14 +310,65 @@ static bool group_gone(pid_t pgid) {
         return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
-static int fallback_populated(const struct unit_group *g) {
-        return g->leader > 1 && !group_gone(g->leader);
+/* The earlier groups that are gone are forgotten: each is asked once per
+ * call, one system call each (at most UNIT_GROUP_MAX_OLD). */
+static void old_prune(struct unit_group *g) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < g->n_old; i++)
+                if (!group_gone(g->old[i]))
+                        g->old[n++] = g->old[i];
+        g->n_old = (unsigned char) n;
+}
+
+/* A leader is replaced (a new start, a forking daemon's own group): its
+ * group is kept while it has members, so that stop, shutdown and "empty"
+ * reach them as the unit's cgroup would. Past UNIT_GROUP_MAX_OLD groups the
+ * oldest is forgotten, with a warning: its processes are tend's no more. */
+static void old_keep(struct unit_group *g, pid_t pgid) {
+        old_prune(g);
+        if (pgid <= 1 || group_gone(pgid))
+                return;
+        for (unsigned i = 0; i < g->n_old; i++)
+                if (g->old[i] == pgid)
+                        return;
+        if (!g->old) {
+                g->old = calloc(UNIT_GROUP_MAX_OLD, sizeof *g->old);
+                if (!g->old) {
+                        log_warning("%s: the processes left in process group %d are no longer tracked (out of memory): "
+                                    "stop and shutdown will not reach them", g->name, (int) pgid);
+                        return;
+                }
+        }
+        if (g->n_old == UNIT_GROUP_MAX_OLD) {
+                log_warning("%s: %d process groups of earlier runs still have processes: the oldest, %d, is no "
+                            "longer tracked (stop and shutdown will not reach it)", g->name, UNIT_GROUP_MAX_OLD,
+                            (int) g->old[0]);
+                memmove(g->old, g->old + 1, (UNIT_GROUP_MAX_OLD - 1) * sizeof *g->old);
+                g->n_old--;
+        }
+        g->old[g->n_old++] = pgid;
+}
+
+static int fallback_populated(struct unit_group *g) {
+        old_prune(g);
+        return (g->leader > 1 && !group_gone(g->leader)) || g->n_old > 0;
+}
+
+/* kill(-pgid) of each earlier group: their leaders are long reaped, so a
+ * group that still exists is the unit's (group_gone). */
+static void old_signal(struct unit_group *g, int sig) {
+        old_prune(g);
+        for (unsigned i = 0; i < g->n_old; i++) {
+                (void) kill(-g->old[i], sig);
+                if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+                        (void) kill(-g->old[i], SIGCONT);
+        }
 }
 
 /* kill(-pgid) reaches the group's processes as the kernel lists them at
  * once, forks included. With the leader unreaped its pid cannot have been
  * recycled; once reaped, a group still there is the unit's (group_gone). */
-static int fallback_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
+static int leader_signal(const struct unit_group *g, int sig, bool leader_unreaped) {
         if (g->leader <= 1)
                 return 0;
         if (leader_unreaped) {
@@ -329,6 +385,15 @@ static int fallback_signal(const struct unit_group *g, int sig, bool leader_unre
         if (!leader_unreaped && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP))
                 (void) kill(-g->leader, SIGCONT);
         return 0;
+}
+
+/* The leader's group, then the earlier runs' (none when the leader is
+ * refused: -EPERM means nothing was signalled). */
+static int fallback_signal(struct unit_group *g, int sig, bool leader_unreaped) {
+        int r = leader_signal(g, sig, leader_unreaped);
+        if (r != -EPERM)
+                old_signal(g, sig);
+        return r;
 }
 
 static int fallback_contains(const struct unit_group *g, pid_t pid) {
@@ -367,6 +432,7 @@ struct unit_group *unit_group_free(struct unit_group *g) {
                 return NULL;
         safe_close(g->dir_fd);
         safe_close(g->events_fd);
+        free(g->old);
         if (g->name_owned)
                 free((char *) g->name);
         free(g);
@@ -459,8 +525,36 @@ char *unit_group_dir(const struct unit_group *group) {
 }
 
 void unit_group_set_leader(struct unit_group *group, pid_t pid) {
-        if (group)
-                group->leader = pid > 0 ? pid : 0;
+        if (!group)
+                return;
+        pid = pid > 0 ? pid : 0;
+        if (!is_cgroup(group) && group->leader > 1 && group->leader != pid)
+                old_keep(group, group->leader);
+        for (unsigned i = 0; i < group->n_old; i++)
+                if (group->old[i] == pid) { /* a leader again: not an earlier run's */
+                        memmove(group->old + i, group->old + i + 1, (group->n_old - i - 1) * sizeof *group->old);
+                        group->n_old--;
+                        break;
+                }
+        group->leader = pid;
+}
+
+pid_t unit_group_leader(const struct unit_group *group) {
+        return group ? group->leader : 0;
+}
+
+size_t unit_group_old_groups(struct unit_group *group, pid_t *pgids, size_t max) {
+        if (!group || is_cgroup(group))
+                return 0;
+        old_prune(group);
+        for (size_t i = 0; i < group->n_old && i < max; i++)
+                pgids[i] = group->old[i];
+        return group->n_old;
+}
+
+void unit_group_keep_old(struct unit_group *group, pid_t pgid) {
+        if (group && !is_cgroup(group) && pgid != group->leader)
+                old_keep(group, pgid);
 }
 
 int unit_group_spawn_attr(struct unit_group *group, struct exit_spawn_attr *attr) {
@@ -578,6 +672,14 @@ bool unit_group_spawned(const struct unit_group *group) {
         return group && group->spawned;
 }
 
+void unit_group_resume(struct unit_group *group, bool spawned, int renew) {
+        if (!group)
+                return;
+        group->spawned = spawned;
+        if (renew >= 0 && is_cgroup(group))
+                group->killed = renew > 0 && group->made;
+}
+
 struct member_list {
         pid_t *pids;
         size_t n, max;
@@ -660,6 +762,19 @@ int unit_group_renew(struct unit_group *group) {
                 return -ENOENT;
         if (!unit_group_needs_renewal(group))
                 return 0;
+        /* Living survivors this tend's lineage spawned (QA19 H1: a
+         * re-executed tend that could only guess the kill count): a cgroup
+         * whose kill count bit a new child would have killed them at their
+         * birth, and any cgroup.kill since would have killed them: its count
+         * is not one that kills, and it cannot be removed anyway. */
+        if (group->made && group->spawned) {
+                int p = read_populated(group);
+                group_put(group);
+                if (p > 0) {
+                        group->killed = false;
+                        return 0;
+                }
+        }
         /* !made: an earlier renewal failed after the rmdir (or the
          * cgroup was never opened); only the mkdir is left to do. */
         if (group->made) {

@@ -204,6 +204,28 @@ char *unit_group_dir(const struct unit_group *group);
 void unit_group_set_leader(struct unit_group *group, pid_t pid);
 
 /*
+ * FALLBACK mode, QA19 M1: the process groups of a unit's earlier leaders
+ * that still had members when unit_group_set_leader() replaced them
+ * (KillMode=process, SendSIGKILL=no survivors of an earlier run). They are
+ * the unit's as its cgroup would hold them: unit_group_populated() counts
+ * them, unit_group_signal() signals them (kill(-pgid): their leaders are
+ * reaped, and a group id is not reused while the group lives). Each is asked
+ * (kill(-pgid, 0)) at those calls and forgotten once gone. At most
+ * UNIT_GROUP_MAX_OLD per unit: past that, the oldest is forgotten with a
+ * warning naming it (stop and shutdown no longer reach it). Memory: none
+ * until the first (then UNIT_GROUP_MAX_OLD pids).
+ * unit_group_old_groups: up to max of them into pgids (the caller's array),
+ * returns how many there are; 0 in CGROUP mode and for NULL.
+ * unit_group_keep_old: adds pgid, as a re-executed tend puts back its
+ * predecessor's list; no effect in CGROUP mode, on NULL, on a group gone.
+ */
+#define UNIT_GROUP_MAX_OLD 8
+/* The leader unit_group_set_leader() recorded, 0 if none (NULL: 0). */
+pid_t unit_group_leader(const struct unit_group *group);
+size_t unit_group_old_groups(struct unit_group *group, pid_t *pgids, size_t max);
+void unit_group_keep_old(struct unit_group *group, pid_t pgid);
+
+/*
  * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets
  * EXIT_SPAWN_CGROUP and cgroup_fd (a directory fd owned by the group, valid
  * until unit_group_spawn_done/remove/free: libexit uses CLONE_INTO_CGROUP, or in its fork
@@ -279,6 +301,14 @@ int unit_group_kill_leftovers_begin(struct unit_group *group);
  * tend's leftovers. False for NULL. */
 bool unit_group_spawned(const struct unit_group *group);
 
+/* A re-executed tend puts back its predecessor's knowledge of the group
+ * (tend(8) "RE-EXECUTING"): spawned, what unit_group_spawned() answers
+ * (survivors of a stop before the re-exec are this tend's lineage's, left
+ * alone at the next start); renew, what unit_group_needs_renewal() answers
+ * (1 or 0: the predecessor wrote cgroup.kill or not; -1: not known, the
+ * guess of unit_group_new stays). No effect on NULL. */
+void unit_group_resume(struct unit_group *group, bool spawned, int renew);
+
 /* The processes of the unit's cgroup and its subtree (tend excepted): up to
  * max pids into pids (the caller's array), returns how many there are (may
  * exceed max). 0 in FALLBACK mode or when the cgroup was never made.
@@ -304,7 +334,9 @@ bool unit_group_opened(const struct unit_group *group);
  * and watches unit_group_events_fd() after). Returns 1 when renewed, 0 when
  * nothing was needed. Errors: -EBUSY (still populated; nothing done),
  * -ENOENT (removed), the errno of rmdir/mkdir/open (then a later call tries
- * the mkdir again).
+ * the mkdir again). A cgroup this tend spawned into (unit_group_spawned)
+ * that still holds processes is not renewed but kept (0): they live, so its
+ * kill count kills no new child either (KillMode=process survivors).
  */
 bool unit_group_needs_renewal(const struct unit_group *group);
 int unit_group_renew(struct unit_group *group);

@@ -361,6 +361,40 @@ static int scan_alias_keys(const struct unit_text *t, struct strv_builder *names
         return r;
 }
 
+/* A drop-in that is a link (QA19 L2, the unit-file link rule): followed
+ * only to /dev/null (masked: 0) or to a regular file named *.conf (1, its
+ * path in *ret_real). Anything else is refused without reading it, in one
+ * line naming the link only (a link to /etc/shadow must not tell its line
+ * count through one parse error per line). 1 with *ret_real NULL: not a link. */
+static int dropin_link(const char *path, char **ret_real, char **ret_message) {
+        struct stat st;
+        *ret_real = NULL;
+        if (lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+                return 1; /* what open finds is said by texts_read */
+        _cleanup_free_ char *real = realpath(path, NULL);
+        if (real && streq(real, "/dev/null"))
+                return 0;
+        size_t n = real ? strlen(real) : 0;
+        if (!real || n <= 5 || !streq(real + n - 5, ".conf") || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+                return load_error(ret_message, LOG_ERR, EINVAL,
+                                  "%s: a link to something that is not a regular *.conf file: not read", path);
+        *ret_real = TAKE_PTR(real);
+        return 1;
+}
+
+/* A drop-in into the next text (texts_read): a link through dropin_link;
+ * the text keeps the link's path (what messages name). */
+static int dropin_read(struct texts *t, const char *path, char **ret_message) {
+        _cleanup_free_ char *real = NULL;
+        int k = dropin_link(path, &real, ret_message);
+        if (k <= 0)
+                return k;
+        k = texts_read(t, real ? real : path, ret_message);
+        if (k > 0 && real)
+                t->t[t->n - 1].origin = path; /* files' string: lives until the parse is done */
+        return k;
+}
+
 /* Reads res's file and the drop-ins of names into t (their paths in files:
  * t's origins, kept until the parse is done); adds the [Install] Alias=
  * names of what was read to names when add_alias_keys: 1 if there were new
@@ -375,7 +409,7 @@ static int read_texts(const char *dir, struct resolved *res, struct strv_builder
         struct unit_file u = { .name = res->name, .aliases = names->v };
         k = dropin_files(dir, &u, files, ret_message);
         for (size_t i = 0; k >= 0 && i < files->n; i++)
-                k = texts_read(t, files->v[i], ret_message);
+                k = dropin_read(t, files->v[i], ret_message);
         size_t before = names->n;
         for (size_t i = 0; k >= 0 && add_alias_keys && i < t->n; i++)
                 k = scan_alias_keys(&t->t[i], names);

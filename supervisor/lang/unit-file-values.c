@@ -11,6 +11,7 @@
 #include "signal-util.h"
 
 #include "unit-file-internal.h"
+#include "unit-name-char.h"
 
 /* ------------------------------------------------------------------------ */
 /* Lists, paths, outputs, exit statuses                                      */
@@ -45,16 +46,9 @@ int uf_parse_environment(struct parse_ctx *c, const struct key_def *k, const cha
 /* Whether name is a valid name of a unit type other than service (systemd's
  * types): a dependency on it is ignored, not an error. */
 static bool other_unit_type(const char *name) {
-        static const char *const types[] = { ".target", ".socket", ".mount", ".automount", ".swap", ".path",
-                                             ".timer", ".device", ".slice", ".scope" };
-        size_t n = strlen(name);
-        for (size_t i = 0; i < ELEMENTSOF(types); i++) {
-                size_t t = strlen(types[i]);
-                if (n > t && n - t <= UNIT_NAME_MAX && streq(name + n - t, types[i]) && name[0] != '@' &&
-                    uf_unit_name_chars(name, n - t, true))
-                        return true;
-        }
-        return false;
+        const char *suffix = unit_name_other_suffix(name);
+        size_t n = strlen(name), t = suffix ? strlen(suffix) : 0;
+        return suffix && n - t <= UNIT_NAME_MAX && name[0] != '@' && uf_unit_name_chars(name, n - t, true);
 }
 
 int uf_parse_unit_names(struct parse_ctx *c, const struct key_def *k, const char *value) {

@@ -659,6 +659,12 @@ static void jobs_schedule(struct jobs *jb) {
                 (void) sd_event_add_defer(jb->event, &jb->look, on_jobs, jb);
 }
 
+void jobs_resumed(struct jobs *jb, struct unit *u) {
+        struct jobs_unit *d = slot(jb, u);
+        d->shown = (unsigned char) unit_get_state(u);
+        d->triggers = 0;
+}
+
 void jobs_changed(struct jobs *jb, struct unit *u) {
         struct jobs_unit *d = slot(jb, u);
         if (d->cancel_source && !unit_is_waiting(u))

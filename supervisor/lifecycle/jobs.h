@@ -71,6 +71,12 @@ struct jobs *jobs_free(struct jobs *jb);
 /* Drops u's cancel source (before the unit is freed). */
 void jobs_unit_done(struct jobs_unit *ju);
 
+/* u was put back from a re-executed tend's state (unit_restore): the state
+ * it has now is the one it had, not a change. OnFailure=/OnSuccess= were
+ * started (or not) by the previous tend when it entered that state: none is
+ * triggered again (QA19 H2). u must be of the list. */
+void jobs_resumed(struct jobs *jb, struct unit *u);
+
 /* The list changed (a unit added or freed, files reloaded): the graph is
  * rebuilt when next needed. */
 void jobs_invalidate(struct jobs *jb);

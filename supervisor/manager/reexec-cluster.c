@@ -155,7 +155,9 @@ void reexec_cluster_begin(struct manager *m) {
         if (!m->resumed || !json_object_object_get_ex(m->resumed, "cluster", &o))
                 return;
         struct cluster_carried *cc = calloc(1, sizeof(*cc));
-        size_t n = json_object_object_get_ex(o, "singletons", &singles) ? json_object_array_length(singles) : 0;
+        /* QA19 L1: every type checked before use (json-c asserts on an array call on another type) */
+        size_t n = json_object_object_get_ex(o, "singletons", &singles) && json_object_is_type(singles, json_type_array)
+                           ? json_object_array_length(singles) : 0;
         if (cc && n > 0 && !(cc->singles = calloc(n, sizeof(*cc->singles)))) {
                 free(cc);
                 cc = NULL;

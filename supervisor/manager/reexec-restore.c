@@ -39,6 +39,204 @@ static json_object *state_read(int fd) {
         return json_tokener_parse(text);
 }
 
+/* ---- validation (QA19 L1): every type checked before any access ---- */
+
+enum kind { K_STRING, K_INT, K_BOOL, K_ARRAY, K_OBJECT, K_FD };
+
+/* A unit entry's keys and their types: a key the table does not name is
+ * ignored (a newer tend's, format rule: tend(8) "RE-EXECUTING"). */
+static const struct { const char *key; enum kind kind; } unit_keys[] = {
+        { "name", K_STRING },           { "pos", K_STRING },           { "result", K_STRING },
+        { "want_up", K_BOOL },          { "finished", K_BOOL },        { "watchdog_held", K_BOOL },
+        { "main_pid", K_INT },          { "since_realtime", K_INT },   { "since_monotonic", K_INT },
+        { "deadline", K_INT },          { "restarts", K_INT },         { "restart_step", K_INT },
+        { "starts", K_ARRAY },          { "last_exit_kind", K_INT },   { "last_exit_status", K_INT },
+        { "last_exit_core", K_INT },    { "status_text", K_STRING },   { "started_text_size", K_INT },
+        { "started_text_hash", K_INT }, { "file_text_size", K_INT },   { "file_text_hash", K_INT },
+        { "failure", K_OBJECT },        { "spawned", K_BOOL },         { "renew", K_BOOL },
+        { "old_groups", K_ARRAY },      { "logs", K_OBJECT },          { "notify_fd", K_FD },
+};
+
+static bool is_int(json_object *v) {
+        return json_object_is_type(v, json_type_int);
+}
+
+/* An fd the previous tend handed over: a number above stdio's. */
+static bool is_fd(json_object *v) {
+        return is_int(v) && json_object_get_int64(v) >= 3 && json_object_get_int64(v) <= INT32_MAX;
+}
+
+static bool kind_ok(json_object *v, enum kind k) {
+        switch (k) {
+        case K_STRING: return json_object_is_type(v, json_type_string);
+        case K_INT: return is_int(v);
+        case K_BOOL: return json_object_is_type(v, json_type_boolean) || is_int(v);
+        case K_ARRAY: return json_object_is_type(v, json_type_array);
+        case K_OBJECT: return json_object_is_type(v, json_type_object);
+        case K_FD: return is_fd(v);
+        }
+        return false;
+}
+
+static bool array_of(json_object *a, enum kind k) {
+        for (size_t i = 0; i < json_object_array_length(a); i++)
+                if (!kind_ok(json_object_array_get_idx(a, i), k))
+                        return false;
+        return true;
+}
+
+/* Whether the unit entry's "logs" is as tend writes it: *why names what is not. */
+static bool logs_valid(json_object *l, const char **why) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(l, "pipes", &v) && (!json_object_is_type(v, json_type_array) ||
+                                                         !array_of(v, K_OBJECT))) {
+                *why = "logs.pipes";
+                return false;
+        }
+        for (size_t i = 0; v && i < json_object_array_length(v); i++) {
+                json_object *p = json_object_array_get_idx(v, i), *x = NULL;
+                if (!json_object_object_get_ex(p, "rfd", &x) || !is_fd(x) ||
+                    (json_object_object_get_ex(p, "wfd", &x) && !is_fd(x)) ||
+                    (json_object_object_get_ex(p, "in", &x) && !json_object_is_type(x, json_type_string))) {
+                        *why = "logs.pipes[].rfd, wfd or in";
+                        return false;
+                }
+        }
+        static const char *const ints[] = { "ring_head", "ring_used", "ring_count" };
+        for (size_t i = 0; i < ELEMENTSOF(ints); i++)
+                if (json_object_object_get_ex(l, ints[i], &v) && !is_int(v)) {
+                        *why = ints[i];
+                        return false;
+                }
+        if ((json_object_object_get_ex(l, "ring", &v) && !json_object_is_type(v, json_type_string)) ||
+            (json_object_object_get_ex(l, "shared", &v) && !kind_ok(v, K_BOOL))) {
+                *why = "logs.ring or logs.shared";
+                return false;
+        }
+        return true;
+}
+
+/* Whether a unit entry has every key tend reads of the type it reads it
+ * as (NULL), or the key that is not (a name, static). */
+static const char *unit_entry_invalid(json_object *o) {
+        json_object *v = NULL;
+        const char *why = NULL;
+        if (!json_object_is_type(o, json_type_object))
+                return "the entry";
+        if (!json_object_object_get_ex(o, "name", &v) || !json_object_is_type(v, json_type_string) ||
+            !unit_name_is_valid(json_object_get_string(v), UNIT_NAME_PLAIN | UNIT_NAME_INSTANCE))
+                return "name";
+        for (size_t i = 0; i < ELEMENTSOF(unit_keys); i++)
+                if (json_object_object_get_ex(o, unit_keys[i].key, &v) && !kind_ok(v, unit_keys[i].kind))
+                        return unit_keys[i].key;
+        if (json_object_object_get_ex(o, "main_pid", &v) && json_object_get_int64(v) < 0)
+                return "main_pid";
+        if ((json_object_object_get_ex(o, "starts", &v) && !array_of(v, K_INT)) ||
+            (json_object_object_get_ex(o, "old_groups", &v) && !array_of(v, K_INT)))
+                return "starts or old_groups";
+        if (json_object_object_get_ex(o, "logs", &v) && !logs_valid(v, &why))
+                return why;
+        return NULL;
+}
+
+/* The fds a refused entry names: kept from the units' processes (they are
+ * not closed: the number may be one tend has opened since). */
+static void entry_fds_cloexec(json_object *o) {
+        json_object *l = NULL, *pipes = NULL, *v = NULL;
+        if (!json_object_is_type(o, json_type_object))
+                return;
+        if (json_object_object_get_ex(o, "notify_fd", &v) && is_fd(v))
+                (void) fcntl(json_object_get_int(v), F_SETFD, FD_CLOEXEC);
+        if (!json_object_object_get_ex(o, "logs", &l) || !json_object_is_type(l, json_type_object) ||
+            !json_object_object_get_ex(l, "pipes", &pipes) || !json_object_is_type(pipes, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(pipes); i++) {
+                json_object *p = json_object_array_get_idx(pipes, i);
+                static const char *const ends[] = { "rfd", "wfd" };
+                for (size_t e = 0; e < ELEMENTSOF(ends); e++)
+                        if (json_object_is_type(p, json_type_object) && json_object_object_get_ex(p, ends[e], &v) &&
+                            is_fd(v))
+                                (void) fcntl(json_object_get_int(v), F_SETFD, FD_CLOEXEC);
+        }
+}
+
+/* Each unit entry checked: one that is not as tend writes it is dropped
+ * from the document, said with the key, and its unit starts as at a first
+ * start (in cgroup mode, what its cgroup holds is killed first: SPEC §4). */
+static void units_validate(json_object *units) {
+        for (size_t i = json_object_array_length(units); i-- > 0;) {
+                json_object *o = json_object_array_get_idx(units, i), *n = NULL;
+                const char *why = unit_entry_invalid(o);
+                if (!why)
+                        continue;
+                const char *name = json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "name", &n) &&
+                                                   json_object_is_type(n, json_type_string)
+                                           ? json_object_get_string(n) : "?";
+                log_error("re-executed: the previous tend's state has a bad \"%s\" in units[%zu] (%.64s): that unit is "
+                          "not resumed, it starts as at a first start", why, i, name);
+                entry_fds_cloexec(o);
+                (void) json_object_array_del_idx(units, i, 1);
+        }
+}
+
+/* An fd of the control server's: a socket (fstat), or -1. */
+static int socket_fd(json_object *v) {
+        struct stat st;
+        if (!is_fd(v))
+                return -1;
+        int fd = json_object_get_int(v);
+        return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? fd : -1;
+}
+
+/* The control socket and connections: "control_fd" that is not a socket is
+ * dropped (tend makes its socket anew, as at a first start; its clients
+ * then see their connection refused until it does); connections that are
+ * not sockets are dropped. */
+static void control_validate(json_object *state) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(state, "control_fd", &v) && !(is_int(v) && json_object_get_int64(v) == 0) &&
+            socket_fd(v) < 0) {
+                log_error("re-executed: the previous tend's state names a control socket that is not one (%.32s): "
+                          "a new one is made", json_object_to_json_string(v));
+                json_object_object_del(state, "control_fd");
+        }
+        static const char *const lists[] = { "control_conns", "reexec_waiting" };
+        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+                if (!json_object_object_get_ex(state, lists[l], &v))
+                        continue;
+                for (size_t i = json_object_array_length(v); i-- > 0;)
+                        if (socket_fd(json_object_array_get_idx(v, i)) < 0) {
+                                log_error("re-executed: the previous tend's state names a control connection that is "
+                                          "not a socket (%s[%zu]): dropped", lists[l], i);
+                                (void) json_object_array_del_idx(v, i, 1);
+                        }
+        }
+}
+
+/* The document's shape (an object, its version, its lists): NULL when it is
+ * as tend writes it, else what is not. */
+static const char *state_invalid(json_object *state, int *ret_version) {
+        json_object *v = NULL;
+        *ret_version = 0;
+        if (!json_object_is_type(state, json_type_object))
+                return "not a JSON object";
+        if (!json_object_object_get_ex(state, "version", &v) || !is_int(v))
+                return "no \"version\" number";
+        int64_t version = json_object_get_int64(v);
+        *ret_version = version < 0 || version > INT32_MAX ? -1 : (int) version;
+        if (version < 1 || version > TEND_STATE_VERSION)
+                return "a format this tend does not read";
+        static const struct { const char *key, *why; } lists[] = {
+                { "units", "\"units\" is not an array" },
+                { "control_conns", "\"control_conns\" is not an array" },
+                { "reexec_waiting", "\"reexec_waiting\" is not an array" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                if (json_object_object_get_ex(state, lists[i].key, &v) && !json_object_is_type(v, json_type_array))
+                        return lists[i].why;
+        return NULL;
+}
+
 int manager_resume_begin(struct manager *m) {
         const char *e = getenv("TEND_REEXEC_STATE_FD");
         if (!e)
@@ -50,27 +248,33 @@ int manager_resume_begin(struct manager *m) {
                 return log_error_errno(-EBADF, "$TEND_REEXEC_STATE_FD=%s is not an fd", e);
         m->resumed = state_read((int) fd);
         close((int) fd);
-        json_object *v = NULL;
-        int version = m->resumed && json_object_object_get_ex(m->resumed, "version", &v) ? json_object_get_int(v) : 0;
-        if (version < 1 || version > TEND_STATE_VERSION) {
+        int version = 0;
+        const char *why = m->resumed ? state_invalid(m->resumed, &version) : "not JSON, or not readable";
+        if (why) {
                 json_object_put(m->resumed);
                 m->resumed = NULL;
-                return log_error_errno(-EPROTO, "the previous tend's state is unreadable (format %d, this tend reads 1 to %d)",
-                                       version, TEND_STATE_VERSION);
+                return log_error_errno(-EPROTO, "the previous tend's state is unreadable (%s; format %d, this tend "
+                                       "reads 1 to %d): exiting, so that the service manager restarts tend",
+                                       why, version, TEND_STATE_VERSION);
         }
+        json_object *units = NULL;
+        if (json_object_object_get_ex(m->resumed, "units", &units))
+                units_validate(units);
+        control_validate(m->resumed);
         log_info("re-executed: resuming from the previous tend's state (format %d)", version);
         reexec_cluster_begin(m); /* cluster: the etcd lease and fences, for cluster_new() */
         return 1;
 }
 
+/* A number (or boolean) of o's, def when absent or of another type. */
 static int64_t get_int(json_object *o, const char *key, int64_t def) {
         json_object *v;
-        return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : def;
+        return json_object_object_get_ex(o, key, &v) && kind_ok(v, K_BOOL) ? json_object_get_int64(v) : def;
 }
 
 static uint64_t get_uint(json_object *o, const char *key, uint64_t def) {
         json_object *v;
-        return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : def;
+        return json_object_object_get_ex(o, key, &v) && kind_ok(v, K_BOOL) ? json_object_get_uint64(v) : def;
 }
 
 int manager_resume_control_fd(const struct manager *m) {
@@ -256,6 +460,37 @@ static void resume_unit_failure(struct manager *m, struct unit *u, json_object *
                 }
 }
 
+/* "spawned" (QA19 H1): whether the previous tend spawned into the unit's
+ * cgroup, so that what is left in it is this lineage's (left alone at the
+ * next start), not a previous tend's (killed). A state without the key (a
+ * format-2 tend before it) is judged by the unit's history: a unit the old
+ * tend ever ran (not inactive, or a last exit, a restart, a start counted)
+ * had its processes spawned by it; one with no history never ran under it,
+ * and what its cgroup holds came from before (killed, as before the key). */
+static bool resume_unit_spawned(json_object *o, const struct unit_saved *s) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(o, "spawned", &v) && json_object_is_type(v, json_type_boolean))
+                return json_object_get_boolean(v);
+        return s->pos != UNIT_POS_INACTIVE || s->has_last_exit || s->restarts > 0 || s->n_starts > 0;
+}
+
+/* The unit's cgroup as the previous tend knew it ("spawned", "renew"; a
+ * state without "renew" leaves the guess of a cgroup found at load), and
+ * without cgroups its earlier process groups ("old_groups"). */
+static void resume_unit_group(struct unit *u, json_object *o, const struct unit_saved *s) {
+        json_object *v = NULL;
+        int renew = json_object_object_get_ex(o, "renew", &v) && json_object_is_type(v, json_type_boolean)
+                            ? json_object_get_boolean(v) : -1;
+        unit_group_resume(data(u)->group, resume_unit_spawned(o, s), renew);
+        json_object *old = NULL;
+        if (json_object_object_get_ex(o, "old_groups", &old) && json_object_is_type(old, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(old) && i < UNIT_GROUP_MAX_OLD + 1; i++) {
+                        json_object *p = json_object_array_get_idx(old, i);
+                        if (json_object_is_type(p, json_type_int))
+                                unit_group_keep_old(data(u)->group, (pid_t) json_object_get_int(p));
+                }
+}
+
 static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         struct unit_saved s;
         saved_of(o, &s);
@@ -274,6 +509,8 @@ static int resume_unit(struct manager *m, struct unit *u, json_object *o) {
         if (k < 0)
                 return log_error_errno(k, "%s: cannot be put back as it was: %m", u->name);
         data(u)->resumed = true;
+        resume_unit_group(u, o, &s);
+        jobs_resumed(m->jobs, u); /* QA19 H2: OnFailure= not started again */
         resume_unit_failure(m, u, o);
         /* A dead unit holds no pipe (issue 19's fd budget) unless something
          * of it still runs; a format-1 state carried every unit's. */

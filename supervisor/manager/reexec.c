@@ -389,6 +389,33 @@ static int save_unit_started_text(json_object *o, const struct unit *u) {
         return k;
 }
 
+/* Whether this tend (or one it was re-executed from) spawned into the
+ * unit's cgroup, "spawned" (QA19 H1: its survivors, KillMode=process, are
+ * then left alone at the next start, not killed as a previous tend's), and
+ * whether the cgroup is to be renewed before the next spawn, "renew" (a
+ * cgroup.kill written: unit_group_renew); without cgroups, the process
+ * groups of its earlier runs that still have members, and its leader's when
+ * it is not the main process ("old_groups", QA19 M1: a stop left it, or a
+ * forking daemon's own group). Keys added to format 2
+ * (reexec-restore.c resume_unit_group() says what their absence means). */
+static int save_unit_group(json_object *o, const struct unit *u) {
+        struct unit_group *g = data(u)->group;
+        int k = add(o, "spawned", json_object_new_boolean(unit_group_spawned(g)));
+        if (k >= 0)
+                k = add(o, "renew", json_object_new_boolean(unit_group_needs_renewal(g)));
+        pid_t old[UNIT_GROUP_MAX_OLD + 1];
+        size_t n = MIN(unit_group_old_groups(g, old, UNIT_GROUP_MAX_OLD), (size_t) UNIT_GROUP_MAX_OLD);
+        pid_t leader = unit_group_leader(g);
+        if (leader > 1 && leader != u->main_pid)
+                old[n++] = leader; /* the new tend's leader is the main pid (resume_unit_main) */
+        json_object *a = k >= 0 && n > 0 ? json_object_new_array() : NULL;
+        if (k >= 0 && n > 0)
+                k = add(o, "old_groups", a);
+        for (size_t i = 0; k >= 0 && i < n; i++)
+                k = json_object_array_add(a, json_object_new_int(old[i]));
+        return k;
+}
+
 /* The unit's log pipes' read ends (by fd number; none when it holds no
  * pipe: issue 19's fd budget), the bytes tend holds of them, its ring. */
 static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
@@ -440,7 +467,7 @@ static int save_units(struct manager *m, json_object *state, bool cloexec) {
                 if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
                                  (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
                                  (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, u)) < 0 ||
-                                 (k = save_unit_failure(o, u)) < 0))
+                                 (k = save_unit_failure(o, u)) < 0 || (k = save_unit_group(o, u)) < 0))
                         break;
                 k = save_unit_logs(o, data(u)->logs, cloexec);
                 if (k >= 0)

@@ -49,6 +49,16 @@ static void report_add(struct json_object *report, const char *key, const char *
                 json_object_put(v);
 }
 
+/* The last "failed" entry is a file no unit was loaded from (QA19 L3): the
+ * answer says "not loaded", not "not reloaded, left as it is". */
+static void report_never_loaded(struct json_object *report) {
+        struct json_object *a = NULL, *o = NULL;
+        if (report && json_object_object_get_ex(report, "failed", &a) && json_object_array_length(a) > 0 &&
+            (o = json_object_array_get_idx(a, json_object_array_length(a) - 1)) &&
+            json_object_is_type(o, json_type_object))
+                (void) json_object_object_add(o, "loaded", json_object_new_boolean(false));
+}
+
 /*
  * What DIR holds now for a loaded unit: 1 with *ret (taken out of set, or
  * loaded from its template for an instance), 0 when it holds nothing (no file,
@@ -196,8 +206,10 @@ int manager_reload(struct manager *m, struct json_object *report) {
          * were reported above). */
         for (size_t j = 0; j < set->n_errors; j++) {
                 const struct unit_load_error *e = &set->errors[j];
-                if (e->error != -ERFKILL && !manager_find_unit(m, e->name))
+                if (e->error != -ERFKILL && !manager_find_unit(m, e->name)) {
                         report_add(report, "failed", e->name, e->message ? e->message : strerror(-e->error));
+                        report_never_loaded(report);
+                }
         }
         manager_notice_missing_wants(m);
         jobs_batch(m->jobs, false);

@@ -251,6 +251,69 @@ class LargeAnswers(ServiceTestCase):
         self.ctl('status', 'web')  # tend serves on
 
 
+class DropInLinks(ServiceTestCase):
+    """QA19 L2: a drop-in that is a link is followed only to a regular file
+    named *.conf (or /dev/null), as a unit file's link is only to a unit
+    file: a.service.d/x.conf -> a secret file is refused in one line that
+    names the link only (one parse error per line told its line count)."""
+
+    def test_drop_in_link_to_a_secret_refused_in_one_line(self):
+        secret = self.path('secret')
+        with open(secret, 'w') as f:
+            f.write(''.join('line%d-SECRET:$6$xyz:19000::\n' % i for i in range(7)))
+        os.makedirs(self.path('elsewhere'))
+        good = self.path('elsewhere/real.conf')
+        with open(good, 'w') as f:
+            f.write('[Service]\nExecStart=\nExecStart=/bin/sleep 1077\n')
+        self.unit('a', '[Service]\nExecStart=/bin/sleep 1000')
+        self.unit('b', '[Service]\nExecStart=/bin/sleep 1000')
+        for name, target in (('a', secret), ('b', good)):
+            os.makedirs(os.path.join(self.dir, name + '.service.d'))
+            os.symlink(target, os.path.join(self.dir, name + '.service.d', 'x.conf'))
+        self.start_tend()
+        pid = self.wait_running('b')['main_pid']
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            self.assertEqual(f.read().split(b'\0')[:2], [b'/bin/sleep', b'1077'], 'the link to a *.conf was not read')
+        st, out, err = self.ctl('daemon-reload', check=False)
+        log = self.stderr()
+        link = os.path.join(self.dir, 'a.service.d', 'x.conf')
+        said = '%s: a link to something that is not a regular *.conf file: not read' % link
+        self.assertIn(said, log)
+        self.assertIn(said, out + err, 'the daemon-reload answer does not say why')
+        # QA19 L3: a.service was never loaded: "not loaded", not "not reloaded, left as it is"
+        self.assertIn('a.service: not loaded: ' + said, out + err)
+        for text in (log, out + err):
+            lines = [ln for ln in text.splitlines() if 'x.conf' in ln and 'a.service.d' in ln]
+            self.assertEqual(len(set(ln.split(' tend: ')[-1] for ln in lines)), 1,
+                             'more than the one refusal about the link: %r' % lines)
+            for secret_text in ('SECRET', '$6$', 'line1', secret):
+                self.assertNotIn(secret_text, text, 'a message told something of the link\'s target')
+        self.assertNotIn('a.service', self.statuses(), 'a unit with a refused drop-in was loaded (read in part)')
+
+
+class RequestNames(ServiceTestCase):
+    """QA19 L6: a name of more than 255 characters (with the ".service" a
+    bare name gets) is an invalid unit name, as systemd says; a name with the
+    suffix of a unit type tend does not run ("t@1.timer") is refused, not
+    taken for t@1.timer.service (which tend would load from t@.service)."""
+
+    def test_long_and_other_type_names_refused(self):
+        self.unit('t@', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_tend()
+        for name, said in (('a' * 248, 'invalid unit name "%s...": longer than 255 characters' % ('a' * 64)),
+                           ('t@1.timer', '"t@1.timer" is a timer unit: tend runs services only'),
+                           ('x.socket', '"x.socket" is a socket unit: tend runs services only')):
+            st, out, err = self.ctl('start', name, check=False)
+            self.assertNotEqual(st, 0, 'tendctl start %s succeeded' % name)
+            self.assertIn(said, err)
+            self.assertEqual(out, '')
+        self.assertEqual(sorted(self.statuses()), [], 'a refused name loaded a unit')
+        self.assertEqual(self.ctl('start', 'a' * 247, check=False)[2].count('longer than'), 0,
+                         '247 characters and ".service" are 255: a valid length')
+        self.ctl('start', 't@1')
+        self.assertEqual(sorted(self.statuses()), ['t@1.service'])
+
+
 class BadFileNames(ServiceTestCase):
     """QA L3: file names in DIR that are not UTF-8 or hold control
     characters reach neither daemon-reload's answer nor tend's log raw: they
@@ -518,6 +581,61 @@ class ShutdownLeftovers(ServiceTestCase):
         self.assertGreaterEqual(waiting, 0, 'shutdown waited without saying for what: %r' % err[-1500:])
         self.assertLess(waiting, err.find('shutdown deadline reached'), err[-1500:])
 
+
+    def fallback_wrap(self):
+        """The argv prefix that makes tend use process groups: cgroup2
+        read-only in a private mount namespace (skips when it cannot)."""
+        if not shutil.which('unshare'):
+            self.skipTest('no unshare(1)')
+        with open('/proc/self/mountinfo') as f:
+            mount_point = next((ln.split()[4] for ln in f if ' - cgroup2 ' in ln), None)
+        if not mount_point:
+            self.skipTest('no cgroup2 mount: nothing to make read-only')
+        probe = subprocess.run(['unshare', '-m', 'mount', '-o', 'remount,bind,ro', mount_point],
+                               capture_output=True, text=True, timeout=10)
+        if probe.returncode != 0:
+            self.skipTest('cannot remount %s read-only in a mount namespace: %s' % (mount_point, probe.stderr))
+        return ['unshare', '-m', 'sh', '-c', 'mount -o remount,bind,ro "$0" && exec "$@"', mount_point]
+
+    def fallback_survivors(self, reexec):
+        """QA19 M1: in the process-group fallback, the KillMode=process
+        survivors of earlier runs of a unit (each in the process group of
+        its run's leader) are reached by tend's shutdown, as the unit's
+        cgroup would be: run 1 leaves one, run 2 leaves one, run 3 runs; with
+        reexec, tend re-executes between runs 2 and 3 (the groups carried)."""
+        run = self.script('surv.sh', 'sleep 1000 &\necho $! >> "$1"\nexec "$2" pause\n')
+        survivors = self.path('survivors')
+        self.unit('keep', '[Service]\nExecStart=/bin/sh %s %s %s\nKillMode=process' % (run, survivors, PROBE))
+        self.start_tend('--shutdown-timeout', '3s', cgroup=False, wrap=self.fallback_wrap(), log_level='info')
+        self.assertIn('using process groups', self.stderr())
+        fds = []
+        for n in (1, 2, 3):
+            if n == 3 and reexec:
+                self.ctl('daemon-reexec')
+                wait_until(lambda: 're-executed: ' in self.stderr(), 10, lambda: 'no re-exec: %r' % self.stderr())
+            self.ctl('start', 'keep')
+            self.wait_running('keep')
+            pid = int(wait_until(lambda: len(self.lines(survivors)) == n and self.lines(survivors), 5,
+                                 'run %d never started its child' % n)[-1])
+            self.addCleanup(kill_pid, pid)
+            fds.append(os.pidfd_open(pid))
+            self.addCleanup(os.close, fds[-1])
+            if n < 3:
+                self.ctl('stop', 'keep')
+        self.assertFalse(any(exited(fd) for fd in fds), 'a survivor died before the shutdown: %r' % self.stderr())
+        status = self.stop_tend(timeout=15)
+        err = self.stderr()
+        for n, fd in enumerate(fds, 1):
+            wait_until(lambda: exited(fd), 2, lambda: 'run %d\'s survivor still runs after tend exited %d: %r'
+                       % (n, status, err[-2000:]))
+        self.assertEqual(status, 0, err[-2000:])
+        self.assertIn('keep.service: processes left by its stop (KillMode=process): SIGTERM at shutdown', err)
+
+    def test_fallback_survivors_of_earlier_runs_reached_at_shutdown(self):
+        self.fallback_survivors(reexec=False)
+
+    def test_fallback_survivors_carried_across_a_reexec(self):
+        self.fallback_survivors(reexec=True)
 
 FREEZER_V1 = '/sys/fs/cgroup/freezer'
 

@@ -58,8 +58,8 @@ class Auth(ServiceTestCase):
         os.chmod(self.sock, 0o666)
         os.chmod(os.path.dirname(self.sock), 0o711)
         status, out, err = self.as_nobody('status', 'web')
-        # status: 4 is systemctl's "no such unit", so a refusal is 1 (tendctl(1) EXIT STATUS)
-        self.assertEqual(status, 1, 'a peer with another uid must be refused: %r %r' % (out, err))
+        # status: 4 for a refusal as for every verb, LSB's "status unknown" (QA19 L7; tendctl(1) EXIT STATUS)
+        self.assertEqual(status, 4, 'a peer with another uid must be refused with 4: %r %r' % (out, err))
         self.assertIn('permission denied', err)
         self.assertRegex(self.stderr(), r'control: refused client pid \d+ uid %d gid %d' % (NOBODY, NOBODY),
                          'tend logs the refused peer')
@@ -84,7 +84,7 @@ class Auth(ServiceTestCase):
         # Without the group: the directory keeps nobody out (EACCES), and with
         # the doors opened, tend itself refuses.
         self.assertEqual(self.as_nobody('list')[0], 4)
-        self.assertEqual(self.as_nobody('status')[0], 1, 'status: 4 means no such unit (tendctl(1))')
+        self.assertEqual(self.as_nobody('status')[0], 4, 'status refused: 4 as every verb (tendctl(1))')
         os.chmod(self.sock, 0o666)
         os.chmod(os.path.dirname(self.sock), 0o711)
         status, _, err = self.as_nobody('list')

@@ -419,9 +419,9 @@ struct ctx {
         size_t n_recs;
         struct cgroup_tree *tree;
         struct unit_group *group;
-        struct exit_process *procs[8];
+        struct exit_process *procs[16]; /* test_fallback_old_groups: 10 runs */
         size_t n_procs;
-        struct helper_pid pids[16];
+        struct helper_pid pids[48]; /* test_fallback_old_groups: 10 runs of 3 */
         size_t n_pids;
 };
 
@@ -1232,6 +1232,42 @@ static void test_fallback_killpg(void **state) {
         assert_int_equal(unit_group_populated(c->group), 0);
 }
 
+/* FALLBACK, QA19 M1: the groups of a unit's earlier leaders that still
+ * have members are the unit's (populated, signalled), at most
+ * UNIT_GROUP_MAX_OLD: of 10 runs each leaving a member (A) behind, the 8
+ * before the last are kept with the last's, the first is forgotten. */
+static void test_fallback_old_groups(void **state) {
+        struct ctx *c = *state;
+        assert_int_equal(cgroup_tree_open_fallback("test", &c->tree), 0);
+        open_unit(c, "demo");
+        pid_t leaders[10], kept[UNIT_GROUP_MAX_OLD + 1];
+        const struct helper_pid *left[10];
+        for (int i = 0; i < 10; i++) {
+                int out;
+                char *args[] = { (char *) "pgroup", (char *) "exit", NULL };
+                size_t first = c->n_pids;
+                struct exit_process *p = spawn_helper(c, args, EXIT_SPAWN_SETSID, -1, &out);
+                read_reports(c, out);
+                leaders[i] = exit_process_pid(p);
+                unit_group_set_leader(c->group, leaders[i]);
+                (void) wait_reaped(c, leaders[i], "a run's leader");
+                for (size_t j = first; j < c->n_pids; j++)
+                        if (c->pids[j].label == 'A')
+                                left[i] = &c->pids[j];
+        }
+        assert_int_equal(unit_group_old_groups(c->group, kept, ELEMENTSOF(kept)), UNIT_GROUP_MAX_OLD);
+        for (int i = 0; i < UNIT_GROUP_MAX_OLD; i++)
+                assert_int_equal(kept[i], leaders[i + 1]);
+        assert_int_equal(unit_group_populated(c->group), 1);
+        assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
+        for (int i = 1; i < 10; i++)
+                assert_killed_by(c, left[i]->pid, SIGTERM, "an earlier run's member");
+        if (!still_alive(c, left[0]))
+                fail_msg("the forgotten ninth earlier group was signalled: the bound is not what is documented");
+        assert_int_equal(unit_group_old_groups(c->group, kept, ELEMENTSOF(kept)), 0);
+        assert_int_equal(unit_group_populated(c->group), 0);
+}
+
 /* FALLBACK after the leader was reaped: kill(-pgid) reaches the group's
  * members (the group id is not reused while the group lives), no /proc scan
  * (issue 19: a scan per unit made stopping N units cost N × processes). */
@@ -1348,6 +1384,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test_setup_teardown(test_leftovers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fallback_killpg, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fallback_scan, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fallback_old_groups, setup, teardown),
         };
         return cmocka_run_group_tests_name("cgroup-privileged", tests, NULL, NULL);
 }

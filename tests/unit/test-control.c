@@ -240,6 +240,12 @@ static int fake_daemon_reload(void *userdata, struct json_object *report) {
         json_object_object_add(e, "name", json_object_new_string("bad.service"));
         json_object_object_add(e, "message", json_object_new_string("/d/bad.service:3: Restart=: invalid value"));
         json_object_array_add(failed, e);
+        /* QA19 L3: a file no unit was loaded from */
+        e = json_object_new_object();
+        json_object_object_add(e, "name", json_object_new_string("never.service"));
+        json_object_object_add(e, "message", json_object_new_string("/d/never.service:1: syntax error"));
+        json_object_object_add(e, "loaded", json_object_new_boolean(false));
+        json_object_array_add(failed, e);
         json_object_object_add(report, "added", added);
         json_object_object_add(report, "failed", failed);
         return 0;
@@ -1191,6 +1197,10 @@ static void test_unit_commands(void **state) {
         json *u = json_object_array_get_idx(json_object_object_get(r, "units"), 0);
         assert_string_equal(str(u, "name"), "bad.service");
         assert_string_equal(str(u, "error"), "failed");
+        /* QA19 L3: a file never loaded is "not loaded", not "left as it is" */
+        u = json_object_array_get_idx(json_object_object_get(r, "units"), 1);
+        assert_string_equal(str(u, "name"), "never.service");
+        assert_string_equal(str(u, "message"), "never.service: not loaded: /d/never.service:1: syntax error");
         json_object_put(r);
         assert_ask(f, a, "{\"version\":1,\"command\":\"shutdown\"}", "");
         assert_int_equal(f->fake.n_daemon_reload, 2);
