@@ -99,8 +99,10 @@ struct singleton {
         char *holder;               /* as last seen on the watch; NULL: none */
         uint64_t token;             /* while held: the key's revision */
         bool held, acquiring, releasing;
+        bool stale_lease;           /* not acquired: the lease is past Dg; again at the next check */
         struct store_op op;         /* acquire or release */
         struct fence *fence;        /* while held */
+        struct fence *lost_fence;   /* a lost hold's, armed at its Dk; stood down at the next hold */
         pid_t pid;
         char *cgroup;
 };

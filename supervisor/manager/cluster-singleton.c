@@ -65,9 +65,10 @@ static void release_done(struct store_op *op, void *userdata) {
         s->acquiring = false;
         if (s->c->closing)
                 return;
-        if (op->result >= 0 || op->result == -ENOENT)
+        if (op->result >= 0 || op->result == -ENOENT) {
                 s->releasing = false; /* gone (or someone else's by now): the watch says what next */
-        else
+                try_acquire(s); /* its DELETE came while this was in flight: nothing else tries */
+        } else
                 arm_check(s->c); /* etcd away: again at the next check */
 }
 
@@ -89,8 +90,14 @@ static void single_lose(struct singleton *s, const char *why) {
         s->releasing = true;
         if (s->fence) {
                 (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
-                s->fence = fence_detach(s->fence); /* it fires at Dk, then exits */
+                /* it fires at Dk, then exits — unless this host holds the key again
+                 * first: then no other host can, and its unit's cgroup is the next
+                 * run's (acquire_done stands it down before that run starts) */
+                fence_free(s->lost_fence);
+                s->lost_fence = s->fence;
+                s->fence = NULL;
         }
+        s->pid = 0; /* the run it fences is over or fenced: no later fence gets its pid */
         c->ops->lost(c->userdata, s->name);
         try_release(s);
 }
@@ -110,6 +117,8 @@ static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
                         (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
                 else if (s->releasing)
                         try_release(s);
+                else if (s->stale_lease)
+                        try_acquire(s);
         }
         arm_check(c);
         return 0;
@@ -118,7 +127,7 @@ static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
 static void arm_check(struct cluster *c) {
         bool any = false;
         for (size_t i = 0; i < c->n_singles && !any; i++)
-                any = c->singles[i]->held || c->singles[i]->releasing;
+                any = c->singles[i]->held || c->singles[i]->releasing || c->singles[i]->stale_lease;
         if (!any || c->closing) {
                 if (c->check_timer)
                         (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_OFF);
@@ -156,6 +165,7 @@ static void acquire_done(struct store_op *op, void *userdata) {
         }
         s->held = true;
         s->token = op->revision;
+        s->lost_fence = fence_free(s->lost_fence); /* held again: the new fence covers the unit */
         free(s->holder);
         s->holder = strdup(c->host_id);
         int k = fence_new(s->name, &s->fence);
@@ -163,7 +173,7 @@ static void acquire_done(struct store_op *op, void *userdata) {
                 single_lose(s, "no fence process (fork failed)");
                 return;
         }
-        (void) fence_set(s->fence, kill_deadline(c), 0, NULL);
+        (void) fence_set(s->fence, kill_deadline(c), 0, s->cgroup); /* a run still stopping included */
         log_notice("%s: singleton held by this host (fencing token %llu, fence %d)", s->name,
                    (unsigned long long) s->token, (int) fence_pid(s->fence));
         arm_check(c);
@@ -175,6 +185,13 @@ static void try_acquire(struct singleton *s) {
         if (s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease || c->closing ||
             !c->single_snapshot_done)
                 return;
+        /* a lease past this unit's stop deadline would lose the key at the next check:
+         * no acquire (and no fence) until a renewal gets through */
+        s->stale_lease = now_usec(CLOCK_MONOTONIC) >= stop_deadline(s);
+        if (s->stale_lease) {
+                arm_check(c);
+                return;
+        }
         char *value = NULL;
         if (asprintf(&value, "{\"host\":\"%s\"}", c->host_id) < 0)
                 return;
@@ -229,6 +246,7 @@ void cluster_singles_free(struct cluster *c) {
         for (size_t i = 0; i < c->n_singles; i++) {
                 struct singleton *s = c->singles[i];
                 fence_free(s->fence); /* stand down: tend stopped the unit itself */
+                fence_free(s->lost_fence);
                 free(s->name);
                 free(s->key);
                 free(s->holder);
