@@ -196,8 +196,14 @@ class Host:
         """Host death: SIGKILL of tend, its fences and its units (by pid), reaped."""
         self.proc.kill()
         self.proc.wait()
-        wait_for(lambda: not any(os.kill(p, signal.SIGKILL) for p in cgroup_procs(self.cgroup)) and
-                 not cgroup_procs(self.cgroup), 10, f"{self.name}: its cgroup never emptied after SIGKILLs")
+        def killed():
+            for pid in cgroup_procs(self.cgroup):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return not cgroup_procs(self.cgroup)
+        wait_for(killed, 10, f"{self.name}: its cgroup never emptied after SIGKILLs")
         self.log.close()
 
     def stop(self):
