@@ -49,10 +49,13 @@ from tendtest import TEND  # noqa: E402
 
 TTL = int(os.environ.get("TRIALS_TTL", "6"))  # s; the fencing margin (1 s + 0.2 s + TTL/100) < TTL/3
 PREFIX = "trials"
-SINGLES = ("solo-a.service", "solo-b.service")
+FREE = ("solo-a.service", "solo-b.service")  # singletons every host may run
+PINNED, PINNED_HOST = "solo-c.service", "h3"  # a singleton only h3 may run (Hosts=h3)
+SINGLES = FREE + (PINNED,)
 PLAINS = ("plain.service", "worker.service")
 TICK = 0.05  # s between the probe's ticks: a run may outlive its last tick by this much
 HOSTS = ("h1", "h2", "h3")
+BUDGET = 2 * TTL / 3 - (1 + 0.2 + TTL / 100)  # s: the outage nothing stops within (docs/cluster.md §6)
 SHORT_DOWN = float(os.environ.get("TRIALS_SHORT_DOWN", "2"))  # s: how long quorum-short keeps 2 of 3 members stopped
 
 PROBE = r'''
@@ -149,7 +152,8 @@ class Host:
             with open(os.path.join(self.dir, u), "w") as f:
                 f.write(f"[Unit]\nDescription=one of three\n[Service]\n"
                         f"ExecStart=/usr/bin/python3 {t.probe} {t.ticks.path} {u} {name}\n"
-                        "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n[X-Tend]\nSingleton=yes\n")
+                        "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n[X-Tend]\nSingleton=yes\n" +
+                        (f"Hosts={PINNED_HOST}\n" if u == PINNED else ""))
         for u in PLAINS:
             with open(os.path.join(self.dir, u), "w") as f:
                 f.write(f"[Service]\nExecStart=/bin/sh -c 'echo $$$$ > {self.dir}/{u}.pid; exec sleep 100000'\n"
@@ -313,7 +317,7 @@ class Trials:
 
     def trial_kill(self):
         h, before = self.holder()
-        held = [u for u in SINGLES if before[u][1] == h.name]
+        held = [u for u in FREE if before[u][1] == h.name]
         t_kill = time.time()
         h.kill()
         took = {}
@@ -331,7 +335,7 @@ class Trials:
 
     def trial_partition(self, mode):
         h, before = self.holder()
-        held = [u for u in SINGLES if before[u][1] == h.name]
+        held = [u for u in FREE if before[u][1] == h.name]
         t_bh = h.proxy.blackhole(mode)
         try:
             news = {u: self.new_run(u, h.name, t_bh, 2 * TTL + 5, f"{h.name}'s proxy black-holed ({mode})")
@@ -362,9 +366,33 @@ class Trials:
                   f"{after[u][1:]} (was {news[u][0][1:]})")
         return {"takeover_s": measures[SINGLES[0]][0], "stopped_before_expiry_s": measures[SINGLES[0]][1]}
 
+    def trial_blip(self):
+        """h3's proxy frozen until h3 gives up PINNED (at its stop deadline Dg),
+        then restored: h3 holds it again at once (no other host may), and the
+        new run must outlive the lost hold's fence deadline (Dk = Dg + 1 s)."""
+        h, before = self.hosts[PINNED_HOST], self.settle("before the trial")
+        said = f"{PINNED}: singleton: its lease was not renewed in time"
+        n0 = h.text().count(said)
+        t_bh = h.proxy.blackhole("freeze")
+        try:
+            wait_for(lambda: h.text().count(said) > n0, TTL + 2,
+                     f"{h.name} did not give {PINNED} up within TTL + 2 s of its proxy's freeze")
+        finally:
+            t_up = h.proxy.restore()
+        wait_for(lambda: self.ticks.read()[before[PINNED]][2], 3,
+                 f"{PINNED}: {h.name}'s run did not stop (SIGTERM) when it gave the key up")
+        new = wait_for(lambda: self.ticks.started_after(PINNED, t_up), TTL,
+                       f"{h.name} did not run {PINNED} again after its proxy came back")[0]
+        time.sleep(3)  # past the lost hold's Dk
+        check(self.ticks.started_after(PINNED, t_up) == [new] and self.ticks.live(PINNED) == [new],
+              f"{PINNED}: after {h.name} held it again, its run {new[1:]} was killed or replaced: "
+              f"{self.ticks.started_after(PINNED, t_up)} (the lost hold's fence fired on the next run?)")
+        self.settle("after a short freeze of h3's proxy")
+        return {"rerun_s": self.ticks.runs[new][0] - t_up, "frozen_s": t_up - t_bh}
+
     def trial_pause(self):
         h, before = self.holder()
-        held = [u for u in SINGLES if before[u][1] == h.name]
+        held = [u for u in FREE if before[u][1] == h.name]
         t_stop = time.time()
         os.kill(h.proc.pid, signal.SIGSTOP)
         try:
@@ -398,19 +426,31 @@ class Trials:
             h.check_plains(what)
 
     def trial_leader(self):
-        """The leader SIGKILLed just before the holder's keep-alive is due."""
-        h, before = self.holder()
-        lead = wait_for(self.etcd.leader, 10, "no etcd member says who leads")
-        self.before_keepalive(h)
-        t0 = time.time()
-        lead.stop(signal.SIGKILL)
-        wait_for(self.etcd.leader, 10, f"no new leader within 10 s of {lead.name}'s SIGKILL")
+        """The leader SIGKILLed just before the holder's keep-alive is due. An
+        election slower than 2/3 TTL − margin proves nothing (the holder must
+        then fence): tried again, 5 times in all."""
+        for attempt in range(5):
+            h, before = self.holder()
+            lead = wait_for(self.etcd.leader, 10, "no etcd member says who leads")
+            self.before_keepalive(h)
+            t0 = time.time()
+            lead.stop(signal.SIGKILL)
+            took = time.time() - t0 + self.etcd.writable(TTL)
+            if took < BUDGET:
+                break
+            print(f"note: leader: a write succeeded {took:.2f} s after the kill, not within {BUDGET:.2f} s: again",
+                  flush=True)
+            self.etcd.restart([lead])
+            self.settle("after a slow election")
+        else:
+            raise AssertionError(f"leader: the election took {took:.1f} s, 5 times: more than {BUDGET:.2f} s "
+                                 f"(busy machine? see {self.tmp}/m*.log)")
         time.sleep(TTL + 2)
-        self.unchanged(before, t0, f"etcd leader {lead.name} SIGKILLed")
+        self.unchanged(before, t0, f"etcd leader {lead.name} SIGKILLed (writes again after {took:.1f} s)")
         self.etcd.restart([lead])
         self.unchanged(before, t0, f"etcd leader {lead.name} back")
         self.settle("after the leader's restart")
-        return {}
+        return {"election_s": took}
 
     @staticmethod
     def before_keepalive(h):
@@ -439,7 +479,7 @@ class Trials:
         before a renewal) 2/3 TTL − margin after the outage began. An outage
         that took longer (a busy machine, a contested election) proves nothing:
         tried again, 5 times in all."""
-        budget = 2 * TTL / 3 - (1 + 0.2 + TTL / 100)
+        budget = BUDGET
         for attempt in range(5):
             h, before = self.holder()
             down, t0 = self.quorum_down(h)
@@ -515,7 +555,7 @@ def run(parent, rounds, report=lambda line: print(line, flush=True), kinds=None)
             modes = ("freeze", "drop") if rounds == 1 else ("freeze",) if i % 2 == 0 else ("drop",)
             for name, fn in (("kill", t.trial_kill),
                              *((f"partition-{m}", lambda m=m: t.trial_partition(m)) for m in modes),
-                             ("pause", t.trial_pause), ("leader", t.trial_leader),
+                             ("blip", t.trial_blip), ("pause", t.trial_pause), ("leader", t.trial_leader),
                              ("quorum-short", t.trial_quorum_short), ("quorum-long", t.trial_quorum_long)):
                 if kinds and name not in kinds:
                     continue
