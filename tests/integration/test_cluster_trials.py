@@ -574,8 +574,19 @@ def run(parent, rounds, report=lambda line: print(line, flush=True), kinds=None)
         if t:
             t.close()
         cgroup_remove(cgroot)
+    sanitizer_check(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def sanitizer_check(tmp):
+    """A sanitizer build's reports (tend keeps running after UBSan's): none."""
+    for name in sorted(os.listdir(tmp)):
+        if name.endswith(".log") and name[0] == "h":
+            with open(os.path.join(tmp, name), errors="replace") as f:
+                text = f.read()
+            for word in ("runtime error:", "AddressSanitizer", "LeakSanitizer"):
+                check(word not in text, f"{name}: a sanitizer report ({word}): see {tmp}")
 
 
 if __name__ == "__main__":
