@@ -103,6 +103,7 @@ struct singleton {
         struct store_op op;         /* acquire or release */
         struct fence *fence;        /* while held */
         struct fence *lost_fence;   /* a lost hold's, armed at its Dk; stood down at the next hold */
+        usec_t release_after;       /* a lost hold's key is deleted after its Dk: the unit is dead by then */
         pid_t pid;
         char *cgroup;
 };

@@ -31,6 +31,7 @@
 #include "cluster-internal.h"
 
 #define SAFETY_USEC (200 * USEC_PER_MSEC)
+#define FENCE_ROUNDS_USEC (100 * USEC_PER_MSEC) /* the fence's rounds of kills (fence.c: 16 × 5 ms) */
 
 static usec_t drift(const struct cluster *c) {
         return c->o->ttl / 100;
@@ -73,7 +74,7 @@ static void release_done(struct store_op *op, void *userdata) {
 }
 
 static void try_release(struct singleton *s) {
-        if (!s->releasing || s->acquiring || !s->c->etcd)
+        if (!s->releasing || s->acquiring || !s->c->etcd || now_usec(CLOCK_MONOTONIC) < s->release_after)
                 return;
         s->op = (struct store_op) { .type = STORE_OP_DELETE, .keyspace = STORE_EPHEMERAL, .key = s->key,
                                     .expected = s->token, .done = release_done, .userdata = s };
@@ -98,8 +99,12 @@ static void single_lose(struct singleton *s, const char *why) {
                 s->fence = NULL;
         }
         s->pid = 0; /* the run it fences is over or fenced: no later fence gets its pid */
+        /* the key goes only once the unit is surely dead — its stop may take up to
+         * TimeoutStopSec=, and another host starts it at the key's DELETE */
+        s->release_after = kill_deadline(c) + FENCE_ROUNDS_USEC;
         c->ops->lost(c->userdata, s->name);
         try_release(s);
+        arm_check(c); /* the release, at release_after */
 }
 
 /* ---- the check: every TTL/3 while one is held (or being released) ---- */
@@ -133,10 +138,14 @@ static void arm_check(struct cluster *c) {
                         (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_OFF);
                 return;
         }
-        usec_t at = now_usec(CLOCK_MONOTONIC) + c->o->ttl / 3;
-        for (size_t i = 0; i < c->n_singles; i++)
-                if (c->singles[i]->held && stop_deadline(c->singles[i]) < at)
-                        at = stop_deadline(c->singles[i]);
+        usec_t now = now_usec(CLOCK_MONOTONIC), at = now + c->o->ttl / 3;
+        for (size_t i = 0; i < c->n_singles; i++) {
+                const struct singleton *s = c->singles[i];
+                if (s->held && stop_deadline(s) < at)
+                        at = stop_deadline(s);
+                if (s->releasing && s->release_after > now && s->release_after < at)
+                        at = s->release_after;
+        }
         if (c->check_timer) {
                 (void) sd_event_source_set_time(c->check_timer, at);
                 (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_ONESHOT);

@@ -68,13 +68,17 @@ def note(event):
         f.write(f"{unit} {host} {token} {os.getpid()} {time.time():.3f} {event}\n")
         f.flush()
         fcntl.flock(f, fcntl.LOCK_UN)
-def on_term(*_):
-    note("stop")
-    os._exit(0)
+stop_at = None
+def on_term(*_):  # a stop that takes 0.4 s (TimeoutStopSec=1s): it ticks on meanwhile
+    global stop_at
+    stop_at = stop_at or time.monotonic() + 0.4
 signal.signal(signal.SIGTERM, on_term)
 note("start")
 while True:
     note("tick")
+    if stop_at and time.monotonic() >= stop_at:
+        note("stop")
+        os._exit(0)
     time.sleep(0.05)
 '''
 
@@ -134,10 +138,11 @@ class Ticks:
         """No two runs of a unit overlap: each starts after the previous one's
         last tick + TICK (the most it can have lived past that tick)."""
         for unit in SINGLES:
-            rs = sorted((r[0], r[1], k) for k, r in self.read().items() if k[0] == unit)
-            for (a1, b1, k1), (a2, b2, k2) in zip(rs, rs[1:]):
-                check(b1 + TICK < a2, f"{unit}: runs overlap: {k1[1:]} {a1:.3f}..{b1:.3f} and "
-                      f"{k2[1:]} {a2:.3f}..{b2:.3f}")
+            rs = sorted((r[0], r[1], k, r[2]) for k, r in self.read().items() if k[0] == unit)
+            for (a1, b1, k1, stopped), (a2, b2, k2, _) in zip(rs, rs[1:]):
+                # a `stop` is the run's last act (it exits then); else it may outlive its last tick
+                check(b1 + (0 if stopped else TICK) < a2, f"{unit}: runs overlap: {k1[1:]} {a1:.3f}..{b1:.3f} "
+                      f"and {k2[1:]} {a2:.3f}..{b2:.3f}")
         return sum(1 for k in self.runs if k[0] in SINGLES)
 
 
@@ -368,8 +373,9 @@ class Trials:
 
     def trial_blip(self):
         """h3's proxy frozen until h3 gives up PINNED (at its stop deadline Dg),
-        then restored: h3 holds it again at once (no other host may), and the
-        new run must outlive the lost hold's fence deadline (Dk = Dg + 1 s)."""
+        then restored: h3 holds it again (no other host may) and the new run
+        outlives the lost hold's fence deadline (Dk = Dg + 1 s). Then the same
+        for solo-a's holder: no other host may start it before its run ended."""
         h, before = self.hosts[PINNED_HOST], self.settle("before the trial")
         said = f"{PINNED}: singleton: its lease was not renewed in time"
         n0 = h.text().count(said)
@@ -388,7 +394,23 @@ class Trials:
               f"{PINNED}: after {h.name} held it again, its run {new[1:]} was killed or replaced: "
               f"{self.ticks.started_after(PINNED, t_up)} (the lost hold's fence fired on the next run?)")
         self.settle("after a short freeze of h3's proxy")
-        return {"rerun_s": self.ticks.runs[new][0] - t_up, "frozen_s": t_up - t_bh}
+        took, frozen = self.ticks.runs[new][0] - t_up, t_up - t_bh
+        # the same for the holder of a unit any host may run: the others see its key
+        # go only once its run has ended (a stop takes the probe 0.4 s)
+        h, before = self.holder()
+        said = f"{FREE[0]}: singleton: its lease was not renewed in time"
+        n0 = h.text().count(said)
+        h.proxy.blackhole("freeze")
+        try:
+            wait_for(lambda: h.text().count(said) > n0, TTL + 2,
+                     f"{h.name} did not give {FREE[0]} up within TTL + 2 s of its proxy's freeze")
+        finally:
+            t_up = h.proxy.restore()
+        wait_for(lambda: self.ticks.started_after(FREE[0], t_up - 1), TTL + 5,
+                 f"nobody ran {FREE[0]} again after {h.name}'s proxy came back")
+        self.ticks.check_no_overlap()
+        self.settle(f"after a short freeze of {h.name}'s proxy")
+        return {"rerun_s": took, "frozen_s": frozen}
 
     def trial_pause(self):
         h, before = self.holder()
