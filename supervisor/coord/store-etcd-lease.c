@@ -109,10 +109,17 @@ static void keepalive_done(struct etcd_req *r, int error, struct json_object *re
         usec_t delay = l->ttl / 3;
 
         if (error < 0 && error != -ECANCELED && error != -EPIPE) {
+                /* Again TTL/6 after this try was due — at once when it took longer (it
+                 * waited for a member until its deadline): a renewal that reaches etcd
+                 * before the holder's stop deadline keeps its singletons running, so an
+                 * outage ending then must not find the next try still waiting. */
+                pthread_mutex_lock(&s->lock);
+                usec_t now = now_usec(CLOCK_MONOTONIC), next = l->pending_at + l->ttl / 6;
+                pthread_mutex_unlock(&s->lock);
+                delay = next > now ? next - now : 0;
                 log_warning_errno(error, "store-etcd: lease %lld: keep-alive failed (%m), "
                                   "retrying in %llu ms", (long long) l->id,
-                                  (unsigned long long) (delay / 2 / USEC_PER_MSEC));
-                delay /= 2; /* still ≥ 1/3 TTL before the server-side deadline */
+                                  (unsigned long long) (delay / USEC_PER_MSEC));
         }
         if (gone)
                 log_warning("store-etcd: lease %lld has ended on etcd; its keys are gone",

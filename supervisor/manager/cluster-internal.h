@@ -107,8 +107,11 @@ struct singleton {
         char *holder;               /* as last seen on the watch; NULL: none */
         uint64_t token;             /* while held: the key's revision */
         bool held, acquiring, releasing;
+        bool stale_lease;           /* not acquired: the lease is past Dg; again at the next check */
         struct store_op op;         /* acquire or release */
         struct fence *fence;        /* while held */
+        struct fence *lost_fence;   /* a lost hold's, armed at its Dk; stood down at the next hold */
+        usec_t release_after;       /* a lost hold's key is deleted after its Dk: the unit is dead by then */
         pid_t pid;
         char *cgroup;
         const char *lost_why;       /* carried held without its lease or fence: lost at the first check */

@@ -32,6 +32,7 @@
 #include "cluster-internal.h"
 
 #define SAFETY_USEC (200 * USEC_PER_MSEC)
+#define FENCE_ROUNDS_USEC (100 * USEC_PER_MSEC) /* the fence's rounds of kills (fence.c: 16 × 5 ms) */
 
 static usec_t drift(const struct cluster *c) {
         return c->o->ttl / 100;
@@ -72,14 +73,16 @@ static void release_done(struct store_op *op, void *userdata) {
         s->acquiring = false;
         if (s->c->closing)
                 return;
-        if (op->result >= 0 || op->result == -ENOENT)
+        if (op->result >= 0 || op->result == -ENOENT) {
                 s->releasing = false; /* gone (or someone else's by now): the watch says what next */
-        else
+                try_acquire(s); /* its DELETE came while this was in flight: nothing else tries */
+        } else
                 arm_check(s->c); /* etcd away: again at the next check */
 }
 
 static void try_release(struct singleton *s) {
-        if (!s->releasing || s->acquiring || !s->c->registered || !s->c->etcd)
+        if (!s->releasing || s->acquiring || !s->c->registered || !s->c->etcd ||
+            now_usec(CLOCK_MONOTONIC) < s->release_after)
                 return;
         s->op = (struct store_op) { .type = STORE_OP_DELETE, .keyspace = STORE_EPHEMERAL, .key = s->key,
                                     .expected = s->token, .done = release_done, .userdata = s };
@@ -100,10 +103,20 @@ static void single_lose(struct singleton *s, const char *why) {
                  * already, and the new lease's Dk is no deadline of this key: kill now. */
                 usec_t dk = c->adopt_lost ? now_usec(CLOCK_MONOTONIC) : kill_deadline(c);
                 (void) fence_set(s->fence, dk, s->pid, s->cgroup);
-                s->fence = fence_detach(s->fence); /* it fires at Dk, then exits */
+                /* it fires at Dk, then exits — unless this host holds the key again
+                 * first: then no other host can, and its unit's cgroup is the next
+                 * run's (acquire_done stands it down before that run starts) */
+                fence_free(s->lost_fence);
+                s->lost_fence = s->fence;
+                s->fence = NULL;
         }
+        s->pid = 0; /* the run it fences is over or fenced: no later fence gets its pid */
+        /* the key goes only once the unit is surely dead — its stop may take up to
+         * TimeoutStopSec=, and another host starts it at the key's DELETE */
+        s->release_after = kill_deadline(c) + FENCE_ROUNDS_USEC;
         c->ops->lost(c->userdata, s->name);
         try_release(s);
+        arm_check(c); /* the release, at release_after */
 }
 
 /* ---- the check: every TTL/3 while one is held (or being released) ---- */
@@ -123,6 +136,8 @@ static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
                         (void) fence_set(s->fence, kill_deadline(c), s->pid, s->cgroup);
                 else if (s->releasing)
                         try_release(s);
+                else if (s->stale_lease)
+                        try_acquire(s);
         }
         arm_check(c);
         return 0;
@@ -131,16 +146,20 @@ static int on_check(sd_event_source *src, uint64_t usec, void *userdata) {
 static void arm_check(struct cluster *c) {
         bool any = false;
         for (size_t i = 0; i < c->n_singles && !any; i++)
-                any = c->singles[i]->held || c->singles[i]->releasing;
+                any = c->singles[i]->held || c->singles[i]->releasing || c->singles[i]->stale_lease;
         if (!any || c->closing) {
                 if (c->check_timer)
                         (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_OFF);
                 return;
         }
-        usec_t at = now_usec(CLOCK_MONOTONIC) + c->o->ttl / 3;
-        for (size_t i = 0; i < c->n_singles; i++)
-                if (c->singles[i]->held && (c->singles[i]->lost_why || stop_deadline(c->singles[i]) < at))
-                        at = c->singles[i]->lost_why ? 0 : stop_deadline(c->singles[i]);
+        usec_t now = now_usec(CLOCK_MONOTONIC), at = now + c->o->ttl / 3;
+        for (size_t i = 0; i < c->n_singles; i++) {
+                const struct singleton *s = c->singles[i];
+                if (s->held && (s->lost_why || stop_deadline(s) < at))
+                        at = s->lost_why ? 0 : stop_deadline(s);
+                if (s->releasing && s->release_after > now && s->release_after < at)
+                        at = s->release_after;
+        }
         if (c->check_timer) {
                 (void) sd_event_source_set_time(c->check_timer, at);
                 (void) sd_event_source_set_enabled(c->check_timer, SD_EVENT_ONESHOT);
@@ -169,6 +188,7 @@ static void acquire_done(struct store_op *op, void *userdata) {
         }
         s->held = true;
         s->token = op->revision;
+        s->lost_fence = fence_free(s->lost_fence); /* held again: the new fence covers the unit */
         free(s->holder);
         s->holder = strdup(c->host_id);
         int k = fence_new(s->name, &s->fence);
@@ -176,7 +196,7 @@ static void acquire_done(struct store_op *op, void *userdata) {
                 single_lose(s, "no fence process (fork failed)");
                 return;
         }
-        (void) fence_set(s->fence, kill_deadline(c), 0, NULL);
+        (void) fence_set(s->fence, kill_deadline(c), 0, s->cgroup); /* a run still stopping included */
         log_notice("%s: singleton held by this host (fencing token %llu, fence %d)", s->name,
                    (unsigned long long) s->token, (int) fence_pid(s->fence));
         arm_check(c);
@@ -188,6 +208,13 @@ static void try_acquire(struct singleton *s) {
         if (s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease || c->closing ||
             !c->single_snapshot_done)
                 return;
+        /* a lease past this unit's stop deadline would lose the key at the next check:
+         * no acquire (and no fence) until a renewal gets through */
+        s->stale_lease = now_usec(CLOCK_MONOTONIC) >= stop_deadline(s);
+        if (s->stale_lease) {
+                arm_check(c);
+                return;
+        }
         char *value = NULL;
         if (asprintf(&value, "{\"host\":\"%s\",\"lease\":\"%lld\"}", c->host_id,
                      (long long) store_etcd_lease_id(c->lease)) < 0)
@@ -313,6 +340,7 @@ void cluster_singles_free(struct cluster *c) {
         for (size_t i = 0; i < c->n_singles; i++) {
                 struct singleton *s = c->singles[i];
                 fence_free(s->fence); /* stand down: tend stopped the unit itself */
+                fence_free(s->lost_fence);
                 free(s->name);
                 free(s->key);
                 free(s->holder);

@@ -59,7 +59,20 @@ static int kill_listed(const char *procs) {
         return n;
 }
 
-static void fence_kill(const struct fence_msg *m) {
+/* A stand-down (deadline 0) waiting in the pipe: tend holds the key again and
+ * the unit's cgroup may hold its next run, which this fence must not kill. */
+static bool stood_down(int fd) {
+        struct fence_msg m;
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        while (poll(&p, 1, 0) > 0 && read(fd, &m, sizeof m) == (ssize_t) sizeof m)
+                if (m.deadline == 0)
+                        return true;
+        return false;
+}
+
+static void fence_kill(const struct fence_msg *m, int fd) {
+        if (stood_down(fd))
+                return;
         if (m->pid > 0) {
                 (void) kill(-m->pid, SIGKILL); /* its session's process group */
                 (void) kill(m->pid, SIGKILL);
@@ -70,7 +83,7 @@ static void fence_kill(const struct fence_msg *m) {
                 memcpy(path, m->cgroup, n);
                 memcpy(path + n, "/cgroup.procs", sizeof "/cgroup.procs");
                 /* again while forks race the kill; bounded */
-                for (int round = 0; round < 16 && kill_listed(path) > 0; round++)
+                for (int round = 0; round < 16 && kill_listed(path) > 0 && !stood_down(fd); round++)
                         (void) poll(NULL, 0, 5);
         }
 }
@@ -83,7 +96,7 @@ __attribute__((noreturn)) static void fence_main(int fd) {
         for (;;) {
                 uint64_t now = mono_usec();
                 if (cur.deadline != UINT64_MAX && now >= cur.deadline) {
-                        fence_kill(&cur);
+                        fence_kill(&cur, open_pipe ? fd : -1);
                         _exit(0);
                 }
                 if (!open_pipe && cur.deadline == UINT64_MAX)

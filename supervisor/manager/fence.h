@@ -36,7 +36,10 @@ int fence_new(const char *unit, struct fence **ret);
 int fence_set(struct fence *f, usec_t deadline, pid_t pid, const char *cgroup_dir);
 
 /* Tells the fence to stand down (the unit is stopped, or handed over
- * cleanly) and forgets it. Accepts NULL; returns NULL. */
+ * cleanly, or this host holds the key again) and forgets it. A fence at its
+ * deadline looks for a stand-down before it kills and between its rounds of
+ * kills, so one sent before the unit's next run starts spares that run.
+ * Accepts NULL; returns NULL. */
 struct fence *fence_free(struct fence *f);
 
 /* Forgets f without standing it down: its last deadline stands (it fires
