@@ -10,6 +10,8 @@
  *                      stop, the per-unit and global commands
  *   control-stream.c   the streams: watch and logs -f
  *   control-watch.c    one store event as a watch message (pure; spliced)
+ *   control-reexec.c   daemon-reexec's deferred answer
+ *   control-ticket.c   answers the manager gives later (tickets)
  *
  * One listening SOCK_SEQPACKET socket in tend's sd-event loop; one struct conn
  * per client. A connection serves one request at a time: while a request is
