@@ -454,8 +454,11 @@ size_t control_server_handover(struct control_server *s, int *fds, size_t max, b
                 if (conn_reexec_waiting(c))
                         continue; /* control_server_handover_waiting()'s */
                 if (!conn_quiet(c) || n >= max) {
-                        if (!cloexec && !c->dead)
+                        if (!cloexec && !c->dead) {
                                 answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
+                                if (c->phase == CONN_TICKET)
+                                        conn_end_request(c); /* answered: the manager's late answer dropped */
+                        }
                         continue;
                 }
                 if (conn_handover_fd(c, cloexec))
