@@ -273,6 +273,7 @@ void conn_end_request(struct conn *c) {
         c->watch = store_watch_free(c->watch);
         c->follower = logs_follower_free(c->follower);
         c->follow_ready = false;
+        conn_ticket_release(c);
         c->phase = CONN_IDLE;
 }
 

@@ -10,6 +10,8 @@
  *                      stop, the per-unit and global commands
  *   control-stream.c   the streams: watch and logs -f
  *   control-watch.c    one store event as a watch message (pure; spliced)
+ *   control-reexec.c   daemon-reexec's deferred answer
+ *   control-ticket.c   answers the manager gives later (tickets)
  *
  * One listening SOCK_SEQPACKET socket in tend's sd-event loop; one struct conn
  * per client. A connection serves one request at a time: while a request is
@@ -57,6 +59,7 @@ enum conn_phase {
         CONN_WATCH,   /* watch: streaming store events */
         CONN_FOLLOW,  /* logs -f: streaming log lines */
         CONN_REEXEC,  /* daemon-reexec: waiting for the manager's word (QA M1, L1) */
+        CONN_TICKET,  /* waiting for the manager's deferred answer (control-ticket.c) */
 };
 
 struct outmsg {
@@ -120,6 +123,9 @@ struct conn {
 
         /* CONN_REEXEC: the manager abandoned the re-exec; answered by reexec_source */
         bool reexec_abandoned;
+
+        /* CONN_TICKET: the deferred answer's ticket (one reference) */
+        struct control_ticket *ticket;
 };
 
 /* A --no-block start's share, held by the server until the flight answers so
@@ -178,6 +184,10 @@ struct control_server {
          * marked reexec_abandoned are answered from this defer source. */
         char reexec_why[256];
         sd_event_source *reexec_source;
+
+        /* tickets: connections whose ticket the manager answered are
+         * answered from this defer source (control-ticket.c). */
+        sd_event_source *tickets_source;
 };
 
 /* ---- control-conn.c: answers ---- */
@@ -249,6 +259,19 @@ bool conn_handover_fd(struct conn *c, bool cloexec);
 void handle_daemon_reexec(struct conn *c);
 /* Whether c waits for daemon-reexec's answer (handed over to the new tend). */
 bool conn_reexec_waiting(const struct conn *c);
+
+/* ---- control-ticket.c: deferred answers ---- */
+
+/* Queues a ticket's answer on c (r and items as the manager gave them;
+ * items borrowed, NULL when r < 0): the request's own formatter. */
+typedef void (*ticket_answer_fn)(struct conn *c, int r, struct json_object *items);
+/* c waits for the manager's answer (CONN_TICKET), given to answer: the
+ * ticket (c holds its one reference), or NULL on ENOMEM (c unchanged). */
+struct control_ticket *conn_ticket_new(struct conn *c, ticket_answer_fn answer);
+/* Drops c's ticket (conn_end_request()): a later answer is dropped. */
+void conn_ticket_release(struct conn *c);
+/* The server's defer source: answers the connections whose ticket was answered. */
+int tickets_answered_cb(sd_event_source *src, void *userdata);
 
 /* ---- control-request.c: requests ---- */
 

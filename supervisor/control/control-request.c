@@ -642,19 +642,16 @@ static void handle_show(struct conn *c, const struct control_request *q) {
 
 /* --- etcd: the cluster view --- */
 
-/* One "cluster-item" message per item (each small: a host, a unit), then the result. */
-static void handle_cluster(struct conn *c, const struct control_request *q) {
-        struct control_server *s = c->s;
-        _cleanup_json_ json *items = json_object_new_array();
-        const char *unit = q->n_units ? unit_arg(q, 0) : NULL;
-        int r = !items ? -ENOMEM : s->ops.cluster ? s->ops.cluster(s->userdata, q->view, unit, items) : -EOPNOTSUPP;
+/* One "cluster-item" message per item (each small: a host, a unit), then the
+ * result; now, or from the manager's ticket (control-ticket.c). */
+static void answer_cluster(struct conn *c, int r, json *items) {
         if (r == -EOPNOTSUPP || r == -ENOENT) {
                 answer_error(c, r == -ENOENT ? CONTROL_ERROR_NOT_FOUND : CONTROL_ERROR_FAILED, "%s",
                              r == -ENOENT ? "no such singleton unit in the cluster"
                                           : "tend runs without a cluster store (tend --store etcd://...)");
                 return;
         }
-        for (size_t i = 0; r >= 0 && i < json_object_array_length(items) && !c->dead; i++) {
+        for (size_t i = 0; r >= 0 && items && i < json_object_array_length(items) && !c->dead; i++) {
                 json *msg = control_message_new("cluster-item");
                 json *it = json_object_get(json_object_array_get_idx(items, i));
                 if (!msg || json_object_object_add(msg, "item", it) < 0) {
@@ -666,7 +663,22 @@ static void handle_cluster(struct conn *c, const struct control_request *q) {
                 conn_queue(c, msg);
         }
         if (!c->dead)
-                conn_queue(c, r < 0 ? NULL : answer_result(true));
+                conn_queue(c, r < 0 || !items ? NULL : answer_result(true));
+}
+
+/* The manager may answer later (CONTROL_ANSWER_LATER): the connection waits on a ticket. */
+static void handle_cluster(struct conn *c, const struct control_request *q) {
+        struct control_server *s = c->s;
+        _cleanup_json_ json *items = json_object_new_array();
+        const char *unit = q->n_units ? unit_arg(q, 0) : NULL;
+        struct control_ticket *t = items ? conn_ticket_new(c, answer_cluster) : NULL;
+        int r = !items ? -ENOMEM
+                : s->ops.cluster ? s->ops.cluster(s->userdata, q->view, unit, items, t)
+                                 : -EOPNOTSUPP;
+        if (r == CONTROL_ANSWER_LATER && t)
+                return; /* answered by tickets_answered_cb() */
+        conn_end_request(c); /* the ticket released */
+        answer_cluster(c, r == CONTROL_ANSWER_LATER ? -ENOMEM : r, items);
 }
 
 /* --- dispatch --- */

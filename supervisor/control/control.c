@@ -454,8 +454,11 @@ size_t control_server_handover(struct control_server *s, int *fds, size_t max, b
                 if (conn_reexec_waiting(c))
                         continue; /* control_server_handover_waiting()'s */
                 if (!conn_quiet(c) || n >= max) {
-                        if (!cloexec && !c->dead)
+                        if (!cloexec && !c->dead) {
                                 answer_error(c, CONTROL_ERROR_FAILED, "%s", "tend re-executes: retry");
+                                if (c->phase == CONN_TICKET)
+                                        conn_end_request(c); /* answered: the manager's late answer dropped */
+                        }
                         continue;
                 }
                 if (conn_handover_fd(c, cloexec))
@@ -534,7 +537,9 @@ int control_server_new(sd_event *event, struct store *store, const struct contro
         else if ((r = sd_event_add_defer(event, &s->stops_source, stops_done_cb, s)) < 0 ||
                  (r = sd_event_source_set_enabled(s->stops_source, SD_EVENT_OFF)) < 0 ||
                  (r = sd_event_add_defer(event, &s->reexec_source, reexec_abandoned_cb, s)) < 0 ||
-                 (r = sd_event_source_set_enabled(s->reexec_source, SD_EVENT_OFF)) < 0)
+                 (r = sd_event_source_set_enabled(s->reexec_source, SD_EVENT_OFF)) < 0 ||
+                 (r = sd_event_add_defer(event, &s->tickets_source, tickets_answered_cb, s)) < 0 ||
+                 (r = sd_event_source_set_enabled(s->tickets_source, SD_EVENT_OFF)) < 0)
                 log_error_errno(r, "control socket: cannot add an event source: %m");
         else
                 r = server_listen(s, opts ? opts->listen_fd : 0);
@@ -568,6 +573,7 @@ struct control_server *control_server_free(struct control_server *s) {
                 detached_free(s->detached);
         s->stops_source = sd_event_source_disable_unref(s->stops_source);
         s->reexec_source = sd_event_source_disable_unref(s->reexec_source);
+        s->tickets_source = sd_event_source_disable_unref(s->tickets_source);
         refusals_report(s);
         s->refusals_timer = sd_event_source_disable_unref(s->refusals_timer);
         s->listen_source = sd_event_source_disable_unref(s->listen_source);

@@ -27,6 +27,7 @@
 #include "time-util.h"
 
 struct json_object;
+struct control_ticket; /* a request answered later (below) */
 
 /* A start's outcome as the answer shows it (docs/control-protocol.md
  * "start"): filled by control_ops.describe_outcome. */
@@ -107,8 +108,12 @@ struct control_ops {
          * empty JSON array, borrowed) one object per host ("hosts"), per unit of every host
          * ("list"), or the singleton unit's holder ("status", unit given). 0; -EOPNOTSUPP
          * (tend runs without --store), -ENOENT (status: no such singleton), -ENOMEM.
-         * Optional (NULL: -EOPNOTSUPP). */
-        int (*cluster)(void *userdata, const char *view, const char *unit, struct json_object *items);
+         * Optional (NULL: -EOPNOTSUPP). CONTROL_ANSWER_LATER: the answer is deferred — the
+         * manager took a reference on ticket (control_ticket_ref()) and answers through it
+         * (control_ticket_answer(): r and items as this call's); ticket NULL (out of memory):
+         * answer now. */
+        int (*cluster)(void *userdata, const char *view, const char *unit, struct json_object *items,
+                       struct control_ticket *ticket);
 };
 
 struct control_options {
@@ -143,6 +148,31 @@ struct control_options {
 #define CONTROL_OUTPUT_MAX (32u * 1024u)
 
 struct control_server;
+
+/* ---- tickets: a request answered later (control-ticket.c) ---- */
+
+/* An op's answer "the manager answers through the ticket later". */
+#define CONTROL_ANSWER_LATER 1
+
+/*
+ * A request whose answer the manager gives later (ops.cluster's "hosts": the
+ * etcd asks answered in tend's loop, docs/control-protocol.md "cluster"). The
+ * request's connection waits meanwhile — not cut by the idle timeout, its
+ * later requests held in the kernel; a client that hangs up is noticed at
+ * once and the ticket detached. Counted: the server holds one reference
+ * while the client waits, the manager one from control_ticket_ref() until
+ * control_ticket_unref() (NULL accepted; returns t, and NULL). Loop thread only.
+ */
+struct control_ticket;
+struct control_ticket *control_ticket_ref(struct control_ticket *t);
+struct control_ticket *control_ticket_unref(struct control_ticket *t);
+/* Whether the client still waits for t's answer (false: gone, or answered). */
+bool control_ticket_waiting(const struct control_ticket *t);
+/* The answer: r (0 or a negative errno, as the op's own return), items (the
+ * op's array; a reference is taken: unchanged afterwards). Queued from a
+ * later event-loop dispatch, never inside this call; once only; dropped
+ * when the client has gone. Accepts NULL. */
+void control_ticket_answer(struct control_ticket *t, int r, struct json_object *items);
 
 /*
  * Binds and listens: the socket's directory is created 0700 (0710 owned by

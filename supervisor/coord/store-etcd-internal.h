@@ -124,6 +124,15 @@ int64_t etcd_lease_id(struct store_lease *l);
 bool etcd_lease_is_object(struct store_etcd *s, int64_t id);
 
 void etcd_store_unref_internal(struct store_etcd *s);
+
+/* A completion for the owner's loop made ahead (never fails later, in the I/O
+ * thread): etcd_loop_done_post() queues it, and store_dispatch() then runs
+ * op->done(op, op->userdata) and frees it; one never posted is freed with
+ * etcd_loop_done_free() (NULL accepted). NULL on ENOMEM. */
+struct eop;
+struct eop *etcd_loop_done_new(struct store_etcd *s, struct store_op *op);
+void etcd_loop_done_post(struct eop *e, int result);
+void etcd_loop_done_free(struct eop *e);
 /* P "d/" key or P "e/" key (key NULL = ""); NULL on ENOMEM. */
 char *etcd_key(struct store_etcd *s, enum store_keyspace ks, const char *key);
 /* The end of the range of keys starting with prefix (its last byte + 1): a

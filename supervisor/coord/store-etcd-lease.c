@@ -272,17 +272,28 @@ usec_t store_etcd_lease_ttl(struct store_lease *l) {
         return l && streq(l->store->ops->name, "etcd") ? to_lease(l)->ttl : 0;
 }
 
-/* The answers of store_etcd_lease_time_left(): shared by the waiter and each
- * request's completion (the last one frees it). */
-struct ttl_ask {
+/* One LeaseTimeToLive ask of n leases (store_etcd_lease_time_left() and its
+ * _async form): shared by the asker and each request's completion, counted
+ * (n_ref: the asker's own reference, one per request in flight; the last one
+ * frees it). Waited for on cond (blocking), or, once every request has
+ * ended, its completion `post` is queued on the store's completion list and
+ * `op.done` runs from store_dispatch() in the owner's loop (async). */
+struct store_etcd_ttl_ask {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         size_t pending, n_ref;
-        bool done;
+        bool submitted; /* every request is sent (or failed to be): the last answer ends it */
+        bool done;      /* ended: every sent request has answered */
+        size_t n;
         int64_t *ms;
+        /* async: the owner's loop side (only the loop touches cb, userdata) */
+        struct store_op op;
+        struct eop *post;
+        store_etcd_ttl_fn cb;
+        void *userdata;
 };
 
-static void ttl_ask_unref(struct ttl_ask *a) {
+static void ttl_ask_unref(struct store_etcd_ttl_ask *a) {
         pthread_mutex_lock(&a->lock);
         bool last = --a->n_ref == 0;
         pthread_mutex_unlock(&a->lock);
@@ -290,48 +301,62 @@ static void ttl_ask_unref(struct ttl_ask *a) {
                 return;
         pthread_cond_destroy(&a->cond);
         pthread_mutex_destroy(&a->lock);
+        etcd_loop_done_free(a->post);
         free(a->ms);
         free(a);
 }
 
 struct ttl_slot {
-        struct ttl_ask *a;
+        struct store_etcd_ttl_ask *a;
         size_t i;
 };
+
+/* Every request ended (a->lock held): the waiter woken, or the completion
+ * queued for the owner's loop (which then owns the post). */
+static void ttl_ask_ended(struct store_etcd_ttl_ask *a) {
+        a->done = true;
+        if (a->post) {
+                etcd_loop_done_post(a->post, 0);
+                a->post = NULL;
+        } else
+                pthread_cond_signal(&a->cond);
+}
 
 /* I/O thread: one /v3/lease/timetolive answered: "TTL" is seconds left, -1 when the lease is gone. */
 static void ttl_done(struct etcd_req *r, int error, struct json_object *reply, void *userdata) {
         struct ttl_slot *slot = userdata;
-        struct ttl_ask *a = slot->a;
+        struct store_etcd_ttl_ask *a = slot->a;
         pthread_mutex_lock(&a->lock);
         if (error >= 0) {
                 int64_t t = etcd_json_int(reply, "TTL");
                 a->ms[slot->i] = t < 0 ? STORE_ETCD_LEASE_GONE : t * 1000;
         }
-        a->done = --a->pending == 0;
-        if (a->done)
-                pthread_cond_signal(&a->cond);
+        if (--a->pending == 0 && a->submitted)
+                ttl_ask_ended(a);
         pthread_mutex_unlock(&a->lock);
         free(slot);
         ttl_ask_unref(a);
 }
 
-int store_etcd_lease_time_left(struct store *base, const int64_t *ids, size_t n, usec_t wait_usec,
-                               int64_t *ret_ms) {
-        if (!base || (n > 0 && (!ids || !ret_ms)) || !streq(base->ops->name, "etcd"))
-                return -EINVAL;
-        struct store_etcd *s = to_etcd(base);
-        struct ttl_ask *a = calloc(1, sizeof(*a));
+static struct store_etcd_ttl_ask *ttl_ask_new(size_t n) {
+        struct store_etcd_ttl_ask *a = calloc(1, sizeof(*a));
         if (!a || !(a->ms = calloc(n ?: 1, sizeof(*a->ms)))) {
                 free(a);
-                return -ENOMEM;
+                return NULL;
         }
         pthread_mutex_init(&a->lock, NULL);
         etcd_cond_init(&a->cond);
         a->n_ref = 1;
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + wait_usec;
-        for (size_t i = 0; i < n; i++) {
+        a->n = n;
+        for (size_t i = 0; i < n; i++)
                 a->ms[i] = STORE_ETCD_LEASE_UNKNOWN;
+        return a;
+}
+
+/* Sends one request per id, each bounded by deadline; then the ask ends as
+ * soon as none is in flight (at once if none could be sent). */
+static void ttl_ask_send(struct store_etcd *s, struct store_etcd_ttl_ask *a, const int64_t *ids, usec_t deadline) {
+        for (size_t i = 0; i < a->n; i++) {
                 struct ttl_slot *slot = malloc(sizeof(*slot));
                 if (!slot)
                         continue;
@@ -350,11 +375,68 @@ int store_etcd_lease_time_left(struct store *base, const int64_t *ids, size_t n,
                 }
         }
         pthread_mutex_lock(&a->lock);
-        a->done = a->pending == 0;
+        a->submitted = true;
+        if (a->pending == 0)
+                ttl_ask_ended(a);
+        pthread_mutex_unlock(&a->lock);
+}
+
+int store_etcd_lease_time_left(struct store *base, const int64_t *ids, size_t n, usec_t wait_usec,
+                               int64_t *ret_ms) {
+        if (!base || (n > 0 && (!ids || !ret_ms)) || !streq(base->ops->name, "etcd"))
+                return -EINVAL;
+        struct store_etcd_ttl_ask *a = ttl_ask_new(n);
+        if (!a)
+                return -ENOMEM;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + wait_usec;
+        ttl_ask_send(to_etcd(base), a, ids, deadline);
+        pthread_mutex_lock(&a->lock);
         (void) etcd_wait_until(&a->cond, &a->lock, &a->done, deadline);
         memcpy(ret_ms, a->ms, n * sizeof(*ret_ms));
-        size_t answered = n - a->pending;
+        size_t answered = 0;
+        for (size_t i = 0; i < n; i++)
+                answered += a->ms[i] != STORE_ETCD_LEASE_UNKNOWN;
         pthread_mutex_unlock(&a->lock);
         ttl_ask_unref(a);
         return (int) answered;
+}
+
+/* The owner's loop (store_dispatch()): the ask has ended; its answers to the asker unless cancelled. */
+static void ttl_ask_dispatched(struct store_op *op, void *userdata) {
+        struct store_etcd_ttl_ask *a = userdata;
+        if (a->cb) {
+                size_t answered = 0;
+                pthread_mutex_lock(&a->lock);
+                for (size_t i = 0; i < a->n; i++)
+                        answered += a->ms[i] != STORE_ETCD_LEASE_UNKNOWN;
+                pthread_mutex_unlock(&a->lock);
+                a->cb(a->ms, a->n, answered, a->userdata);
+        }
+        ttl_ask_unref(a);
+}
+
+int store_etcd_lease_time_left_async(struct store *base, const int64_t *ids, size_t n, usec_t wait_usec,
+                                     store_etcd_ttl_fn cb, void *userdata, struct store_etcd_ttl_ask **ret) {
+        if (!base || (n > 0 && !ids) || !cb || !ret || !streq(base->ops->name, "etcd"))
+                return -EINVAL;
+        struct store_etcd *s = to_etcd(base);
+        struct store_etcd_ttl_ask *a = ttl_ask_new(n);
+        if (!a)
+                return -ENOMEM;
+        a->op = (struct store_op) { .done = ttl_ask_dispatched, .userdata = a };
+        a->post = etcd_loop_done_new(s, &a->op);
+        if (!a->post) {
+                ttl_ask_unref(a);
+                return -ENOMEM;
+        }
+        a->cb = cb;
+        a->userdata = userdata;
+        *ret = a;
+        ttl_ask_send(s, a, ids, now_usec(CLOCK_MONOTONIC) + wait_usec);
+        return 0;
+}
+
+void store_etcd_ttl_ask_cancel(struct store_etcd_ttl_ask *a) {
+        if (a)
+                a->cb = NULL; /* the loop's own field: ttl_ask_dispatched() frees it, late answers dropped */
 }

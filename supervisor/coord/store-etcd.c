@@ -323,6 +323,21 @@ static void eop_complete(struct eop *e, int result) {
         pthread_mutex_unlock(&s->lock);
 }
 
+struct eop *etcd_loop_done_new(struct store_etcd *s, struct store_op *op) {
+        struct eop *e = calloc(1, sizeof(*e));
+        if (e)
+                *e = (struct eop) { .s = s, .op = op, .in_loop = true };
+        return e;
+}
+
+void etcd_loop_done_post(struct eop *e, int result) {
+        eop_complete(e, result);
+}
+
+void etcd_loop_done_free(struct eop *e) {
+        free(e);
+}
+
 static int ttl_seconds(struct store_etcd *s, usec_t ttl) {
         ttl = ttl ?: s->default_ttl;
         return (int) ((ttl + USEC_PER_SEC - 1) / USEC_PER_SEC);

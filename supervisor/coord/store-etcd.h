@@ -80,3 +80,26 @@ usec_t store_etcd_lease_ttl(struct store_lease *l);
  */
 int store_etcd_lease_time_left(struct store *s, const int64_t *ids, size_t n, usec_t wait_usec,
                                int64_t *ret_ms);
+
+/*
+ * The asynchronous form (issue 20's store contract (a); docs/cluster.md §4b):
+ * the same asks, sent at once; cb(ms, n, answered, userdata) runs exactly
+ * once, from store_dispatch() in the owner's event loop (when
+ * store_get_fd() turned readable; never inside this call), once every ask
+ * was answered or cut by wait_usec (each request's deadline). ms (n values
+ * as above; borrowed for the call) and answered (how many are not
+ * STORE_ETCD_LEASE_UNKNOWN). *ret (the ask's handle) stays valid until cb
+ * ran or store_etcd_ttl_ask_cancel(). A store closed meanwhile runs cb at its
+ * close (the unanswered ones unknown). Returns 0, or -EINVAL (s not an etcd
+ * store, ids NULL with n > 0, cb or ret NULL), -ENOMEM: then cb never runs.
+ * Call from the owner's loop thread.
+ */
+struct store_etcd_ttl_ask;
+typedef void (*store_etcd_ttl_fn)(const int64_t *ms, size_t n, size_t answered, void *userdata);
+int store_etcd_lease_time_left_async(struct store *s, const int64_t *ids, size_t n, usec_t wait_usec,
+                                     store_etcd_ttl_fn cb, void *userdata, struct store_etcd_ttl_ask **ret);
+
+/* The asker no longer wants the answers (before cb ran; from the owner's
+ * loop thread): cb will not run, the ask is freed when its requests have
+ * ended. NULL accepted. */
+void store_etcd_ttl_ask_cancel(struct store_etcd_ttl_ask *a);

@@ -66,6 +66,7 @@ struct cluster {
         sd_event_source *lease_timer; /* the host lease's local expiry (store_lease_expiry) */
         bool registered;
         bool lease_late;            /* past its local expiry, not known ended (said once) */
+        struct hosts_ask *host_asks; /* hosts views waiting for etcd (cluster-view.c) */
 
         struct store_watch *local_watch; /* service/ of the local store */
         sd_event_source *local_src;
@@ -164,5 +165,8 @@ int cluster_mirrors_open(struct cluster *c);
 /* The loop, once the thread handed over: polls them (or has failed ones made again). */
 void cluster_mirrors_start(struct cluster *c);
 void cluster_mirrors_free(struct cluster *c);
+/* The hosts views still waiting for etcd's lease time left: answered now
+ * without it, their asks cancelled (before the etcd store closes). */
+void cluster_views_free(struct cluster *c);
 /* The newest PUT of key in mirror i, or NULL. */
 const struct store_event *cluster_mirror_get(const struct cluster *c, int i, const char *key);

@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "cluster.h"
+#include "control.h"
 #include "log.h"
 #include "macro.h"
 
@@ -205,48 +206,112 @@ static int64_t host_lease(const struct store_event *ev) {
         return id;
 }
 
-/* Each host's lease time left, asked of etcd now (LeaseTimeToLive, all at once;
- * docs/cluster.md §4b): ms[i] in ms, or STORE_ETCD_LEASE_UNKNOWN/_GONE. The loop
- * waits at most HOSTS_TTL_WAIT_USEC for the answers: the control protocol has no
- * deferred answer (yet), and a view without the times beats a stalled tend. */
+/* ---- hosts: each host's lease time left, asked of etcd without waiting ---- */
+
+/* etcd's LeaseTimeToLive of each host's lease, all at once (docs/cluster.md
+ * §4b): the answer is given through the control ticket when etcd answered or
+ * the asks' deadline cut them (HOSTS_TTL_WAIT_USEC); a guard timer
+ * HOSTS_TTL_GRACE_USEC later answers without the times if the store's
+ * completion is late. A view without the times beats one never answered. */
 #define HOSTS_TTL_WAIT_USEC (500 * USEC_PER_MSEC)
-static int64_t *hosts_time_left(struct cluster *c, const struct mirror *m) {
-        int64_t *ids = calloc(m->n ?: 1, sizeof(*ids)), *ms = calloc(m->n ?: 1, sizeof(*ms));
-        if (!ids || !ms) {
-                free(ids);
-                free(ms);
-                return NULL;
+#define HOSTS_TTL_GRACE_USEC (500 * USEC_PER_MSEC)
+
+struct hosts_ask {
+        struct cluster *c;
+        struct hosts_ask *next;         /* c->host_asks */
+        struct control_ticket *ticket;  /* our reference */
+        struct json_object *items;      /* the view as asked; lease_left_ms filled at the answer */
+        struct store_etcd_ttl_ask *ask; /* NULL once it has answered */
+        sd_event_source *guard;
+        usec_t asked;                   /* CLOCK_MONOTONIC, for the log */
+};
+
+/* Answers a's ticket with its items as they are, and frees a. */
+static void hosts_ask_finish(struct hosts_ask *a) {
+        for (struct hosts_ask **p = &a->c->host_asks; *p; p = &(*p)->next)
+                if (*p == a) {
+                        *p = a->next;
+                        break;
+                }
+        store_etcd_ttl_ask_cancel(a->ask);
+        a->guard = sd_event_source_disable_unref(a->guard);
+        control_ticket_answer(a->ticket, 0, a->items);
+        control_ticket_unref(a->ticket);
+        json_object_put(a->items);
+        free(a);
+}
+
+/* The store's completion, in tend's loop: the times into the items. */
+static void hosts_answered(const int64_t *ms, size_t n, size_t answered, void *userdata) {
+        struct hosts_ask *a = userdata;
+        a->ask = NULL; /* ran: nothing to cancel */
+        for (size_t i = 0; i < n && i < json_object_array_length(a->items); i++)
+                if (ms[i] >= 0)
+                        json_object_object_add(json_object_array_get_idx(a->items, i), "lease_left_ms",
+                                               json_object_new_int64(ms[i]));
+        if (answered < n)
+                log_notice("cluster: etcd %s: %zu of %zu hosts' lease time left not answered within %llu ms",
+                           a->c->endpoints, n - answered, n,
+                           (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - a->asked) / USEC_PER_MSEC));
+        hosts_ask_finish(a);
+}
+
+static int hosts_guard(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct hosts_ask *a = userdata;
+        log_notice("cluster: etcd %s: the hosts' lease time left not answered within %llu ms: shown unknown",
+                   a->c->endpoints, (unsigned long long) ((HOSTS_TTL_WAIT_USEC + HOSTS_TTL_GRACE_USEC) / USEC_PER_MSEC));
+        hosts_ask_finish(a);
+        return 0;
+}
+
+void cluster_views_free(struct cluster *c) {
+        while (c->host_asks)
+                hosts_ask_finish(c->host_asks);
+}
+
+/* Asks etcd the time left of each host's lease in ids (items' order). 1
+ * (CONTROL_ANSWER_LATER): the ticket is answered later; 0: not asked
+ * (answer now, the times unknown); -ENOMEM. */
+static int hosts_ask(struct cluster *c, const int64_t *ids, size_t n, struct json_object *items,
+                     struct control_ticket *ticket) {
+        /* Not asked while this host's own renewals go unanswered (etcd known away). */
+        if (!ticket || !c->registered || !c->etcd || c->lease_late || n == 0)
+                return 0;
+        struct hosts_ask *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        *a = (struct hosts_ask) { .c = c, .items = json_object_get(items), .asked = now_usec(CLOCK_MONOTONIC) };
+        int k = sd_event_add_time_relative(c->event, &a->guard, CLOCK_MONOTONIC,
+                                           HOSTS_TTL_WAIT_USEC + HOSTS_TTL_GRACE_USEC, 0, hosts_guard, a);
+        if (k >= 0)
+                k = store_etcd_lease_time_left_async(c->etcd, ids, n, HOSTS_TTL_WAIT_USEC, hosts_answered, a, &a->ask);
+        if (k < 0) {
+                sd_event_source_disable_unref(a->guard);
+                json_object_put(a->items);
+                free(a);
+                return k;
         }
-        for (size_t i = 0; i < m->n; i++) {
-                ids[i] = host_lease(m->evs[i]);
-                ms[i] = STORE_ETCD_LEASE_UNKNOWN;
-        }
-        /* Not asked while this host's own renewals go unanswered (etcd known away): no wait then. */
-        if (c->registered && c->etcd && !c->lease_late && m->n > 0) {
-                int k = store_etcd_lease_time_left(c->etcd, ids, m->n, HOSTS_TTL_WAIT_USEC, ms);
-                if (k >= 0 && (size_t) k < m->n)
-                        log_notice("cluster: etcd %s: %zu of %zu hosts' lease time left not answered within %llu ms",
-                                   c->endpoints, m->n - (size_t) k, m->n,
-                                   (unsigned long long) (HOSTS_TTL_WAIT_USEC / USEC_PER_MSEC));
-        }
-        free(ids);
-        return ms;
+        a->ticket = control_ticket_ref(ticket);
+        a->next = c->host_asks;
+        c->host_asks = a;
+        return CONTROL_ANSWER_LATER;
 }
 
 /* hosts: host, hostname, pid, metadata, lease (id, TTL, time left), and whether it is this one. */
-static int view_hosts(struct cluster *c, struct json_object *items) {
+static int view_hosts(struct cluster *c, struct json_object *items, struct control_ticket *ticket) {
         const struct mirror *m = &c->mirrors[MIRROR_HOSTS];
-        _cleanup_free_ int64_t *left = hosts_time_left(c, m);
-        if (!left)
+        _cleanup_free_ int64_t *ids = calloc(m->n ?: 1, sizeof(*ids));
+        if (!ids)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n; i++) {
                 struct json_object *v = parse_value(m->evs[i]), *it = json_object_new_object();
+                ids[i] = host_lease(m->evs[i]);
                 json_object_object_add(it, "host", json_object_new_string(m->evs[i]->key + strlen("hosts/")));
                 take(it, "hostname", v, "hostname");
                 take(it, "pid", v, "pid");
                 take(it, "ttl_sec", v, "ttl_sec");
                 take(it, "lease", v, "lease");
-                json_object_object_add(it, "lease_left_ms", left[i] >= 0 ? json_object_new_int64(left[i]) : NULL);
+                json_object_object_add(it, "lease_left_ms", NULL); /* unknown until etcd answers */
                 take(it, "metadata", v, "metadata");
                 json_object_object_add(it, "self", json_object_new_boolean(
                                                            streq(m->evs[i]->key + strlen("hosts/"), c->host_id)));
@@ -254,7 +319,12 @@ static int view_hosts(struct cluster *c, struct json_object *items) {
                 if (json_object_array_add(items, it) < 0)
                         return -ENOMEM;
         }
-        return 0;
+        int k = hosts_ask(c, ids, m->n, items, ticket);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                log_notice("cluster: etcd %s: the hosts' lease time left not asked: %s", c->endpoints, strerror(-k));
+        return k < 0 ? 0 : k;
 }
 
 /* list: every host's published units: host, unit, state, main pid, result, and
@@ -310,11 +380,12 @@ static int view_status(struct cluster *c, const char *unit, struct json_object *
         return json_object_array_add(items, it) < 0 ? -ENOMEM : 0;
 }
 
-int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items) {
+int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items,
+                 struct control_ticket *ticket) {
         if (!c)
                 return -EOPNOTSUPP;
         if (streq(view, "hosts"))
-                return view_hosts(c, items);
+                return view_hosts(c, items, ticket);
         if (streq(view, "list"))
                 return view_list(c, items);
         return unit ? view_status(c, unit, items) : -EINVAL;
@@ -322,7 +393,8 @@ int cluster_view(struct cluster *c, const char *view, const char *unit, struct j
 
 #else /* !HAVE_STORE_ETCD */
 
-int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items) {
+int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items,
+                 struct control_ticket *ticket) {
         return -EOPNOTSUPP;
 }
 

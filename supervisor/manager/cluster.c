@@ -571,6 +571,7 @@ struct cluster *cluster_free(struct cluster *c) {
                                           (unsigned long long) (c->o->ttl / USEC_PER_SEC));
                 store_lease_free(c->lease);
         }
+        cluster_views_free(c); /* before the store's close runs their completions */
         c->etcd_src = sd_event_source_disable_unref(c->etcd_src);
         store_unref(c->etcd); /* runs the completions still queued: they see closing */
         cluster_singles_free(c); /* fences stand down: the units are stopped by now */

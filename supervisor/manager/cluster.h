@@ -89,9 +89,16 @@ void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, co
  * JSON object appended to items per host (view "hosts"), per published unit
  * of every host ("list"), or for singleton unit ("status"). c NULL:
  * -EOPNOTSUPP; "status" of a key nobody holds: -ENOENT; -ENOMEM.
+ * "hosts" with ticket (borrowed; a reference taken): CONTROL_ANSWER_LATER
+ * when each host's lease time left is asked of etcd (docs/cluster.md §4b):
+ * the items are answered through the ticket from tend's loop once etcd
+ * answered or HOSTS_TTL_WAIT passed (the unanswered ones null); the loop
+ * never waits on etcd. Without a ticket: now, the time left unknown.
  */
 struct json_object;
-int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items);
+struct control_ticket;
+int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items,
+                 struct control_ticket *ticket);
 
 /* The host holding NAME as last seen on the watch (NULL: none or unknown). */
 const char *cluster_singleton_holder(const struct cluster *c, const char *name);

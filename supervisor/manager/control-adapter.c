@@ -243,9 +243,10 @@ static int ctl_waiters(void *userdata, const char *name) {
 }
 
 /* etcd: the cluster view (cluster.h). */
-static int ctl_cluster(void *userdata, const char *view, const char *unit, struct json_object *items) {
+static int ctl_cluster(void *userdata, const char *view, const char *unit, struct json_object *items,
+                       struct control_ticket *ticket) {
         struct manager *m = userdata;
-        return cluster_view(m->cluster, view, unit, items);
+        return cluster_view(m->cluster, view, unit, items, ticket);
 }
 
 static int ctl_describe(void *userdata, const char *name, struct json_object *props) {

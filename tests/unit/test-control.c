@@ -102,6 +102,9 @@ struct fake {
         int reexec_error;
         bool reexec_abandons;
         struct control_server *server;
+        /* cluster: "hosts" kept on a ticket (answered by the test), others at once */
+        unsigned n_cluster;
+        struct control_ticket *ticket;
 };
 
 static const char *const known_units[] = { "web.service", "db.service" };
@@ -269,6 +272,20 @@ static int fake_describe(void *userdata, const char *unit, json *props) {
         return 0;
 }
 
+/* etcd: the cluster view: one item; "hosts" answered later through the ticket. */
+static int fake_cluster(void *userdata, const char *view, const char *unit, json *items,
+                        struct control_ticket *ticket) {
+        struct fake *f = userdata;
+        json *it = json_object_new_object();
+        f->n_cluster++;
+        if (!it || control_add_string(it, "host", "h1") < 0 || json_object_array_add(items, it) < 0)
+                return -ENOMEM;
+        if (!streq(view, "hosts") || !ticket)
+                return 0;
+        f->ticket = control_ticket_ref(ticket);
+        return CONTROL_ANSWER_LATER;
+}
+
 static const struct control_ops fake_ops = {
         .resolve = fake_resolve,
         .start = fake_start,
@@ -283,6 +300,7 @@ static const struct control_ops fake_ops = {
         .waiters = fake_waiters,
         .describe = fake_describe,
         .daemon_reexec = fake_daemon_reexec,
+        .cluster = fake_cluster,
 };
 
 static sf_resolution **fake_flight(struct fake *f, const char *unit) {
@@ -1151,6 +1169,58 @@ static void test_daemon_reexec_deferred(void **state) {
         close(b);
 }
 
+/* issue 20: the cluster view's hosts answered later through a ticket: the
+ * connection waits (past the idle timeout), others are served meanwhile, the
+ * answer comes from the loop (never inside control_ticket_answer()), once; a
+ * client that hangs up detaches its ticket and the late answer is dropped. */
+static void test_cluster_ticket(void **state) {
+        struct fx *f = *state;
+        int a = client_connect(f->path), b = client_connect(f->path);
+        client_send(a, "{\"version\":1,\"command\":\"cluster\",\"view\":\"hosts\"}");
+        wait_counter(f, &f->fake.n_cluster, 1, "the hosts request");
+        client_send(b, "{\"version\":1,\"command\":\"cluster\",\"view\":\"list\"}");
+        json *data = NULL, *r = client_result(f, b, &data);
+        assert_true(flag(r, "ok")); /* b served while a waits */
+        assert_int_equal(json_object_array_length(data), 1);
+        json_object_put(r);
+        json_object_put(data);
+        run_until(f, is_closed, &b, b, WAIT_MS, "the idle client closed", "the idle timeout is not armed");
+        close(b);
+        assert_no_message(f, a); /* past the idle timeout: a still waits */
+        assert_true(control_ticket_waiting(f->fake.ticket));
+        json *items = json_object_new_array();
+        for (int i = 0; i < 2; i++) {
+                json *it = json_object_new_object();
+                assert_int_equal(control_add_int64(it, "lease_left_ms", 4000 + i), 0);
+                assert_int_equal(json_object_array_add(items, it), 0);
+        }
+        control_ticket_answer(f->fake.ticket, 0, items);
+        control_ticket_answer(f->fake.ticket, -EIO, items); /* once only */
+        struct pollfd pa = { .fd = a, .events = POLLIN };
+        assert_int_equal(poll(&pa, 1, 0), 0); /* from the loop, not inside the call */
+        assert_false(control_ticket_waiting(f->fake.ticket));
+        r = client_result(f, a, &data);
+        assert_true(flag(r, "ok"));
+        assert_int_equal(json_object_array_length(data), 2);
+        assert_int_equal(json_object_get_int64(json_object_object_get(
+                                 json_object_object_get(json_object_array_get_idx(data, 1), "item"), "lease_left_ms")),
+                         4001);
+        json_object_put(r);
+        json_object_put(data);
+        f->fake.ticket = control_ticket_unref(f->fake.ticket);
+        assert_no_message(f, a);
+        /* A client that hangs up while it waits: the late answer is dropped. */
+        client_send(a, "{\"version\":1,\"command\":\"cluster\",\"view\":\"hosts\"}");
+        wait_counter(f, &f->fake.n_cluster, 3, "the second hosts request");
+        close(a);
+        settle(f);
+        assert_false(control_ticket_waiting(f->fake.ticket));
+        control_ticket_answer(f->fake.ticket, 0, items);
+        settle(f);
+        f->fake.ticket = control_ticket_unref(f->fake.ticket);
+        json_object_put(items);
+}
+
 static int setup_short_idle(void **state) {
         struct control_options co = { .control_group = (gid_t) -1, .idle_timeout_usec = 100 * USEC_PER_MSEC };
         *state = fx_setup(NULL, &co);
@@ -1848,6 +1918,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_tendctl, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_waits, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_daemon_reexec_deferred, setup_short_idle, teardown),
+                cmocka_unit_test_setup_teardown(test_cluster_ticket, setup_short_idle, teardown),
                 cmocka_unit_test_setup_teardown(test_tendctl_watch, setup_small_watch, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

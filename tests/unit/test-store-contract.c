@@ -812,6 +812,21 @@ static void test_smoke(void **state) {
  * LeaseTimeToLive answers its time left (≤ TTL) and "gone" for a lease
  * that does not exist; once revoked, adopting it again renews nothing (-ENOENT).
  */
+#ifdef HAVE_STORE_ETCD
+struct ttl_answer {
+        unsigned calls;
+        size_t answered;
+        int64_t ms[2];
+};
+
+static void ttl_answered(const int64_t *ms, size_t n, size_t answered, void *userdata) {
+        struct ttl_answer *a = userdata;
+        a->calls++;
+        a->answered = answered;
+        memcpy(a->ms, ms, MIN(n, 2u) * sizeof(*ms));
+}
+#endif
+
 static void test_lease_adopt(void **state) {
 #ifdef HAVE_STORE_ETCD
         struct store *s = *state;
@@ -842,6 +857,22 @@ static void test_lease_adopt(void **state) {
         if (left[0] <= 0 || (usec_t) left[0] * MS > granted)
                 fail_msg("lease %" PRId64 ": %" PRId64 " ms left, want (0, %" PRIu64 "]", id, left[0], granted / MS);
         assert_int_equal(left[1], STORE_ETCD_LEASE_GONE);
+        /* The asynchronous form: answered through the store's fd, never inside the call. */
+        struct ttl_answer got = { 0 };
+        struct store_etcd_ttl_ask *ask = NULL;
+        assert_int_equal(store_etcd_lease_time_left_async(s2, ids, 2, 2 * USEC_PER_SEC, ttl_answered, &got, &ask), 0);
+        assert_int_equal(got.calls, 0);
+        run_loop_until(s2, &got.calls, 1);
+        assert_int_equal(got.answered, 2);
+        if (got.ms[0] <= 0 || (usec_t) got.ms[0] * MS > granted)
+                fail_msg("async: lease %" PRId64 ": %" PRId64 " ms left, want (0, %" PRIu64 "]", id, got.ms[0], granted / MS);
+        assert_int_equal(got.ms[1], STORE_ETCD_LEASE_GONE);
+        /* Cancelled: the callback never runs, the ask is freed once answered (ASan: no leak). */
+        assert_int_equal(store_etcd_lease_time_left_async(s2, ids, 2, 2 * USEC_PER_SEC, ttl_answered, &got, &ask), 0);
+        store_etcd_ttl_ask_cancel(ask);
+        usleep(500 * 1000);
+        (void) store_dispatch(s2);
+        assert_int_equal(got.calls, 1);
         assert_int_equal(store_lease_revoke(l2), 0);
         expect_absent(s, STORE_EPHEMERAL, "adopt/k");
         assert_int_equal(store_etcd_lease_adopt(s2, id, granted, expiry, &l3), 0);
