@@ -25,8 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
+#include "curl-api.h"
 #include "log.h"
 #include "store-etcd-internal.h"
 
@@ -169,8 +168,8 @@ static void req_free(struct etcd_req *r) {
         if (!r)
                 return;
         if (r->easy)
-                curl_easy_cleanup(r->easy);
-        curl_slist_free_all(r->headers);
+                curl_api.easy_cleanup(r->easy);
+        curl_api.slist_free_all(r->headers);
         free(r->path);
         free(r->body);
         free(r->buf);
@@ -247,32 +246,32 @@ static int req_setup(struct etcd_req *r) {
         if (asprintf(&url, "%s%s", c->members[c->current], r->path) < 0)
                 return -ENOMEM;
         if (!r->easy) {
-                r->easy = curl_easy_init();
+                r->easy = curl_api.easy_init();
                 if (!r->easy)
                         return -ENOMEM;
         }
-        curl_easy_reset(r->easy);
-        curl_slist_free_all(r->headers);
-        r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        curl_api.easy_reset(r->easy);
+        curl_api.slist_free_all(r->headers);
+        r->headers = curl_api.slist_append(NULL, "Content-Type: application/json");
         if (c->token && asprintf(&auth, "Authorization: %s", c->token) >= 0)
-                r->headers = curl_slist_append(r->headers, auth);
+                r->headers = curl_api.slist_append(r->headers, auth);
         r->len = 0;
-        curl_easy_setopt(r->easy, CURLOPT_URL, url);
-        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
-        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-        curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
-        curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-        curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-        curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-        curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->stream ? 0L : timeout_ms);
-        curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_api.easy_setopt(r->easy, CURLOPT_URL, url);
+        curl_api.easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
+        curl_api.easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+        curl_api.easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_write);
+        curl_api.easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+        curl_api.easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+        curl_api.easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+        curl_api.easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+        curl_api.easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->stream ? 0L : timeout_ms);
+        curl_api.easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
         if (c->ca_file)
-                curl_easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_file);
+                curl_api.easy_setopt(r->easy, CURLOPT_CAINFO, c->ca_file);
         if (c->cert_file)
-                curl_easy_setopt(r->easy, CURLOPT_SSLCERT, c->cert_file);
+                curl_api.easy_setopt(r->easy, CURLOPT_SSLCERT, c->cert_file);
         if (c->key_file)
-                curl_easy_setopt(r->easy, CURLOPT_SSLKEY, c->key_file);
+                curl_api.easy_setopt(r->easy, CURLOPT_SSLKEY, c->key_file);
         return 0;
 }
 
@@ -300,7 +299,7 @@ static int req_start(struct etcd_req *r) {
                             r->c->members[r->c->current], r->path);
         if (q < 0)
                 return q;
-        if (curl_multi_add_handle(r->c->multi, r->easy) != CURLM_OK)
+        if (curl_api.multi_add_handle(r->c->multi, r->easy) != CURLM_OK)
                 return -ENOMEM;
         r->in_multi = true;
         return 0;
@@ -315,7 +314,7 @@ static void req_finish(struct etcd_req *r, int error, struct json_object *reply)
                         break;
                 }
         if (r->in_multi)
-                curl_multi_remove_handle(c->multi, r->easy);
+                curl_api.multi_remove_handle(c->multi, r->easy);
         r->in_multi = false;
         if (r->on_done)
                 r->on_done(r, error, reply, r->userdata);
@@ -336,7 +335,7 @@ static void member_failed(struct etcd_req *r) {
 static bool req_retry(struct etcd_req *r, bool next_member) {
         struct etcd_client *c = r->c;
 
-        curl_multi_remove_handle(c->multi, r->easy);
+        curl_api.multi_remove_handle(c->multi, r->easy);
         r->in_multi = false;
         if (next_member) {
                 member_failed(r);
@@ -384,7 +383,7 @@ static void req_completed(struct etcd_req *r, CURLcode code) {
         }
         if (code != CURLE_OK) {
                 log_warning("store-etcd: %s%s: %s", c->members[r->member], r->path,
-                            curl_easy_strerror(code));
+                            curl_api.easy_strerror(code));
                 /* A stream is not retried: it ends, and the re-watch goes to the next member. */
                 if (r->stream)
                         member_failed(r);
@@ -393,7 +392,7 @@ static void req_completed(struct etcd_req *r, CURLcode code) {
                 req_finish(r, code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED, NULL);
                 return;
         }
-        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &http);
+        curl_api.easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &http);
         q = r->stream ? -EPIPE : parse_reply(r, http, &reply);
         if (q == -ETIMEDOUT && req_retry(r, true)) /* UNAVAILABLE: a member without quorum */
                 return;
@@ -444,13 +443,13 @@ static void *io_thread(void *userdata) {
         for (;;) {
                 if (take_queue(c))
                         break;
-                curl_multi_perform(c->multi, &running);
+                curl_api.multi_perform(c->multi, &running);
                 CURLMsg *m;
                 int left;
-                while ((m = curl_multi_info_read(c->multi, &left)))
+                while ((m = curl_api.multi_info_read(c->multi, &left)))
                         if (m->msg == CURLMSG_DONE) {
                                 struct etcd_req *r;
-                                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **) &r);
+                                curl_api.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **) &r);
                                 req_completed(r, m->data.result);
                         }
                 /* Cancelled streams: their write callback aborts at the next byte, but an idle
@@ -474,7 +473,7 @@ static void *io_thread(void *userdata) {
                 int wait_ms = next == USEC_INFINITY ? 3600 * 1000
                                                     : (int) MIN((next - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC,
                                                                 (usec_t) 3600 * 1000);
-                curl_multi_poll(c->multi, NULL, 0, wait_ms, NULL);
+                curl_api.multi_poll(c->multi, NULL, 0, wait_ms, NULL);
         }
         while (c->active)
                 req_finish(c->active, -EPIPE, NULL);
@@ -523,13 +522,13 @@ int etcd_submit_at(struct etcd_client *c, const char *path, struct json_object *
                 req_free(r);
                 return q;
         }
-        curl_multi_wakeup(c->multi);
+        curl_api.multi_wakeup(c->multi);
         return 0;
 }
 
 void etcd_req_cancel(struct etcd_client *c, struct etcd_req *r) {
         atomic_store(&r->cancel, true);
-        curl_multi_wakeup(c->multi);
+        curl_api.multi_wakeup(c->multi);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -651,14 +650,14 @@ static int reauthenticate(struct etcd_client *c) {
                 long http = 0;
                 if (req_setup(&r) < 0)
                         break;
-                CURLcode code = curl_easy_perform(r.easy);
+                CURLcode code = curl_api.easy_perform(r.easy);
                 if (code != CURLE_OK) {
                         log_warning("store-etcd: %s/v3/auth/authenticate: %s",
-                                    c->members[c->current], curl_easy_strerror(code));
+                                    c->members[c->current], curl_api.easy_strerror(code));
                         c->current = (c->current + 1) % c->n_members;
                         continue;
                 }
-                curl_easy_getinfo(r.easy, CURLINFO_RESPONSE_CODE, &http);
+                curl_api.easy_getinfo(r.easy, CURLINFO_RESPONSE_CODE, &http);
                 /* etcd answers a wrong password with INVALID_ARGUMENT: any refusal is EACCES. */
                 q = parse_reply(&r, http, &reply);
                 if (q < 0 && q != -ENOMEM)
@@ -676,8 +675,8 @@ static int reauthenticate(struct etcd_client *c) {
         json_object_put(reply);
         json_object_put(body);
         if (r.easy)
-                curl_easy_cleanup(r.easy);
-        curl_slist_free_all(r.headers);
+                curl_api.easy_cleanup(r.easy);
+        curl_api.slist_free_all(r.headers);
         free(r.buf);
         return q;
 }
@@ -726,9 +725,9 @@ void etcd_client_free(struct etcd_client *c) {
                 pthread_mutex_lock(&c->lock);
                 c->closing = true;
                 pthread_mutex_unlock(&c->lock);
-                curl_multi_wakeup(c->multi);
+                curl_api.multi_wakeup(c->multi);
                 pthread_join(c->thread, NULL);
-                curl_multi_cleanup(c->multi);
+                curl_api.multi_cleanup(c->multi);
         }
         for (size_t i = 0; i < c->n_members; i++)
                 free(c->members[i]);
@@ -743,18 +742,14 @@ void etcd_client_free(struct etcd_client *c) {
         free(c);
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int etcd_client_new(const struct store_etcd_options *opts, struct etcd_client **ret) {
         struct etcd_client *c;
         int q;
 
         if (!opts->endpoints || (!opts->user != !opts->password))
                 return -EINVAL;
-        pthread_once(&curl_once, curl_init_once);
+        if ((q = curl_api_load()) < 0)
+                return q;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -774,10 +769,10 @@ int etcd_client_new(const struct store_etcd_options *opts, struct etcd_client **
         if (q >= 0 && c->user)
                 q = reauthenticate(c);
         if (q >= 0) {
-                c->multi = curl_multi_init();
+                c->multi = curl_api.multi_init();
                 q = c->multi ? -pthread_create(&c->thread, NULL, io_thread, c) : -ENOMEM;
                 if (q < 0 && c->multi) {
-                        curl_multi_cleanup(c->multi);
+                        curl_api.multi_cleanup(c->multi);
                         c->multi = NULL;
                 }
         }

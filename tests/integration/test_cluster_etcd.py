@@ -257,6 +257,34 @@ def with_password(tmp, e, url):
     print("ok: --store-user/--store-password-file: registered; a wrong password said and retried")
 
 
+def maps_libcurl(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return "libcurl" in f.read()
+
+
+def libcurl_only_with_store(tmp, t):
+    """tend loads libcurl (and what it pulls in) only for a store on etcd:
+    dlopen at the first etcd client, never at start (≈ 4 ms a start)."""
+    check(maps_libcurl(t.proc.pid), "tend --store etcd://… runs without libcurl mapped: how does it talk to etcd?")
+    d = os.path.join(tmp, "plain")
+    os.makedirs(d)
+    with open(os.path.join(d, "p.service"), "w") as f:
+        f.write(SLEEPER.replace("@DIR@", d).replace("ct-a", "p"))
+    sock = os.path.join(tmp, "plain.sock")
+    p = subprocess.Popen([TEND, "--config-dir", d, "--control-socket", sock], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=enter_cgroup("plain"))
+    try:
+        path = os.path.join(d, "p.service.pid")
+        wait_until(lambda: os.path.exists(path) and open(path).read().strip(), 10,
+                   "the plain tend never started its unit")
+        check(not maps_libcurl(p.pid), "a tend without --store has libcurl mapped: linked again instead of "
+              "opened at the first etcd client (coord/curl-api.h)")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(15)
+    print("ok: libcurl mapped by tend --store etcd://…, not by a tend without it")
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD}); apt-get install etcd-server", file=sys.stderr)
@@ -272,6 +300,7 @@ def main():
         e, t, pid = unreachable_then_registered(tmp, client, peer)
         url = e.url
         published(url, t, pid)
+        libcurl_only_with_store(tmp, t)
         e = short_outage(tmp, e, t, pid, url)
         leaving(tmp, t, pid, url)
         with_password(tmp, e, url)
