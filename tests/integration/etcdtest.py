@@ -126,6 +126,22 @@ class EtcdCluster:
             lead = st["Status"].get("leader") or lead  # absent: this member knows none
         return next((m for m in self.members if ids.get(lead) == m.url), None)
 
+    def move_leader(self, member, timeout=20):
+        """Makes member the leader (etcdctl move-leader, asked of the leader); bounded."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lead = self.leader()
+            if lead is member:
+                return
+            r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.live_urls()), "endpoint", "status",
+                                "-w", "json"], env=CTL_ENV, capture_output=True, timeout=20)
+            ids = {st["Endpoint"]: st["Status"]["header"]["member_id"] for st in json.loads(r.stdout or b"[]")}
+            if lead and member.url in ids:
+                subprocess.run([ETCDCTL, "--endpoints", lead.url, "move-leader", "%x" % ids[member.url]],
+                               env=CTL_ENV, capture_output=True, timeout=20)
+            time.sleep(0.2)
+        raise AssertionError(f"etcd: {member.name} did not become the leader within {timeout} s")
+
     def restart(self, members, timeout=30):
         for m in members:
             m.start()

@@ -474,6 +474,29 @@ class Trials:
         self.settle("after the leader's restart")
         return {"election_s": took}
 
+    def trial_hung(self):
+        """A member that accepts but never answers (SIGSTOP, as a hung disk),
+        made the leader and second in the holder's list of members, so that
+        the first member's requests hang behind it too: quorum is kept, so
+        nothing stops (QA20 H1: each try took a keep-alive's whole TTL/3, and
+        two in a row passed the holder's stop deadline). Frozen for TTL −
+        1 s: past that deadline, short of an old leader's lease revocations
+        at its return (etcd 3.4, docs/cluster.md §4)."""
+        h, before = self.holder()
+        second = self.etcd.members[(h.index + 1) % len(self.etcd.members)]
+        self.etcd.move_leader(second)
+        self.settle("after the leader moved")
+        self.before_keepalive(h)
+        t0 = time.time()
+        second.send(signal.SIGSTOP)
+        try:
+            time.sleep(TTL - 1)
+        finally:
+            second.send(signal.SIGCONT)
+        self.unchanged(before, t0, f"etcd leader {second.name} (second in {h.name}'s list) hung for {TTL - 1} s")
+        self.settle("after the hung leader")
+        return {"frozen_s": TTL - 1}
+
     @staticmethod
     def before_keepalive(h):
         """Returns 0.2 s before h's next keep-alive is due (its proxy saw the last)."""
@@ -578,6 +601,7 @@ def run(parent, rounds, report=lambda line: print(line, flush=True), kinds=None)
             for name, fn in (("kill", t.trial_kill),
                              *((f"partition-{m}", lambda m=m: t.trial_partition(m)) for m in modes),
                              ("blip", t.trial_blip), ("pause", t.trial_pause), ("leader", t.trial_leader),
+                             ("hung", t.trial_hung),
                              ("quorum-short", t.trial_quorum_short), ("quorum-long", t.trial_quorum_long)):
                 if kinds and name not in kinds:
                     continue
