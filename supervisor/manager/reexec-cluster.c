@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager-internal.h"
+#include "reexec.h"
 #include "reexec-cluster.h"
 
 #ifdef HAVE_STORE_ETCD
@@ -22,14 +23,6 @@ static int set_cloexec(int fd, bool on) {
         int f = fcntl(fd, F_GETFD);
         if (f < 0 || fcntl(fd, F_SETFD, on ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
                 return -errno;
-        return 0;
-}
-
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
         return 0;
 }
 
@@ -48,10 +41,10 @@ static int save_fence(struct singleton *s, json_object *o, bool cloexec) {
                 return -errno;
         if ((k = set_cloexec(fd, false)) < 0 || (k = set_cloexec(s->fence_pidfd, false)) < 0)
                 return k;
-        if ((k = add(o, "fence_fd", json_object_new_int(fd))) < 0 ||
-            (k = add(o, "fence_pid", json_object_new_int(fence_pid(s->fence)))) < 0)
+        if ((k = reexec_state_add(o, "fence_fd", json_object_new_int(fd))) < 0 ||
+            (k = reexec_state_add(o, "fence_pid", json_object_new_int(fence_pid(s->fence)))) < 0)
                 return k;
-        return add(o, "fence_pidfd", json_object_new_int(s->fence_pidfd));
+        return reexec_state_add(o, "fence_pidfd", json_object_new_int(s->fence_pidfd));
 }
 
 static int save_single(struct singleton *s, json_object *arr) {
@@ -61,14 +54,14 @@ static int save_single(struct singleton *s, json_object *arr) {
                 json_object_put(o);
                 return k;
         }
-        if ((k = add(o, "name", json_object_new_string(s->name))) < 0 ||
-            (k = add(o, "margin", json_object_new_uint64(s->margin))) < 0 ||
-            (k = add(o, "held", json_object_new_boolean(s->held))) < 0 ||
-            (k = add(o, "releasing", json_object_new_boolean(s->releasing))) < 0 ||
-            (k = add(o, "token", json_object_new_uint64(s->token))) < 0 ||
-            (k = add(o, "pid", json_object_new_int(s->pid))) < 0)
+        if ((k = reexec_state_add(o, "name", json_object_new_string(s->name))) < 0 ||
+            (k = reexec_state_add(o, "margin", json_object_new_uint64(s->margin))) < 0 ||
+            (k = reexec_state_add(o, "held", json_object_new_boolean(s->held))) < 0 ||
+            (k = reexec_state_add(o, "releasing", json_object_new_boolean(s->releasing))) < 0 ||
+            (k = reexec_state_add(o, "token", json_object_new_uint64(s->token))) < 0 ||
+            (k = reexec_state_add(o, "pid", json_object_new_int(s->pid))) < 0)
                 return k;
-        if (s->cgroup && (k = add(o, "cgroup", json_object_new_string(s->cgroup))) < 0)
+        if (s->cgroup && (k = reexec_state_add(o, "cgroup", json_object_new_string(s->cgroup))) < 0)
                 return k;
         return s->held ? save_fence(s, o, false) : 0;
 }
@@ -84,16 +77,16 @@ int reexec_cluster_save(struct manager *m, json_object *state, bool cloexec) {
                 return 0;
         }
         json_object *o = json_object_new_object(), *singles = json_object_new_array();
-        int k = add(state, "cluster", o);
+        int k = reexec_state_add(state, "cluster", o);
         if (k >= 0)
-                k = add(o, "singletons", singles);
+                k = reexec_state_add(o, "singletons", singles);
         else
                 json_object_put(singles);
         /* The lease only once the registration thread handed it over: before, it is the thread's. */
         if (k >= 0 && c->registered && c->lease &&
-            ((k = add(o, "lease", json_object_new_int64(store_etcd_lease_id(c->lease)))) < 0 ||
-             (k = add(o, "ttl", json_object_new_uint64(store_etcd_lease_ttl(c->lease)))) < 0 ||
-             (k = add(o, "expiry", json_object_new_uint64(store_lease_expiry(c->lease)))) < 0))
+            ((k = reexec_state_add(o, "lease", json_object_new_int64(store_etcd_lease_id(c->lease)))) < 0 ||
+             (k = reexec_state_add(o, "ttl", json_object_new_uint64(store_etcd_lease_ttl(c->lease)))) < 0 ||
+             (k = reexec_state_add(o, "expiry", json_object_new_uint64(store_lease_expiry(c->lease)))) < 0))
                 return k;
         for (size_t i = 0; k >= 0 && i < c->n_singles; i++)
                 k = save_single(c->singles[i], singles);

@@ -289,14 +289,6 @@ static int units_resumable(struct manager *m, char *why, size_t size) {
 
 /* ---- the state document: one function per kind of thing carried ---- */
 
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static json_object *hex_string(const void *p, size_t n) {
         static const char digits[] = "0123456789abcdef";
         _cleanup_free_ char *s = malloc(2 * n + 1);
@@ -320,23 +312,23 @@ static int save_unit_position(json_object *o, const struct unit *u) {
                         break;
         int k = 0;
         /* Positions and results by name: the document does not depend on the enums' order. */
-        if ((k = add(o, "pos", json_object_new_string(unit_pos_to_string(s.pos)))) < 0 ||
-            (k = add(o, "result", json_object_new_string(unit_result_to_string(s.result)))) < 0 ||
-            (k = add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
-            (k = add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
-            (k = add(o, "watchdog_held", json_object_new_boolean(s.watchdog_held))) < 0 ||
-            (k = add(o, "main_pid", json_object_new_int(s.main_pid))) < 0 ||
-            (k = add(o, "since_realtime", json_object_new_uint64(s.since_realtime))) < 0 ||
-            (k = add(o, "since_monotonic", json_object_new_uint64(s.since_monotonic))) < 0 ||
-            (k = add(o, "deadline", json_object_new_uint64(s.deadline))) < 0 ||
-            (k = add(o, "restarts", json_object_new_uint64(s.restarts))) < 0 ||
-            (k = add(o, "restart_step", json_object_new_int64(s.restart_step))) < 0 || (k = add(o, "starts", starts)) < 0)
+        if ((k = reexec_state_add(o, "pos", json_object_new_string(unit_pos_to_string(s.pos)))) < 0 ||
+            (k = reexec_state_add(o, "result", json_object_new_string(unit_result_to_string(s.result)))) < 0 ||
+            (k = reexec_state_add(o, "want_up", json_object_new_boolean(s.want_up))) < 0 ||
+            (k = reexec_state_add(o, "finished", json_object_new_boolean(s.finished))) < 0 ||
+            (k = reexec_state_add(o, "watchdog_held", json_object_new_boolean(s.watchdog_held))) < 0 ||
+            (k = reexec_state_add(o, "main_pid", json_object_new_int(s.main_pid))) < 0 ||
+            (k = reexec_state_add(o, "since_realtime", json_object_new_uint64(s.since_realtime))) < 0 ||
+            (k = reexec_state_add(o, "since_monotonic", json_object_new_uint64(s.since_monotonic))) < 0 ||
+            (k = reexec_state_add(o, "deadline", json_object_new_uint64(s.deadline))) < 0 ||
+            (k = reexec_state_add(o, "restarts", json_object_new_uint64(s.restarts))) < 0 ||
+            (k = reexec_state_add(o, "restart_step", json_object_new_int64(s.restart_step))) < 0 || (k = reexec_state_add(o, "starts", starts)) < 0)
                 return k;
-        if (s.has_last_exit && ((k = add(o, "last_exit_kind", json_object_new_int(s.last_exit.kind))) < 0 ||
-                                (k = add(o, "last_exit_status", json_object_new_int(s.last_exit.status))) < 0 ||
-                                (k = add(o, "last_exit_core", json_object_new_int(s.last_exit.core_dumped))) < 0))
+        if (s.has_last_exit && ((k = reexec_state_add(o, "last_exit_kind", json_object_new_int(s.last_exit.kind))) < 0 ||
+                                (k = reexec_state_add(o, "last_exit_status", json_object_new_int(s.last_exit.status))) < 0 ||
+                                (k = reexec_state_add(o, "last_exit_core", json_object_new_int(s.last_exit.core_dumped))) < 0))
                 return k;
-        if (s.status_text && (k = add(o, "status_text", json_object_new_string(s.status_text))) < 0)
+        if (s.status_text && (k = reexec_state_add(o, "status_text", json_object_new_string(s.status_text))) < 0)
                 return k;
         return 0;
 }
@@ -350,27 +342,27 @@ static int save_unit_failure(json_object *o, const struct unit *u) {
         if (!f)
                 return 0;
         json_object *j = json_object_new_object();
-        int k = add(o, "failure", j);
+        int k = reexec_state_add(o, "failure", j);
         if (k >= 0)
-                k = add(j, "key", json_object_new_string(f->key));
+                k = reexec_state_add(j, "key", json_object_new_string(f->key));
         if (k >= 0)
-                k = add(j, "index", json_object_new_int64(f->index));
+                k = reexec_state_add(j, "index", json_object_new_int64(f->index));
         if (k >= 0)
-                k = add(j, "n", json_object_new_int64(f->n));
+                k = reexec_state_add(j, "n", json_object_new_int64(f->n));
         if (k >= 0)
-                k = add(j, "pid", json_object_new_int(f->pid));
+                k = reexec_state_add(j, "pid", json_object_new_int(f->pid));
         if (k >= 0)
-                k = add(j, "exec_errno", json_object_new_int(f->exec_errno));
+                k = reexec_state_add(j, "exec_errno", json_object_new_int(f->exec_errno));
         if (k >= 0)
-                k = add(j, "kind", json_object_new_int(f->reason.kind));
+                k = reexec_state_add(j, "kind", json_object_new_int(f->reason.kind));
         if (k >= 0)
-                k = add(j, "status", json_object_new_int(f->reason.status));
+                k = reexec_state_add(j, "status", json_object_new_int(f->reason.status));
         if (k >= 0)
-                k = add(j, "core", json_object_new_int(f->reason.core_dumped));
+                k = reexec_state_add(j, "core", json_object_new_int(f->reason.core_dumped));
         if (k >= 0)
-                k = add(j, "realtime", json_object_new_uint64(f->realtime));
+                k = reexec_state_add(j, "realtime", json_object_new_uint64(f->realtime));
         if (k >= 0)
-                k = add(j, "path", json_object_new_string(f->path));
+                k = reexec_state_add(j, "path", json_object_new_string(f->path));
         return k;
 }
 
@@ -379,13 +371,13 @@ static int save_unit_failure(json_object *o, const struct unit *u) {
  * new tend does not log them again while the text is the same). */
 static int save_unit_started_text(json_object *o, const struct unit *u) {
         const struct unit_data *d = data(u);
-        int k = add(o, "started_text_size", json_object_new_uint64(d->started_text_size));
+        int k = reexec_state_add(o, "started_text_size", json_object_new_uint64(d->started_text_size));
         if (k >= 0)
-                k = add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
+                k = reexec_state_add(o, "started_text_hash", json_object_new_uint64(d->started_text_hash));
         if (k >= 0 && u->file)
-                k = add(o, "file_text_size", json_object_new_uint64(u->file->text_size));
+                k = reexec_state_add(o, "file_text_size", json_object_new_uint64(u->file->text_size));
         if (k >= 0 && u->file)
-                k = add(o, "file_text_hash", json_object_new_uint64(u->file->text_hash));
+                k = reexec_state_add(o, "file_text_hash", json_object_new_uint64(u->file->text_hash));
         return k;
 }
 
@@ -400,9 +392,9 @@ static int save_unit_started_text(json_object *o, const struct unit *u) {
  * (reexec-restore.c resume_unit_group() says what their absence means). */
 static int save_unit_group(json_object *o, const struct unit *u) {
         struct unit_group *g = data(u)->group;
-        int k = add(o, "spawned", json_object_new_boolean(unit_group_spawned(g)));
+        int k = reexec_state_add(o, "spawned", json_object_new_boolean(unit_group_spawned(g)));
         if (k >= 0)
-                k = add(o, "renew", json_object_new_boolean(unit_group_needs_renewal(g)));
+                k = reexec_state_add(o, "renew", json_object_new_boolean(unit_group_needs_renewal(g)));
         pid_t old[UNIT_GROUP_MAX_OLD + 1];
         size_t n = MIN(unit_group_old_groups(g, old, UNIT_GROUP_MAX_OLD), (size_t) UNIT_GROUP_MAX_OLD);
         pid_t leader = unit_group_leader(g);
@@ -410,7 +402,7 @@ static int save_unit_group(json_object *o, const struct unit *u) {
                 old[n++] = leader; /* the new tend's leader is the main pid (resume_unit_main) */
         json_object *a = k >= 0 && n > 0 ? json_object_new_array() : NULL;
         if (k >= 0 && n > 0)
-                k = add(o, "old_groups", a);
+                k = reexec_state_add(o, "old_groups", a);
         for (size_t i = 0; k >= 0 && i < n; i++)
                 k = json_object_array_add(a, json_object_new_int(old[i]));
         return k;
@@ -424,24 +416,24 @@ static int save_unit_logs(json_object *o, logs_stream *s, bool cloexec) {
         if (!s || k < 0 || cloexec || (h.n_pipes == 0 && !h.ring))
                 return k;
         json_object *l = json_object_new_object();
-        if ((k = add(o, "logs", l)) < 0)
+        if ((k = reexec_state_add(o, "logs", l)) < 0)
                 return k;
         if (h.n_pipes > 0) {
                 json_object *pipes = json_object_new_array();
-                if ((k = add(l, "pipes", pipes)) < 0 || (k = add(l, "shared", json_object_new_boolean(h.shared))) < 0)
+                if ((k = reexec_state_add(l, "pipes", pipes)) < 0 || (k = reexec_state_add(l, "shared", json_object_new_boolean(h.shared))) < 0)
                         return k;
                 for (unsigned i = 0; i < h.n_pipes; i++) {
                         json_object *p = json_object_new_object();
                         if ((k = json_object_array_add(pipes, p)) < 0 ||
-                            (k = add(p, "rfd", json_object_new_int(h.pipe[i].rfd))) < 0 ||
-                            (k = add(p, "in", hex_string(h.pipe[i].in, h.pipe[i].in_len))) < 0)
+                            (k = reexec_state_add(p, "rfd", json_object_new_int(h.pipe[i].rfd))) < 0 ||
+                            (k = reexec_state_add(p, "in", hex_string(h.pipe[i].in, h.pipe[i].in_len))) < 0)
                                 return k < 0 ? k : -ENOMEM;
                 }
         }
-        if (h.ring && ((k = add(l, "ring", hex_string(h.ring, h.ring_cap))) < 0 ||
-                       (k = add(l, "ring_head", json_object_new_uint64(h.ring_head))) < 0 ||
-                       (k = add(l, "ring_used", json_object_new_uint64(h.ring_used))) < 0 ||
-                       (k = add(l, "ring_count", json_object_new_uint64(h.ring_count))) < 0))
+        if (h.ring && ((k = reexec_state_add(l, "ring", hex_string(h.ring, h.ring_cap))) < 0 ||
+                       (k = reexec_state_add(l, "ring_head", json_object_new_uint64(h.ring_head))) < 0 ||
+                       (k = reexec_state_add(l, "ring_used", json_object_new_uint64(h.ring_used))) < 0 ||
+                       (k = reexec_state_add(l, "ring_count", json_object_new_uint64(h.ring_count))) < 0))
                 return k;
         return 0;
 }
@@ -454,18 +446,18 @@ static int save_unit_notify(json_object *o, const struct unit *u, bool cloexec) 
                 return 0;
         if (f < 0 || fcntl(fd, F_SETFD, cloexec ? f | FD_CLOEXEC : f & ~FD_CLOEXEC) < 0)
                 return -errno;
-        return cloexec ? 0 : add(o, "notify_fd", json_object_new_int(fd));
+        return cloexec ? 0 : reexec_state_add(o, "notify_fd", json_object_new_int(fd));
 }
 
 /* Every unit; with cloexec, only the fds' O_CLOEXEC put back (a failed exec). */
 static int save_units(struct manager *m, json_object *state, bool cloexec) {
         json_object *units = cloexec ? NULL : json_object_new_array();
-        int k = cloexec ? 0 : add(state, "units", units);
+        int k = cloexec ? 0 : reexec_state_add(state, "units", units);
         for (size_t i = 0; k >= 0 && i < m->n_units; i++) {
                 struct unit *u = m->units[i];
                 json_object *o = cloexec ? NULL : json_object_new_object();
                 if (!cloexec && ((k = json_object_array_add(units, o)) < 0 ||
-                                 (k = add(o, "name", json_object_new_string(u->name))) < 0 ||
+                                 (k = reexec_state_add(o, "name", json_object_new_string(u->name))) < 0 ||
                                  (k = save_unit_position(o, u)) < 0 || (k = save_unit_started_text(o, u)) < 0 ||
                                  (k = save_unit_failure(o, u)) < 0 || (k = save_unit_group(o, u)) < 0))
                         break;
@@ -486,11 +478,11 @@ static int save_control(struct manager *m, json_object *state, bool cloexec) {
         size_t w = control_server_handover_waiting(m->control, waiting, ELEMENTSOF(waiting), cloexec);
         json_object *conns = cloexec ? NULL : json_object_new_array();
         json_object *answer = cloexec ? NULL : json_object_new_array();
-        int k = cloexec ? 0 : add(state, "control_fd", json_object_new_int(fd));
+        int k = cloexec ? 0 : reexec_state_add(state, "control_fd", json_object_new_int(fd));
         if (k >= 0 && !cloexec)
-                k = add(state, "control_conns", conns);
+                k = reexec_state_add(state, "control_conns", conns);
         if (k >= 0 && !cloexec)
-                k = add(state, "reexec_waiting", answer);
+                k = reexec_state_add(state, "reexec_waiting", answer);
         else
                 json_object_put(answer);
         for (size_t i = 0; k >= 0 && conns && i < n; i++)
@@ -568,7 +560,7 @@ static void env_free(char **env, size_t own) {
 
 static int do_exec(struct manager *m) {
         _cleanup_(json_object_putp) json_object *state = json_object_new_object();
-        int k = state ? add(state, "version", json_object_new_int(TEND_STATE_VERSION)) : -ENOMEM;
+        int k = state ? reexec_state_add(state, "version", json_object_new_int(TEND_STATE_VERSION)) : -ENOMEM;
         if (k >= 0)
                 k = save_control(m, state, false);
         if (k >= 0)

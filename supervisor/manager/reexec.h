@@ -20,8 +20,11 @@
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <json-c/json.h>
 
 #include "manager-internal.h"
 
@@ -41,9 +44,19 @@
  * child killed then: "no answer in time"); tend's loop runs on meanwhile. */
 #define REEXEC_CHECK_TIMEOUT_MS 5000
 
+/* Adds v to the state object o under key, taking v (NULL: out of memory).
+ * 0, or -ENOMEM (v released). For the state's writers (reexec*.c). */
+static inline int reexec_state_add(json_object *o, const char *key, json_object *v) {
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 /* reexec.c: daemon-reexec asked (the control socket's op, or SIGUSR2): 0
  * when it is under way (or one is: this request shares it), or a negative
- * errno with why (size bytes) filled: -EOPNOTSUPP (combined mode, --store),
+ * errno with why (size bytes) filled: -EOPNOTSUPP (combined mode),
  * -EBUSY (shutting down), -ENOENT (the path is gone), -ESTALE (a unit that
  * runs would not load from DIR now: the new tend could not resume it), or
  * the errno of spawning the check. Under way, nothing blocks the loop (QA
