@@ -176,11 +176,18 @@ static int ctl_reload(void *userdata, const char *name) {
         struct unit *u = find_loaded(m, name);
         if (!u)
                 return -ENOENT;
+        /* A refused reload (-EBUSY: one runs) leaves the running one's waiters as
+         * they were: it must not unmark them (QA19B M1: the first client was never
+         * answered). */
+        bool was_waited = data(u)->reload_waited, was_failed = data(u)->reload_failed;
+        bool running = u->pos == UNIT_POS_RELOAD;
         data(u)->reload_waited = true;
-        data(u)->reload_failed = false;
+        if (!running)
+                data(u)->reload_failed = false;
         int k = unit_reload(u);
         if (k < 0) {
-                data(u)->reload_waited = false;
+                data(u)->reload_waited = running ? was_waited : false;
+                data(u)->reload_failed = running ? was_failed : data(u)->reload_failed;
                 return k;
         }
         jobs_propagate_reload(m->jobs, u); /* PropagatesReloadTo= (not waited for) */

@@ -8,12 +8,13 @@ failed) and when — systemctl's "Process: 123 ExecStartPre=/bin/false
 properties. Every wait is bounded and names the likely cause."""
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from svctest import ServiceTestCase  # noqa: E402
+from svctest import TENDCTL, ServiceTestCase  # noqa: E402
 from tendtest import wait_until  # noqa: E402
 
 TIME = r'\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d'
@@ -139,6 +140,37 @@ class ReloadWaits(ServiceTestCase):
         for n in ('slow', 'held', 'bad', 'plain'):
             z = self.st(n)
             self.assertEqual((z['state'], z['main_pid'], z['restarts']), ('running', r[n]['main_pid'], 0), n)
+
+    def test_refused_second_reload_keeps_the_first_waiting(self):
+        """QA19B M1: a second `tendctl reload` while one runs is refused (busy);
+        the first client is still answered when ExecReload= ends (it was
+        never answered: the refusal unmarked its wait)."""
+        began, gate = self.path('began'), self.path('gate')
+        self.unit('gated', """
+            [Service]
+            ExecStart=/bin/sleep 1106
+            ExecReload=/bin/sh -c 'touch %s; while [ ! -e %s ]; do sleep 0.02; done'
+        """ % (began, gate))
+        self.start_tend()
+        self.wait_running('gated')
+        first = subprocess.Popen([TENDCTL, '--control-socket', self.sock, 'reload', 'gated'],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: os.path.exists(began), 10, 'ExecReload= never began (the first reload not started?)')
+            st, _, err = self.ctl('reload', 'gated', check=False)
+            self.assertNotEqual(st, 0, 'a second reload while one runs was not refused')
+            self.assertIn('busy', err.lower())
+            open(gate, 'w').close()
+            try:
+                out, err = first.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.fail('the first tendctl reload was never answered after ExecReload= ended '
+                          '(its wait unmarked by the refused second one?)')
+            self.assertEqual(first.returncode, 0, err)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
 
 
 if __name__ == '__main__':
