@@ -43,6 +43,7 @@ struct unit_group {
                                    * when a new leader came (KillMode=process survivors of an
                                    * earlier run, QA19 M1), NULL until the first; owned */
         unsigned char n_old;      /* entries of old[], at most UNIT_GROUP_MAX_OLD */
+        unsigned forgotten;       /* FALLBACK: groups with members dropped from old[] (QA19B M2) */
         bool removed;
         bool made;                /* CGROUP: the cgroup exists and is the unit's to use */
         bool spawning;            /* CGROUP: dir_fd is lent to a spawn's attr */
@@ -336,6 +337,7 @@ static void old_keep(struct unit_group *g, pid_t pgid) {
                 if (!g->old) {
                         log_warning("%s: the processes left in process group %d are no longer tracked (out of memory): "
                                     "stop and shutdown will not reach them", g->name, (int) pgid);
+                        g->forgotten++;
                         return;
                 }
         }
@@ -345,6 +347,7 @@ static void old_keep(struct unit_group *g, pid_t pgid) {
                             (int) g->old[0]);
                 memmove(g->old, g->old + 1, (UNIT_GROUP_MAX_OLD - 1) * sizeof *g->old);
                 g->n_old--;
+                g->forgotten++;
         }
         g->old[g->n_old++] = pgid;
 }
@@ -828,4 +831,8 @@ int unit_group_remove(struct unit_group *group) {
                 return r;
         group->removed = true;
         return 0;
+}
+
+unsigned unit_group_forgotten(const struct unit_group *g) {
+        return g ? g->forgotten : 0;
 }

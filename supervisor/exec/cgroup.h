@@ -224,6 +224,11 @@ void unit_group_set_leader(struct unit_group *group, pid_t pid);
 pid_t unit_group_leader(const struct unit_group *group);
 size_t unit_group_old_groups(struct unit_group *group, pid_t *pgids, size_t max);
 void unit_group_keep_old(struct unit_group *group, pid_t pgid);
+/* How many groups that still had members this unit forgot (past
+ * UNIT_GROUP_MAX_OLD, or out of memory) since it was made: shutdown cannot
+ * vouch for them, so tend then exits non-zero naming the unit (issue 19).
+ * 0 in CGROUP mode and for NULL. */
+unsigned unit_group_forgotten(const struct unit_group *group);
 
 /*
  * Prepares attr so the child starts in the unit's cgroup: in CGROUP mode sets

@@ -56,6 +56,22 @@ static bool all_units_down(struct manager *m) {
 
 static size_t units_left(struct manager *m, char *buf, size_t size);
 
+/* Process groups of earlier runs a unit stopped tracking (fallback mode, past
+ * UNIT_GROUP_MAX_OLD): their processes may still run, unreached, so tend does
+ * not say 0 (issue 19; QA19B M2). */
+static void check_forgotten(struct manager *m) {
+        for (size_t i = 0; i < m->n_units; i++) {
+                unsigned n = unit_group_forgotten(data(m->units[i])->group);
+                if (n == 0)
+                        continue;
+                log_error("shutdown: %s: %u process group%s of earlier runs no longer tracked (more than %d "
+                          "kept): %s processes may still run", m->units[i]->name, n, n == 1 ? "" : "s",
+                          UNIT_GROUP_MAX_OLD, n == 1 ? "its" : "their");
+                if (m->exit_status == 0)
+                        m->exit_status = 1;
+        }
+}
+
 static void shutdown_finish(struct manager *m) {
         if (getpid() == 1 && exit_reaper_has_children(m->reaper) > 0) {
                 /* As PID 1 the remaining processes get SIGTERM, then, at the
@@ -68,6 +84,7 @@ static void shutdown_finish(struct manager *m) {
                 }
                 return;
         }
+        check_forgotten(m);
         sd_event_exit(m->event, m->exit_status);
 }
 
@@ -191,6 +208,7 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
         /* What survives SIGKILL (uninterruptible sleep) is named, and tend
          * exits non-zero. */
         check_nothing_left(m);
+        check_forgotten(m);
         sd_event_exit(m->event, m->exit_status);
         return 0;
 }

@@ -1258,6 +1258,8 @@ static void test_fallback_old_groups(void **state) {
         assert_int_equal(unit_group_old_groups(c->group, kept, ELEMENTSOF(kept)), UNIT_GROUP_MAX_OLD);
         for (int i = 0; i < UNIT_GROUP_MAX_OLD; i++)
                 assert_int_equal(kept[i], leaders[i + 1]);
+        /* leaders[0]'s group was dropped with members: shutdown must not say 0 (QA19B M2) */
+        assert_int_equal(unit_group_forgotten(c->group), 1);
         assert_int_equal(unit_group_populated(c->group), 1);
         assert_int_equal(unit_group_signal(c->group, SIGTERM, false), 0);
         for (int i = 1; i < 10; i++)
