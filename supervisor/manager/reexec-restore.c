@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -160,13 +162,65 @@ static void entry_fds_cloexec(json_object *o) {
         }
 }
 
+/* The fds a checked entry names, at most max into fds, each with the file
+ * type it must have (its notify socket: S_IFSOCK; its pipes' ends:
+ * S_IFIFO); how many. */
+static size_t entry_fds(json_object *o, int *fds, mode_t *types, size_t max) {
+        json_object *l = NULL, *pipes = NULL, *v = NULL;
+        size_t n = 0;
+        if (json_object_object_get_ex(o, "notify_fd", &v) && n < max) {
+                types[n] = S_IFSOCK;
+                fds[n++] = json_object_get_int(v);
+        }
+        if (!json_object_object_get_ex(o, "logs", &l) || !json_object_object_get_ex(l, "pipes", &pipes))
+                return n;
+        for (size_t i = 0; i < json_object_array_length(pipes); i++) {
+                json_object *p = json_object_array_get_idx(pipes, i);
+                static const char *const ends[] = { "rfd", "wfd" };
+                for (size_t e = 0; e < ELEMENTSOF(ends); e++)
+                        if (json_object_object_get_ex(p, ends[e], &v) && n < max) {
+                                types[n] = S_IFIFO;
+                                fds[n++] = json_object_get_int(v);
+                        }
+        }
+        return n;
+}
+
+/* Whether every fd the entry names is open, of its type, and named by no
+ * entry checked before it (seen: a bit per fd below limit): NULL, or what
+ * is not. A state naming one fd twice made the second owner close the
+ * first's, and tend abort on the double close (QA19B M3). */
+static const char *entry_fds_invalid(json_object *o, uint8_t *seen, size_t limit) {
+        int fds[64];
+        mode_t types[64];
+        size_t n = entry_fds(o, fds, types, ELEMENTSOF(fds));
+        for (size_t i = 0; i < n; i++) {
+                size_t fd = (size_t) fds[i];
+                struct stat st;
+                if (fd >= limit || fstat(fds[i], &st) < 0)
+                        return "an fd that is not open";
+                if ((st.st_mode & S_IFMT) != types[i])
+                        return types[i] == S_IFSOCK ? "a notify socket that is not a socket" : "a pipe that is not one";
+                if (seen[fd / 8] & (1u << (fd % 8)))
+                        return "an fd another entry names";
+        }
+        for (size_t i = 0; i < n; i++)
+                seen[(size_t) fds[i] / 8] |= (uint8_t) (1u << ((size_t) fds[i] % 8));
+        return NULL;
+}
+
 /* Each unit entry checked: one that is not as tend writes it is dropped
  * from the document, said with the key, and its unit starts as at a first
  * start (in cgroup mode, what its cgroup holds is killed first: SPEC §4). */
 static void units_validate(json_object *units) {
+        struct rlimit rl;
+        size_t limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 24) ? (size_t) rl.rlim_cur : 1u << 24;
+        _cleanup_free_ uint8_t *seen = calloc(limit / 8 + 1, 1);
         for (size_t i = json_object_array_length(units); i-- > 0;) {
                 json_object *o = json_object_array_get_idx(units, i), *n = NULL;
                 const char *why = unit_entry_invalid(o);
+                if (!why && seen)
+                        why = entry_fds_invalid(o, seen, limit);
                 if (!why)
                         continue;
                 const char *name = json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "name", &n) &&

@@ -551,6 +551,28 @@ class Reexec(ServiceTestCase):
         z = self.st('kept')
         self.assertEqual((z['state'], z['restarts']), ('failed', 4), 'the good entry was not resumed')
 
+    def test_bad_state_fds_dropped(self):
+        """QA19B M3: an entry whose fds are not what it says (a notify socket
+        that is no socket or not open) is refused before any is used: the
+        fd, another unit's, is neither taken nor closed (a double close
+        aborted tend)."""
+        for name in ('liar', 'kept'):
+            self.unit(name, '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
+
+        def entry(name, extra=''):
+            return ('{"name": "%s.service", "pos": "failed", "result": "exit-code", "want_up": false, '
+                    '"finished": false, "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, '
+                    '"since_monotonic": 1000, "deadline": 18446744073709551615, "restarts": 2, "restart_step": 0, '
+                    '"starts": [], "started_text_size": 0, "started_text_hash": 0%s}' % (name, extra))
+        self.start_with_state('{"version": 2, "control_fd": 0, "control_conns": [], "units": [%s, %s]}'
+                              % (entry('liar', ', "notify_fd": 3'), entry('kept')))
+        err = self.stderr()
+        self.assertRegex(err, r'the previous tend\'s state has a bad "(a notify socket that is not a socket|an fd '
+                         r'that is not open)" in units\[0\] \(liar.service\)', 'the entry\'s fd was not checked')
+        self.wait_running('liar')
+        z = self.st('kept')
+        self.assertEqual((z['state'], z['restarts']), ('failed', 2), 'the good entry was not resumed')
+
     def test_during_the_initial_starts(self):
         """SIGUSR2 while the start of DIR's units is still spread over the
         loop's turns (256 a turn, manager.c): the rest are started before the
