@@ -220,15 +220,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
-/* A try's share of a deadline is never cut below this (a member's answer
- * on a LAN, TLS included), unless the deadline itself is nearer. */
-#define TRY_MIN_MS 250L
-
-/* This try's timeout: the client's, shortened to the request's deadline
- * and, with a deadline, to an equal share of what is left among the members
- * not tried yet: a member that accepts but never answers (SIGSTOPped, its
- * disk hung) must not spend the whole deadline, as a keep-alive's TTL/3 —
- * two such tries in a row ran past a singleton's stop deadline (QA20 H1).
+/* This try's timeout: the client's, shortened to the request's deadline;
  * -ETIMEDOUT once the deadline passed. */
 static int req_timeout_ms(struct etcd_req *r, long *ret) {
         long ms = r->c->timeout_ms;
@@ -237,10 +229,7 @@ static int req_timeout_ms(struct etcd_req *r, long *ret) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
                 if (now >= r->deadline)
                         return -ETIMEDOUT;
-                long left = (long) ((r->deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC);
-                size_t untried = r->c->n_members > r->tries ? r->c->n_members - r->tries : 1;
-                long share = left / (long) untried;
-                ms = MIN(ms, MIN(left, share > TRY_MIN_MS ? share : TRY_MIN_MS));
+                ms = MIN(ms, (long) ((r->deadline - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC));
         }
         *ret = ms;
         return 0;
