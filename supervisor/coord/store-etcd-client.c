@@ -425,9 +425,12 @@ static bool try_failed(struct etcd_try *t) {
 
         try_stop(t);
         member_failed(r->c, t->member);
+        bool others = tries_in_flight(r) > 0;
+        if (others && r->deadline > 0 && now_usec(CLOCK_MONOTONIC) >= r->deadline)
+                return true; /* the others end it (a "not sent" said once, not per try) */
         if (++r->failed < r->c->n_members && try_start(r, pick_member(r)) >= 0)
                 return true;
-        return tries_in_flight(r) > 0;
+        return others;
 }
 
 /* Hedged r has had no answer for its hedge delay: the same request raced on
