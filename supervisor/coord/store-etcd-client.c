@@ -369,8 +369,11 @@ static int try_start(struct etcd_req *r, size_t member) {
         t->in_multi = true;
         t->started = now_usec(CLOCK_MONOTONIC);
         r->tried |= UINT64_C(1) << member;
+        /* No hedge due at or past the deadline: it could not be sent. */
         if (r->hedged)
-                r->hedge_at = t->started + r->hedge_usec;
+                r->hedge_at = r->deadline > 0 && t->started + r->hedge_usec >= r->deadline
+                                      ? 0
+                                      : t->started + r->hedge_usec;
         return 0;
 }
 
@@ -448,9 +451,9 @@ static void req_hedge(struct etcd_req *r) {
                 try_stop(oldest);
         }
         size_t m = pick_member(r);
-        log_debug("store-etcd: %s%s: no answer in %llu ms, raced on %s", r->c->members[r->tries[0].member],
-                  r->path, (unsigned long long) (r->hedge_usec / USEC_PER_MSEC), r->c->members[m]);
-        (void) try_start(r, m); /* past the deadline: the tries in flight end it */
+        log_debug("store-etcd: %s: no answer in %llu ms: raced on %s", r->path,
+                  (unsigned long long) (r->hedge_usec / USEC_PER_MSEC), r->c->members[m]);
+        (void) try_start(r, m); /* on failure, the tries in flight end it */
 }
 
 /* t answered first: the tries started before it lost the race (their members
