@@ -21,6 +21,9 @@ EVENT" to one shared file under flock(2) — `start`, a `tick` every 50 ms,
              runs never overlap, a write guarded by the stale
              $TEND_FENCING_TOKEN is rejected by etcd (the new one passes);
 - leader:    the etcd leader SIGKILLed → no unit of any host stops or restarts;
+- hung:      the leader, second in the holder's list of members, SIGSTOPped
+             (it accepts and never answers) for TTL − 1 s → nothing stops or
+             restarts (the holder's keep-alive is raced on another member);
 - quorum-short: 2 of 3 members stopped, restarted at once (quorum back well
              within the lease) → nothing stops or restarts;
 - quorum-long:  2 of 3 members stopped for TTL + 3 s → every singleton stops,
@@ -621,7 +624,7 @@ def run(parent, rounds, report=lambda line: print(line, flush=True), kinds=None)
             for name, fn in (("kill", t.trial_kill),
                              *((f"partition-{m}", lambda m=m: t.trial_partition(m)) for m in modes),
                              ("blip", t.trial_blip), ("pause", t.trial_pause), ("leader", t.trial_leader),
-                             *((("hung", t.trial_hung),) if kinds and "hung" in kinds else ()),
+                             ("hung", t.trial_hung),
                              ("quorum-short", t.trial_quorum_short), ("quorum-long", t.trial_quorum_long)):
                 if kinds and name not in kinds:
                     continue
