@@ -167,6 +167,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
         }
         report_add(report, "changed", u->name, NULL);
         change_unit(m, u, f);
+        manager_cluster_reloaded(m, u); /* etcd: Singleton=, Hosts= (docs/cluster.md §5) */
 }
 
 /* SIGHUP and tendctl daemon-reload: re-read DIR. New units start, removed ones
