@@ -131,6 +131,7 @@ struct carried_single {
         usec_t margin;
         uint64_t token;
         bool held, releasing;
+        bool wanted, letting_go;    /* QA20 M3: a stop's (docs/cluster.md §5) */
         int fence_fd, fence_pidfd;  /* -1: none; owned until adopted */
         pid_t fence_pid, pid;
 };

@@ -333,7 +333,8 @@ void cluster_singles_adopt(struct cluster *c, struct cluster_carried *cc) {
                 }
                 *s = (struct singleton) { .c = c, .name = s->name, .key = s->key, .margin = cs->margin,
                                           .token = cs->token, .releasing = cs->releasing, .pid = cs->pid,
-                                          .cgroup = TAKE_PTR(cs->cgroup), .fence_pidfd = -1, .wanted = true };
+                                          .cgroup = TAKE_PTR(cs->cgroup), .fence_pidfd = -1, .wanted = cs->wanted,
+                                          .letting_go = cs->held && cs->letting_go };
                 c->singles[c->n_singles++] = s;
                 if (!cs->held)
                         continue;

@@ -13,7 +13,8 @@ M1 `tendctl start` while etcd is unreachable is queued (exit 0, `tendctl
    back → the unit runs, driven by the store (no restart counted);
 M3 `tendctl stop` on the holder gives the key up once the unit is down: the
    other host takes over, the stopped host does not contend again (a stop
-   there too leaves nobody running it, the key gone) until started;
+   there too leaves nobody running it, the key gone; a daemon-reexec keeps
+   that) until started;
 M2 Singleton=yes added by daemon-reload to a unit running on three hosts →
    one run remains, the key its host's, the others logged stopping their
    copy; a crash then restarts it on the holder; Singleton= removed → the key
@@ -190,10 +191,12 @@ def stop_on_holder(env, url):
     check(rc == 0, f"M3: stop on {other}: exit {rc}: {out}")
     wait_until(lambda: key_of(url, "m3") is None, TTL, f"M3: the key stays after the stop on {other}")
     wait_until(lambda: not ticking(ticks), 5, "M3: the unit still ticks after both stops")
+    rc, out = ts[h].ctl("daemon-reexec")  # what a stop did is carried across a re-exec
+    check(rc == 0, f"M3: daemon-reexec of {h}: exit {rc}: {out}")
     t1 = time.time()
     time.sleep(1.5)  # a host contending again would hold the key and tick within this
     check(key_of(url, "m3") is None and not [r for r in read_ticks(ticks) if r[3] > t1],
-          f"M3: {h}, stopped, took the key again (held by {key_of(url, 'm3')})")
+          f"M3: {h}, stopped (and re-executed), took the key again (held by {key_of(url, 'm3')})")
     rc, out = ts[h].ctl("start", UNIT)
     check(rc == 0, f"M3: start on {h} after both stops: exit {rc}: {out}")
     wait_until(lambda: any(r[0] == h for r in ticking(ticks)), 10, f"M3: {h}'s start never ran it")
