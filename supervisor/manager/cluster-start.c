@@ -146,8 +146,12 @@ void manager_cluster_reloaded(struct manager *m, struct unit *u) {
                               cluster_singleton_may_run(m->cluster, u->name, NULL);
                 if (!wanted && unit_is_dead(u))
                         return;
-                log_notice("%s: its Hosts=/HostMetadata= no longer name this host (%s): stopping it here; "
-                           "its singleton key goes once it stopped", u->name, cluster_host_id(m->cluster));
+                if (unit_is_dead(u))
+                        log_info("%s: its Hosts=/HostMetadata= no longer name this host (%s): it no longer "
+                                 "waits for its singleton key", u->name, cluster_host_id(m->cluster));
+                else
+                        log_notice("%s: its Hosts=/HostMetadata= no longer name this host (%s): stopping it here; "
+                                   "its singleton key goes once it stopped", u->name, cluster_host_id(m->cluster));
                 cluster_singleton_unwant(m->cluster, u->name, false);
                 jobs_stop(m->jobs, u, true);
                 if (unit_is_dead(u))

@@ -301,8 +301,9 @@ extern const struct cluster_ops manager_cluster_ops;
  * the unit then starting when this host acquires its key — 0 when u is not such a
  * unit or this host holds it (start it as usual), or sf_table_join()'s negative errno. */
 int manager_cluster_start_refused(struct manager *m, struct unit *u, sf_waiter **ret_waiter);
-/* cluster-start.c, etcd: `tendctl stop` of u: this host no longer contends for a
- * singleton's key; a key held goes once u is down (QA20 M3). No-op otherwise. */
+/* cluster-start.c, etcd: `tendctl stop` of u (or its file removed from DIR): this host
+ * no longer contends for a singleton's key; a key held goes once u is down (QA20 M3).
+ * No-op otherwise. */
 void manager_cluster_stopped(struct manager *m, struct unit *u);
 /* cluster-start.c, etcd: u's record says inactive or failed (a hold given up goes). */
 void manager_cluster_unit_down(struct manager *m, struct unit *u);

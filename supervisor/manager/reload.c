@@ -146,6 +146,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                         d->removed = true;
                         report_add(report, "removed", u->name, NULL);
                         jobs_stop(m->jobs, u, true); /* as tendctl stop: its dependents too */
+                        manager_cluster_stopped(m, u); /* etcd: a singleton's key goes once it is down */
                 }
                 return;
         }

@@ -21,7 +21,8 @@ M2 Singleton=yes added by daemon-reload to a unit running on three hosts →
    goes, the run goes on;
 M4 Hosts= narrowed by daemon-reload on the holder → its run stops, the other
    host runs it, never two at once; `tendctl restart` there is refused
-   naming Hosts=.
+   naming Hosts=; the unit's file removed from the holder's DIR → stopped
+   there, its key gone.
 
 Root and cgroup2 and etcd: 77 otherwise. Env: TEND, TENDCTL, ETCD.
 """
@@ -249,7 +250,13 @@ def hosts_narrowed(env, url):
     h2, _, _ = one_runner(ticks, "M4 after the restart on the excluded host")
     check(h2 == other and key_of(url, "m4") == other, f"M4: run on {h2}, key {key_of(url, 'm4')}'s")
     check_no_overlap(ticks)
-    print(f"ok M4: Hosts= narrowed on {h}: {other} runs it; restart on {h} refused")
+    os.unlink(os.path.join(ts[other].dir, UNIT))  # removed from the holder's DIR: stopped, its key goes
+    rc, out = ts[other].ctl("daemon-reload")
+    check(rc == 0, f"M4: daemon-reload on {other}: exit {rc}: {out}")
+    wait_until(lambda: key_of(url, "m4") is None, 10, f"M4: the unit's file removed on the holder {other}: "
+               "its key stays in etcd")
+    wait_until(lambda: not ticking(ticks), 5, f"M4: the unit removed on {other} still runs")
+    print(f"ok M4: Hosts= narrowed on {h}: {other} runs it; restart on {h} refused; removed: its key gone")
     for t in ts.values():
         t.stop()
 
