@@ -66,6 +66,23 @@ static usec_t stop_deadline(const struct singleton *s) {
 static void arm_check(struct cluster *c);
 static void try_acquire(struct singleton *s);
 
+/* The holder a singletons/ value names ("?" when it names none); NULL: out of memory. */
+static char *holder_of(const char *value) {
+        struct json_object *o = json_tokener_parse(value), *h;
+        char *r = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+        json_object_put(o);
+        return r;
+}
+
+/* A singleton this host came to want after the watch's snapshot (a start, a
+ * reload adding Singleton=) heard no event of its key: its holder is the
+ * mirror's (cluster-view.c), the watch's copy of singletons/. */
+static void holder_from_mirror(struct singleton *s) {
+        const struct store_event *ev = s->holder ? NULL : cluster_mirror_get(s->c, MIRROR_SINGLES, s->key);
+        if (ev && ev->type == STORE_EVENT_PUT)
+                s->holder = holder_of(ev->value);
+}
+
 /* Singleton=yes added by a reload to a unit running here without the key
  * (QA20 M2): another host holds it (holder, or NULL: an acquire found it
  * taken), so this host's copy stops; this host still wants it. */
@@ -193,7 +210,8 @@ static void acquire_done(struct store_op *op, void *userdata) {
                 return;
         if (op->result == 0) {
                 log_info("%s: singleton held by another host: waiting for its key to go", s->name);
-                stop_unheld_run(s, NULL);
+                holder_from_mirror(s);
+                stop_unheld_run(s, s->holder);
                 return;
         }
         if (op->result < 0) {
@@ -267,8 +285,8 @@ void cluster_singles_event(struct cluster *c, const struct store_event *ev) {
         free(s->holder);
         s->holder = NULL;
         if (ev->type == STORE_EVENT_PUT) {
-                struct json_object *o = json_tokener_parse(ev->value), *h, *l;
-                s->holder = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+                struct json_object *o = json_tokener_parse(ev->value), *l;
+                s->holder = holder_of(ev->value);
                 bool our_lease = o && json_object_object_get_ex(o, "lease", &l) && c->registered && c->lease &&
                                  json_object_get_int64(l) == store_etcd_lease_id(c->lease);
                 json_object_put(o);
@@ -414,6 +432,8 @@ int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_time
         s->fence_pidfd = -1;
         s->wanted = true;
         c->singles[c->n_singles++] = s;
+        if (c->single_snapshot_done)
+                holder_from_mirror(s);
         log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
         try_acquire(s);
         return 0;
