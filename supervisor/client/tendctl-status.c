@@ -84,7 +84,8 @@ static void print_active(json *p) {
         format_time(since, TIME_STATUS, when, sizeof when);
         format_ago(since, ago, sizeof ago);
         printf("     Active: %s%s (%s)%s since %s; %s\n", state_colour(tend), active, sub, colour_off(), when, ago);
-        printf("       tend: %s, restarts %" PRId64 ", result %s\n", tend, get_int(p, "NRestarts", 0),
+        /* tend's count (automatic and requested), as `list` shows it; NRestarts is systemd's */
+        printf("       tend: %s, restarts %" PRId64 ", result %s\n", tend, get_int(p, "TendRestarts", 0),
                get_str(p, "Result", "?"));
 }
 
