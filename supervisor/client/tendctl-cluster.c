@@ -13,7 +13,8 @@
 #include <json-c/json.h>
 
 #include "macro.h"
-#include "tendctl.h"
+#include "tendctl-cluster.h"
+#include "tendctl-conn.h"
 
 static const char *field(json *o, const char *key) {
         json *v;

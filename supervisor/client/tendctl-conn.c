@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tendctl's connection to tend (tendctl.h): connect, one message per send,
+ * tendctl's connection to tend (tendctl-conn.h): connect, one message per send,
  * the answer's messages one by one (docs/control-protocol.md "Framing").
  */
 #include <errno.h>
@@ -12,7 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "tendctl.h"
+#include "macro.h"
+#include "tendctl-conn.h"
 
 /*
  * Is the listener tend? SO_PEERCRED on a connected socket gives the

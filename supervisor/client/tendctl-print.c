@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tendctl's human output of tend's own records and lines (tendctl.h):
+ * tendctl's human output of tend's own records and lines (tendctl-print.h):
  * `status` without a name, `list`, `logs`.
  */
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "signal-util.h"
-#include "tendctl.h"
+#include "tendctl-print.h"
 #include "time-util.h"
 
 bool colour;

@@ -13,7 +13,8 @@
 
 #include "control-proto.h"
 #include "macro.h"
-#include "tendctl.h"
+#include "tendctl-conn.h"
+#include "tendctl-security.h"
 
 /* The checks' order: the largest exposure first, then by name (systemd's). */
 static int by_exposure(const void *x, const void *y) {

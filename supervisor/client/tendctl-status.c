@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `tendctl status NAME…` as an operator reads it (tendctl-show.h): what the
+ * `tendctl status NAME…` as an operator reads it (tendctl-status.h): what the
  * unit is (description, file, drop-ins), its state in systemd's words beside
  * tend's, its main process and every process of its cgroup, CPU and memory
  * from the cgroup's files, the last failure, the status text, then its last
@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "signal-util.h"
-#include "tendctl-show.h"
+#include "tendctl-print.h"
+#include "tendctl-status.h"
+#include "tendctl-units.h"
 
 /* The first line of path (a /proc or cgroup file), '\n' cut; "" if unreadable. */
 static void read_line(const char *path, char *buf, size_t size) {
@@ -82,7 +84,8 @@ static void print_active(json *p) {
         format_time(since, TIME_STATUS, when, sizeof when);
         format_ago(since, ago, sizeof ago);
         printf("     Active: %s%s (%s)%s since %s; %s\n", state_colour(tend), active, sub, colour_off(), when, ago);
-        printf("       tend: %s, restarts %" PRId64 ", result %s\n", tend, get_int(p, "NRestarts", 0),
+        /* tend's count (automatic and requested), as `list` shows it; NRestarts is systemd's */
+        printf("       tend: %s, restarts %" PRId64 ", result %s\n", tend, get_int(p, "TendRestarts", 0),
                get_str(p, "Result", "?"));
 }
 

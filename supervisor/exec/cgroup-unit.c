@@ -417,10 +417,13 @@ static bool is_cgroup(const struct unit_group *g) {
         return g->tree->mode == CGROUP_MODE_CGROUP;
 }
 
+/* The cgroup's name is name with ".service" unless it has it already: a
+ * unit name of 255 characters fits NAME_MAX as it is. */
 static bool name_valid(const char *name) {
-        size_t n = strlen(name);
-        return n > 0 && n + strlen(".service") <= NAME_MAX && !streq(name, ".") && !streq(name, "..") &&
-               !strchr(name, '/') && !strchr(name, '\n');
+        size_t n = strlen(name), k = strlen(".service");
+        size_t dir = n > k && streq(name + n - k, ".service") ? n : n + k;
+        return n > 0 && dir <= NAME_MAX && !streq(name, ".") && !streq(name, "..") && !strchr(name, '/') &&
+               !strchr(name, '\n');
 }
 
 /* name with the suffix: name itself (borrowed) when it has it, else a new string (owned). */

@@ -258,8 +258,12 @@ static int dropin_dir_files(const char *dir, const char *d, struct strv_builder 
         if (asprintf(&path, "%s/%s", dir, d) < 0)
                 return -ENOMEM;
         DIR *dd = opendir(path);
+        /* ENAMETOOLONG: NAME.service.d of a name near NAME_MAX (255) cannot
+         * exist, so there is no drop-in (QA19 low). */
         if (!dd)
-                return errno == ENOENT || errno == ENOTDIR ? 0 : log_warning_errno(errno, "%s/: cannot read drop-ins: %m", path);
+                return errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG
+                               ? 0
+                               : log_warning_errno(errno, "%s/: cannot read drop-ins: %m", path);
         int r = 0;
         for (struct dirent *de; r >= 0 && (de = readdir(dd));) {
                 size_t n = strlen(de->d_name);

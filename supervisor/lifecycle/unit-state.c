@@ -97,6 +97,10 @@ void unit_get_shown(const struct unit *u, struct unit_shown *ret) {
                 shown_now(u, ret);
 }
 
+uint64_t unit_n_restarts(const struct unit *u) {
+        return u->pos == UNIT_POS_BACKOFF && u->restart_step > 0 ? u->restart_step - 1 : u->restart_step;
+}
+
 enum unit_job_state unit_job_state(const struct unit *u) {
         if (u->pos == UNIT_POS_INACTIVE && u->finished && u->result == UNIT_RESULT_SUCCESS)
                 return UNIT_JOB_DONE; /* a oneshot that exited successfully */

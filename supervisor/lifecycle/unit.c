@@ -190,6 +190,9 @@ static void start(struct unit *u, sf_resolution *resolution, bool explicit_reque
                 return;
         case UNIT_POS_INACTIVE:
         case UNIT_POS_FAILED:
+                /* A start that is not an automatic restart (that comes from
+                 * back-off) begins the steps anew, as systemd's n_restarts. */
+                u->restart_step = 0;
                 unit_sm_queue_step(u, UNIT_STEP_BEGIN_START);
                 return;
         case UNIT_POS_STOP_NOTIFY:

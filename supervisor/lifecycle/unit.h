@@ -428,6 +428,13 @@ enum unit_state unit_get_state(const struct unit *u);
 void unit_get_shown(const struct unit *u, struct unit_shown *ret);
 const char *unit_result_to_string(enum unit_result r);
 
+/* NRestarts as systemd 252 counts it (tendctl(1) "show"): u's automatic
+ * restarts since the last start that was not one; a requested start or
+ * restart and reset-failed begin it anew. It is the RestartSteps= position
+ * (unit_backoff_begin() counts the restart it schedules: not yet made while
+ * u waits in back-off). The record's restarts count requested ones too. */
+uint64_t unit_n_restarts(const struct unit *u);
+
 /*
  * Starts u for the flight whose resolution is given (taken). A running unit
  * answers at once; a stopping one starts when stopped. An explicit start

@@ -98,7 +98,8 @@ static int add_state(struct json_object *props, const struct unit *u) {
             control_add_string(props, "TendState", unit_state_to_string(sh.state)) < 0 ||
             control_add_int64(props, "MainPID", sh.main_pid > 0 ? sh.main_pid : 0) < 0 ||
             control_add_int64(props, "ControlPID", u->control ? exit_process_pid(u->control) : 0) < 0 ||
-            control_add_int64(props, "NRestarts", (int64_t) sh.restarts) < 0 ||
+            control_add_int64(props, "NRestarts", (int64_t) unit_n_restarts(u)) < 0 ||
+            control_add_int64(props, "TendRestarts", (int64_t) sh.restarts) < 0 ||
             control_add_string(props, "Result", result_word(sh.result)) < 0 ||
             control_add_int64(props, "ExecMainCode", code) < 0 ||
             control_add_int64(props, "ExecMainStatus", sh.has_last_exit ? sh.last_exit.status : 0) < 0 ||

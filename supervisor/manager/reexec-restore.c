@@ -43,18 +43,19 @@ static json_object *state_read(int fd) {
 
 /* ---- validation (QA19 L1): every type checked before any access ---- */
 
-enum kind { K_STRING, K_INT, K_BOOL, K_ARRAY, K_OBJECT, K_FD };
+/* K_UINT: a count, time or size, never negative (one was read as 0). */
+enum kind { K_STRING, K_INT, K_UINT, K_BOOL, K_ARRAY, K_OBJECT, K_FD };
 
 /* A unit entry's keys and their types: a key the table does not name is
  * ignored (a newer tend's, format rule: tend(8) "RE-EXECUTING"). */
 static const struct { const char *key; enum kind kind; } unit_keys[] = {
         { "name", K_STRING },           { "pos", K_STRING },           { "result", K_STRING },
         { "want_up", K_BOOL },          { "finished", K_BOOL },        { "watchdog_held", K_BOOL },
-        { "main_pid", K_INT },          { "since_realtime", K_INT },   { "since_monotonic", K_INT },
-        { "deadline", K_INT },          { "restarts", K_INT },         { "restart_step", K_INT },
-        { "starts", K_ARRAY },          { "last_exit_kind", K_INT },   { "last_exit_status", K_INT },
-        { "last_exit_core", K_INT },    { "status_text", K_STRING },   { "started_text_size", K_INT },
-        { "started_text_hash", K_INT }, { "file_text_size", K_INT },   { "file_text_hash", K_INT },
+        { "main_pid", K_UINT },          { "since_realtime", K_UINT },  { "since_monotonic", K_UINT },
+        { "deadline", K_UINT },          { "restarts", K_UINT },        { "restart_step", K_UINT },
+        { "starts", K_ARRAY },           { "last_exit_kind", K_INT },   { "last_exit_status", K_INT },
+        { "last_exit_core", K_INT },     { "status_text", K_STRING },   { "started_text_size", K_UINT },
+        { "started_text_hash", K_UINT }, { "file_text_size", K_UINT },  { "file_text_hash", K_UINT },
         { "failure", K_OBJECT },        { "spawned", K_BOOL },         { "renew", K_BOOL },
         { "old_groups", K_ARRAY },      { "logs", K_OBJECT },          { "notify_fd", K_FD },
 };
@@ -72,6 +73,7 @@ static bool kind_ok(json_object *v, enum kind k) {
         switch (k) {
         case K_STRING: return json_object_is_type(v, json_type_string);
         case K_INT: return is_int(v);
+        case K_UINT: return is_int(v) && json_object_get_int64(v) >= 0; /* above INT64_MAX: INT64_MAX */
         case K_BOOL: return json_object_is_type(v, json_type_boolean) || is_int(v);
         case K_ARRAY: return json_object_is_type(v, json_type_array);
         case K_OBJECT: return json_object_is_type(v, json_type_object);
@@ -106,7 +108,7 @@ static bool logs_valid(json_object *l, const char **why) {
         }
         static const char *const ints[] = { "ring_head", "ring_used", "ring_count" };
         for (size_t i = 0; i < ELEMENTSOF(ints); i++)
-                if (json_object_object_get_ex(l, ints[i], &v) && !is_int(v)) {
+                if (json_object_object_get_ex(l, ints[i], &v) && !kind_ok(v, K_UINT)) {
                         *why = ints[i];
                         return false;
                 }
@@ -131,10 +133,8 @@ static const char *unit_entry_invalid(json_object *o) {
         for (size_t i = 0; i < ELEMENTSOF(unit_keys); i++)
                 if (json_object_object_get_ex(o, unit_keys[i].key, &v) && !kind_ok(v, unit_keys[i].kind))
                         return unit_keys[i].key;
-        if (json_object_object_get_ex(o, "main_pid", &v) && json_object_get_int64(v) < 0)
-                return "main_pid";
-        if ((json_object_object_get_ex(o, "starts", &v) && !array_of(v, K_INT)) ||
-            (json_object_object_get_ex(o, "old_groups", &v) && !array_of(v, K_INT)))
+        if ((json_object_object_get_ex(o, "starts", &v) && !array_of(v, K_UINT)) ||
+            (json_object_object_get_ex(o, "old_groups", &v) && !array_of(v, K_UINT)))
                 return "starts or old_groups";
         if (json_object_object_get_ex(o, "logs", &v) && !logs_valid(v, &why))
                 return why;
@@ -288,6 +288,10 @@ static const char *state_invalid(json_object *state, int *ret_version) {
         for (size_t i = 0; i < ELEMENTSOF(lists); i++)
                 if (json_object_object_get_ex(state, lists[i].key, &v) && !json_object_is_type(v, json_type_array))
                         return lists[i].why;
+        /* tend always writes it: without it, tend cannot tell its units'
+         * processes (read as "no units", every unit started anew beside them) */
+        if (!json_object_object_get_ex(state, "units", NULL))
+                return "no \"units\"";
         return NULL;
 }
 

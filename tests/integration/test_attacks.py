@@ -313,6 +313,18 @@ class RequestNames(ServiceTestCase):
         self.ctl('start', 't@1')
         self.assertEqual(sorted(self.statuses()), ['t@1.service'])
 
+    def test_name_of_255_characters_loads(self):
+        """NAME.service.d/ of a 255-character name is past NAME_MAX: it
+        cannot exist, so the unit has no drop-ins (it was "not loaded: File
+        name too long")."""
+        name = 'l' * 247
+        self.unit(name, '[Service]\nExecStart=/bin/sleep 1076')
+        self.start_tend()
+        self.wait_running(name)
+        st, out, err = self.ctl('restart', name, check=False)
+        self.assertEqual(st, 0, 'tendctl restart of the 255-character name: %s' % err)
+        self.assertNotIn('too long', self.stderr())
+
 
 class BadFileNames(ServiceTestCase):
     """QA L3: file names in DIR that are not UTF-8 or hold control

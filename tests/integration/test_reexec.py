@@ -528,12 +528,23 @@ class Reexec(ServiceTestCase):
                          % self.stderr()[-2000:])
         self.assertIn('the previous tend\'s state is unreadable ("units" is not an array; format 2', self.stderr())
 
+    def test_state_without_units_refused(self):
+        """A state document without "units" (tend always writes it) was read
+        as "no units": every unit started anew beside the old processes.
+        Refused as a wrong-typed "units" is: exit 1 with the reason."""
+        self.unit('a', '[Service]\nExecStart=/bin/sleep 1000')
+        self.start_with_state('{"version": 2, "control_fd": 0, "control_conns": []}', wait_ready=False)
+        status = self.tend_proc.wait(10, 'tend did not exit on a state without units')
+        self.assertEqual(status, 1, 'tend did not refuse the state without units with exit 1: %s'
+                         % self.stderr()[-2000:])
+        self.assertIn('the previous tend\'s state is unreadable (no "units"; format 2', self.stderr())
+
     def test_bad_state_entries_dropped(self):
         """QA19 L1: a unit entry with a key of the wrong type, and a
         "control_fd" that is not a socket (1: stdout), are refused with a
         message naming them; tend runs on: that unit starts as at a first
         start, the other is resumed, and a new control socket answers."""
-        for name in ('bad', 'kept'):
+        for name in ('bad', 'kept', 'negative'):
             self.unit(name, '[Service]\nExecStart=/bin/sleep 1000\nRestart=always')
 
         def entry(name, restarts):
@@ -541,13 +552,17 @@ class Reexec(ServiceTestCase):
                     '"finished": false, "watchdog_held": false, "main_pid": 0, "since_realtime": 1700000000000000, '
                     '"since_monotonic": 1000, "deadline": 18446744073709551615, "restarts": %s, "restart_step": 0, '
                     '"starts": [], "started_text_size": 0, "started_text_hash": 0}' % (name, restarts))
-        self.start_with_state('{"version": 2, "control_fd": 1, "control_conns": [], "units": [%s, %s]}'
-                              % (entry('bad', '"three"'), entry('kept', 4)))
+        self.start_with_state('{"version": 2, "control_fd": 1, "control_conns": [], "units": [%s, %s, %s]}'
+                              % (entry('bad', '"three"'), entry('kept', 4), entry('negative', -3)))
         self.assertIn('the previous tend\'s state has a bad "restarts" in units[0] (bad.service): that unit is not '
                       'resumed', self.stderr())
+        # A negative count was read as 0: refused as a wrong type is.
+        self.assertIn('the previous tend\'s state has a bad "restarts" in units[2] (negative.service): that unit is '
+                      'not resumed', self.stderr())
         self.assertIn('the previous tend\'s state names a control socket that is not one (1): a new one is made',
                       self.stderr())
         self.wait_running('bad')
+        self.wait_running('negative')
         z = self.st('kept')
         self.assertEqual((z['state'], z['restarts']), ('failed', 4), 'the good entry was not resumed')
 

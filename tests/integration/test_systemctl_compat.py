@@ -12,8 +12,11 @@ Where systemd --user cannot run (not root, no unshare, no systemd), the test
 compares against DOCUMENTED below: systemctl(1)'s exit codes, each with the
 sentence it comes from (and what the real manager answered here when it
 could run). Where the answers differ by design (tend has no "static" unit
-file state, counts requested restarts too), the property is not compared and
-DIFFERENCES says why."""
+file state), the property is not compared and DIFFERENCES says why.
+
+NRestarts is compared after automatic and requested restarts too
+(RestartCounts): systemd counts only automatic ones, and a start that is not
+one (a requested restart, a start after a stop) begins the count anew."""
 import os
 import subprocess
 import sys
@@ -44,7 +47,6 @@ PROPS_SET = ['MainPID', 'FragmentPath', 'ActiveEnterTimestamp']
 DIFFERENCES = {
     'UnitFileState': 'a unit in tend\'s DIR is "enabled" unless disabled (a DIR/NAME.disabled marker); systemd '
                      'says "static" for one without [Install]',
-    'NRestarts': 'compared before any restart: tend counts requested restarts too, systemd only automatic ones',
 }
 
 # systemd unloads an inactive unit nobody references (garbage collection) and
@@ -145,7 +147,7 @@ def normalise(props):
     return out
 
 
-def run_systemd(tmp):
+def run_systemd(tmp, units=UNITS, script=SCRIPT):
     """The script against a private systemd --user; (stdout, None) or
     (None, why it could not run)."""
     if why_not_systemd():
@@ -153,16 +155,58 @@ def run_systemd(tmp):
     home, rt = os.path.join(tmp, 'home'), os.path.join(tmp, 'rt')
     os.makedirs(os.path.join(home, '.config/systemd/user'))
     os.mkdir(rt, 0o700)
-    for name, text in UNITS.items():
+    for name, text in units.items():
         with open(os.path.join(home, '.config/systemd/user', name + '.service'), 'w') as f:
             f.write(text)
     env = dict(os.environ, HOME=home, XDG_RUNTIME_DIR=rt, TMP=tmp, CTL='systemctl --user')
-    p, why = run_under_systemd(SCRIPT, env, 'tend-sd-compat', 300)
+    p, why = run_under_systemd(script, env, 'tend-sd-compat', 300)
     if p is None:
         return None, why
     if p.returncode != 0:
         raise AssertionError('the script failed against systemd --user (%d): %s' % (p.returncode, p.stderr))
     return p.stdout, None
+
+
+# NRestarts after each step (RestartCounts): cr fails its first run (exit 3,
+# Restart=on-failure), then runs; man only ever runs. MARK: a file of the run.
+RESTART_UNITS = {
+    'cr': '[Service]\nExecStart=/bin/sh -c \'[ -e MARK ] && exec sleep 1074; touch MARK; exit 3\'\n'
+          'Restart=on-failure\nRestartSec=100ms\n',
+    'man': '[Service]\nExecStart=/bin/sleep 1075\n',
+}
+RESTART_SCRIPT = r'''
+running() {  # $1 runs its sleep, in a process other than $2
+    for i in $(seq 200); do
+        pid=$($CTL show -p MainPID --value $1)
+        [ "$pid" != 0 ] && [ "$pid" != "$2" ] && [ "$(cat /proc/$pid/comm 2>/dev/null)" = sleep ] && return 0
+        sleep 0.05
+    done
+    echo "$1 never ran its sleep (MainPID $pid, was $2)" >&2
+    exit 1
+}
+n() { echo "$1 $2 $($CTL show -p NRestarts --value $2)"; }
+$CTL start man; running man; n fresh man
+$CTL restart man; running man; n requested man
+$CTL start cr; running cr; n automatic cr
+$CTL restart cr; running cr; n automatic-then-requested cr
+old=$($CTL show -p MainPID --value cr)
+$CTL kill -s KILL cr; running cr $old; n killed cr
+$CTL daemon-reexec; running cr; n reexecuted cr
+$CTL stop cr; $CTL start cr; running cr; n stopped-then-started cr
+'''
+# systemd 252's counts (src/core/service.c: n_restarts grows at an automatic
+# restart only; a start that is not one flushes it).
+RESTART_COUNTS = {('fresh', 'man'): '0', ('requested', 'man'): '0', ('automatic', 'cr'): '1',
+                  ('automatic-then-requested', 'cr'): '0', ('killed', 'cr'): '1', ('reexecuted', 'cr'): '1',
+                  ('stopped-then-started', 'cr'): '0'}
+
+
+def restart_units(mark):
+    return {n: t.replace('MARK', mark) for n, t in RESTART_UNITS.items()}
+
+
+def parse_counts(out):
+    return {(step, unit): n for step, unit, n in (line.split() for line in out.splitlines())}
 
 
 class SystemctlCompat(ServiceTestCase):
@@ -202,6 +246,27 @@ class SystemctlCompat(ServiceTestCase):
         pdiffs = ['%s %s: tendctl %r, systemctl %r' % (u, k, t[(u, k)], s[(u, k)])
                   for u in NAMES for k in PROPS + PROPS_SET if t[(u, k)] != UNLOADED_PROPS.get((u, k), s[(u, k)])]
         self.assertEqual(pdiffs, [], 'show -p … --value differs')
+
+
+class RestartCounts(ServiceTestCase):
+    def test_nrestarts_counts_automatic_restarts_only(self):
+        for name, text in restart_units(self.path('cr.mark')).items():
+            self.unit(name, text)
+            # Not started by tend on its own (systemd --user does not start a
+            # unit without [Install]): the script's start is the first.
+            open(os.path.join(self.dir, name + '.service.disabled'), 'w').close()
+        self.start_tend()
+        env = dict(os.environ, CTL='%s --control-socket %s' % (TENDCTL, self.sock))
+        p = subprocess.run(['bash', '-c', RESTART_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, 'the script failed against tend: %s' % p.stderr)
+        with tempfile.TemporaryDirectory(prefix='tend-sd-') as tmp:
+            out, why = run_systemd(tmp, restart_units(os.path.join(tmp, 'cr.mark')), RESTART_SCRIPT)
+        if out is None:
+            print('compared with systemd 252\'s counts: %s' % why, file=sys.stderr)
+        else:
+            self.assertEqual(parse_counts(out), RESTART_COUNTS, 'systemd --user counted otherwise')
+        self.assertEqual(parse_counts(p.stdout), RESTART_COUNTS,
+                         'NRestarts differs from systemd\'s (a requested restart counted?)')
 
 
 if __name__ == '__main__':
