@@ -112,9 +112,12 @@ static int read_line(const char *what, const char *path, char **ret) {
         return 0;
 }
 
+/* The host id: --host-id was checked by options_parse() (exit 2); the machine
+ * id is checked here. */
 static int host_id_valid(const char *id) {
-        if (!*id || strlen(id) > 128 || strchr(id, '/')) {
-                log_error("host id \"%s\": want 1-128 characters without '/'", id);
+        if (!options_host_id_valid(id)) {
+                log_error("host id from /etc/machine-id: want 1-%d characters of A-Z a-z 0-9 . _ : @ - "
+                          "(or give --host-id)", TEND_HOST_ID_MAX);
                 return -EINVAL;
         }
         return 0;
