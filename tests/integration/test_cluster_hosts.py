@@ -66,6 +66,12 @@ def host_record(url):
     return json.loads(kv["value"])["pid"], int(kv["lease"])
 
 
+def host_pid(url):
+    """The pid in hosts/ID, or None while nobody holds it."""
+    kv = etcd_get(url, HOST_KEY).get(HOST_KEY)
+    return json.loads(kv["value"])["pid"] if kv else None
+
+
 def in_use_errors(t):
     return [ln for ln in t.text().splitlines() if f"host id {HID} is in use by another tend" in ln]
 
@@ -120,7 +126,7 @@ def takes_over_after_crash(rig, a, b, rec):
     a.proc.kill()
     a.proc.wait()
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: host_record(rig.etcd.url)[0] == b.proc.pid, TTL + 5,
+    wait_until(lambda: host_pid(rig.etcd.url) == b.proc.pid, TTL + 5,
                f"B never registered within TTL + 5 s of A's SIGKILL")
     took = time.time() - t_kill
     check(took <= TTL + 2, f"B registered {took:.1f} s after A's SIGKILL (TTL {TTL} s): not when the lease ended")
@@ -135,7 +141,7 @@ def clean_stop_frees_at_once(rig, b):
     wait_until(lambda: in_use_errors(c), 15, "C never said its host id is in use")
     t0 = time.time()
     b.stop()
-    wait_until(lambda: host_record(rig.etcd.url)[0] == c.proc.pid, 5, "C did not register after B's clean stop")
+    wait_until(lambda: host_pid(rig.etcd.url) == c.proc.pid, 5, "C did not register after B's clean stop")
     took = time.time() - t0
     check(took < 2, f"C registered {took:.1f} s after B revoked its lease: polling, not the watch?")
     print(f"ok: C waited on B; B stopped cleanly → C registered {took:.2f} s later (the hosts/ watch)")
