@@ -226,7 +226,9 @@ static void print_unit(const struct args *a, int fd, json *p) {
                 printf("  Condition: %s\n", cond);
         const char *holder = get_str(p, "TendSingletonHolder", NULL); /* etcd: docs/cluster.md */
         if (holder)
-                printf("  Singleton: %s%s\n", *holder ? "held by " : "held by no host", holder);
+                printf("  Singleton: %s%s%s\n", *holder ? "held by " : "held by no host", holder,
+                       get_bool(p, "TendSingletonWaiting") ? "; this host waits for its key (it starts here when it "
+                                                            "holds it)" : "");
         /* tend(8) "RELOADING DIR": what a daemon-reload did not apply. */
         if (file_error)
                 printf("    Warning: its unit file no longer loads (%s); it is left as it is, on the last file that "

@@ -41,11 +41,11 @@
 #define FINAL_REAP_GRACE (1 * USEC_PER_SEC)
 
 /* The epoll set's sources (epoll_event.data.u32). */
-enum source {
-        SOURCE_SIGNAL,
-        SOURCE_REAPER,
-        SOURCE_SUB,
-        SOURCE_TIMER,
+enum loop_source {
+        LOOP_SIGNAL,
+        LOOP_REAPER,
+        LOOP_SUB,
+        LOOP_TIMER,
 };
 
 /* What the one timer is armed for. */
@@ -276,33 +276,46 @@ static void drain_signals(struct entrypoint *e) {
                         on_signal(e, &si[i]);
 }
 
+/* Real-time signals the C library keeps out of a sigset_t although tend
+ * forwards them: musl reserves signal 34, glibc's SIGRTMIN, for its own
+ * threads (tend-static has none). Set in the kernel's layout, which both
+ * libcs share: bit sig - 1 of the set's first words. No-op with glibc. */
+static void add_libc_reserved(sigset_t *set) {
+        unsigned long *words = (unsigned long *) set;
+        size_t bits = 8 * sizeof(unsigned long);
+        for (int sig = SIGRTMIN; sig < _NSIG; sig++)
+                if (!sigismember(set, sig))
+                        words[(size_t) (sig - 1) / bits] |= 1UL << ((size_t) (sig - 1) % bits);
+}
+
 /* One signalfd for every forwarded signal (blocked first). */
 static int add_signal_source(struct entrypoint *e) {
         sigset_t set;
         signal_forward_set(&set);
+        add_libc_reserved(&set);
         if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
                 return negative_errno();
         e->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
         return e->signal_fd < 0 ? negative_errno() : 0;
 }
 
-static int add_source(struct entrypoint *e, int fd, enum source what) {
+static int add_source(struct entrypoint *e, int fd, enum loop_source what) {
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = what };
         return epoll_ctl(e->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? negative_errno() : 0;
 }
 
-static void dispatch(struct entrypoint *e, enum source what) {
+static void dispatch(struct entrypoint *e, enum loop_source what) {
         switch (what) {
-        case SOURCE_SIGNAL:
+        case LOOP_SIGNAL:
                 drain_signals(e);
                 break;
-        case SOURCE_REAPER:
+        case LOOP_REAPER:
                 on_reaper(e);
                 break;
-        case SOURCE_SUB:
+        case LOOP_SUB:
                 drain_events(e);
                 break;
-        case SOURCE_TIMER:
+        case LOOP_TIMER:
                 on_timer(e);
                 break;
         }
@@ -318,7 +331,7 @@ static int entrypoint_loop(struct entrypoint *e) {
                 if (n < 0)
                         return negative_errno();
                 for (int i = 0; i < n && !e->done; i++)
-                        dispatch(e, (enum source) ev[i].data.u32);
+                        dispatch(e, (enum loop_source) ev[i].data.u32);
         }
         return 0;
 }
@@ -410,10 +423,10 @@ static int entrypoint_setup(struct entrypoint *e) {
         e->signalled = proc_set_new();
         if (!e->signalled)
                 return log_error_errno(ENOMEM, "out of memory");
-        if ((k = add_signal_source(e)) < 0 || (k = add_source(e, e->signal_fd, SOURCE_SIGNAL)) < 0 ||
-            (k = add_source(e, exit_reaper_fd(e->reaper), SOURCE_REAPER)) < 0 ||
-            (k = add_source(e, exit_sub_fd(e->sub), SOURCE_SUB)) < 0 ||
-            (k = add_source(e, e->timer_fd, SOURCE_TIMER)) < 0)
+        if ((k = add_signal_source(e)) < 0 || (k = add_source(e, e->signal_fd, LOOP_SIGNAL)) < 0 ||
+            (k = add_source(e, exit_reaper_fd(e->reaper), LOOP_REAPER)) < 0 ||
+            (k = add_source(e, exit_sub_fd(e->sub), LOOP_SUB)) < 0 ||
+            (k = add_source(e, e->timer_fd, LOOP_TIMER)) < 0)
                 return log_error_errno(k, "setting up the event loop: %m");
         return 0;
 }

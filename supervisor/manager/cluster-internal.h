@@ -126,6 +126,11 @@ struct singleton {
         char *cgroup;
         const char *lost_why;       /* carried held without its lease or fence: lost at the first check */
         int fence_pidfd;            /* a re-exec under way: the fence's pidfd carried (else -1) */
+        /* QA20 M1–M4 (docs/cluster.md §5 "Starting, stopping, reloading") */
+        bool wanted;                /* this host contends for the key (a start); a stop, Hosts= end it */
+        bool letting_go;            /* held; given up once the unit is down (a stop, Hosts= narrowed) */
+        bool unheld_run;            /* runs here without the key (Singleton=yes added by a reload) */
+        bool asked;                 /* a client's start waits for the key: the start at the acquire is its */
 };
 
 /* What a daemon-reexec carries of the cluster (reexec-cluster.c; docs/cluster.md
@@ -135,6 +140,7 @@ struct carried_single {
         usec_t margin;
         uint64_t token;
         bool held, releasing;
+        bool wanted, letting_go;    /* QA20 M3: a stop's (docs/cluster.md §5) */
         int fence_fd, fence_pidfd;  /* -1: none; owned until adopted */
         pid_t fence_pid, pid;
 };

@@ -66,6 +66,36 @@ static usec_t stop_deadline(const struct singleton *s) {
 static void arm_check(struct cluster *c);
 static void try_acquire(struct singleton *s);
 
+/* The holder a singletons/ value names ("?" when it names none); NULL: out of memory. */
+static char *holder_of(const char *value) {
+        struct json_object *o = json_tokener_parse(value), *h;
+        char *r = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+        json_object_put(o);
+        return r;
+}
+
+/* A singleton this host came to want after the watch's snapshot (a start, a
+ * reload adding Singleton=) heard no event of its key: its holder is the
+ * mirror's (cluster-view.c), the watch's copy of singletons/. */
+static void holder_from_mirror(struct singleton *s) {
+        const struct store_event *ev = s->holder ? NULL : cluster_mirror_get(s->c, MIRROR_SINGLES, s->key);
+        if (ev && ev->type == STORE_EVENT_PUT)
+                s->holder = holder_of(ev->value);
+}
+
+/* Singleton=yes added by a reload to a unit running here without the key
+ * (QA20 M2): another host holds it (holder, or NULL: an acquire found it
+ * taken), so this host's copy stops; this host still wants it. */
+static void stop_unheld_run(struct singleton *s, const char *holder) {
+        if (!s->unheld_run)
+                return;
+        s->unheld_run = false;
+        log_warning("%s: singleton: host %s holds its key in etcd %s: stopping this host's copy (it ran before "
+                    "Singleton=yes); this host takes over when the holder lets go", s->name,
+                    holder ? holder : "another", s->c->endpoints);
+        s->c->ops->lost(s->c->userdata, s->name);
+}
+
 /* ---- release: the key deleted (at its revision) once tend has let go ---- */
 
 static void release_done(struct store_op *op, void *userdata) {
@@ -96,6 +126,7 @@ static void single_lose(struct singleton *s, const char *why) {
         log_warning("%s: singleton: %s (etcd %s): stopping it before its lease can end on etcd", s->name, why,
                     c->endpoints);
         s->held = false;
+        s->letting_go = false;
         s->lost_why = NULL;
         s->releasing = true;
         if (s->fence) {
@@ -179,6 +210,8 @@ static void acquire_done(struct store_op *op, void *userdata) {
                 return;
         if (op->result == 0) {
                 log_info("%s: singleton held by another host: waiting for its key to go", s->name);
+                holder_from_mirror(s);
+                stop_unheld_run(s, s->holder);
                 return;
         }
         if (op->result < 0) {
@@ -186,8 +219,16 @@ static void acquire_done(struct store_op *op, void *userdata) {
                                   "next change of its key or registration", s->name, c->endpoints);
                 return;
         }
-        s->held = true;
         s->token = op->revision;
+        if (!s->wanted) { /* stopped (or no longer eligible) meanwhile: given back, nothing started */
+                s->releasing = true;
+                s->release_after = 0;
+                try_release(s);
+                arm_check(c);
+                return;
+        }
+        s->held = true;
+        s->unheld_run = false; /* a run from before Singleton=yes: the fence covers its cgroup now */
         s->lost_fence = fence_free(s->lost_fence); /* held again: the new fence covers the unit */
         free(s->holder);
         s->holder = strdup(c->host_id);
@@ -205,8 +246,8 @@ static void acquire_done(struct store_op *op, void *userdata) {
 
 static void try_acquire(struct singleton *s) {
         struct cluster *c = s->c;
-        if (s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease || c->closing ||
-            !c->single_snapshot_done)
+        if (!s->wanted || s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease ||
+            c->closing || !c->single_snapshot_done)
                 return;
         /* a lease past this unit's stop deadline would lose the key at the next check:
          * no acquire (and no fence) until a renewal gets through */
@@ -244,13 +285,15 @@ void cluster_singles_event(struct cluster *c, const struct store_event *ev) {
         free(s->holder);
         s->holder = NULL;
         if (ev->type == STORE_EVENT_PUT) {
-                struct json_object *o = json_tokener_parse(ev->value), *h, *l;
-                s->holder = strdup(o && json_object_object_get_ex(o, "host", &h) ? json_object_get_string(h) : "?");
+                struct json_object *o = json_tokener_parse(ev->value), *l;
+                s->holder = holder_of(ev->value);
                 bool our_lease = o && json_object_object_get_ex(o, "lease", &l) && c->registered && c->lease &&
                                  json_object_get_int64(l) == store_etcd_lease_id(c->lease);
                 json_object_put(o);
                 if (s->held && ev->revision != s->token)
                         single_lose(s, "its key was taken over");
+                else if (!s->held && !our_lease)
+                        stop_unheld_run(s, s->holder);
                 else if (!s->held && !s->acquiring && !s->releasing && our_lease) {
                         /* under this tend's live lease, not known held: a create answered after
                          * a re-exec's exec (nothing ran it): given back, then acquired anew with a fence */
@@ -308,7 +351,8 @@ void cluster_singles_adopt(struct cluster *c, struct cluster_carried *cc) {
                 }
                 *s = (struct singleton) { .c = c, .name = s->name, .key = s->key, .margin = cs->margin,
                                           .token = cs->token, .releasing = cs->releasing, .pid = cs->pid,
-                                          .cgroup = TAKE_PTR(cs->cgroup), .fence_pidfd = -1 };
+                                          .cgroup = TAKE_PTR(cs->cgroup), .fence_pidfd = -1, .wanted = cs->wanted,
+                                          .letting_go = cs->held && cs->letting_go };
                 c->singles[c->n_singles++] = s;
                 if (!cs->held)
                         continue;
@@ -356,8 +400,15 @@ void cluster_singles_free(struct cluster *c) {
 /* ---- the manager's side ---- */
 
 int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout) {
-        if (single_find(c, name))
+        struct singleton *old = single_find(c, name);
+        if (old) { /* wanted again (a start after a stop): a hold being given up is kept */
+                old->letting_go = false;
+                if (!old->wanted)
+                        log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
+                old->wanted = true;
+                try_acquire(old);
                 return 0;
+        }
         usec_t margin = stop_timeout + SAFETY_USEC + drift(c);
         if (stop_timeout == USEC_INFINITY || margin >= c->o->ttl / 3) {
                 log_error("%s: Singleton=yes: the fencing margin (TimeoutStopSec= + 0.2 s + TTL/100) must be "
@@ -379,7 +430,10 @@ int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_time
         s->c = c;
         s->margin = margin;
         s->fence_pidfd = -1;
+        s->wanted = true;
         c->singles[c->n_singles++] = s;
+        if (c->single_snapshot_done)
+                holder_from_mirror(s);
         log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
         try_acquire(s);
         return 0;
@@ -410,7 +464,126 @@ const char *cluster_singleton_holder(const struct cluster *c, const char *name) 
         return s ? s->holder : NULL;
 }
 
+/* ---- started, stopped, reloaded (QA20 M1–M4; docs/cluster.md §5) ---- */
+
+/* A hold given up by this host (a stop, Hosts= narrowed), the unit down: its
+ * fence kills what is left of its cgroup now, and the key is deleted once
+ * the fence's rounds are over — never while the unit could still run. */
+static void let_go(struct singleton *s) {
+        struct cluster *c = s->c;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        log_info("%s: singleton: stopped on this host: its key in etcd %s goes, another host that wants it "
+                 "takes it", s->name, c->endpoints);
+        s->held = false;
+        s->letting_go = false;
+        s->releasing = true;
+        if (s->fence) {
+                (void) fence_set(s->fence, now, s->pid, s->cgroup);
+                fence_free(s->lost_fence);
+                s->lost_fence = s->fence; /* fires now, then exits */
+                s->fence = NULL;
+        }
+        s->pid = 0;
+        s->release_after = now + FENCE_ROUNDS_USEC;
+        try_release(s);
+        arm_check(c);
+}
+
+void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_down) {
+        struct singleton *s = single_find(c, name);
+        if (!s)
+                return;
+        if (s->wanted && !s->held)
+                log_info("%s: singleton: this host no longer waits for its key", name);
+        s->wanted = false;
+        s->asked = false;
+        s->unheld_run = false;
+        if (s->held)
+                s->letting_go = true;
+        if (s->held && unit_down)
+                let_go(s);
+}
+
+void cluster_singleton_unit_down(struct cluster *c, const char *name) {
+        struct singleton *s = single_find(c, name);
+        if (s && s->held && s->letting_go)
+                let_go(s);
+}
+
+void cluster_singleton_forget(struct cluster *c, const char *name) {
+        struct singleton *s = single_find(c, name);
+        if (!s)
+                return;
+        s->wanted = false;
+        s->asked = false;
+        s->unheld_run = false;
+        s->letting_go = false;
+        if (!s->held)
+                return;
+        /* the unit runs on as an ordinary one: its fence stands down, the key goes now */
+        log_notice("%s: Singleton= removed: its key in etcd %s goes; the unit runs on here as an ordinary one",
+                   name, c->endpoints);
+        s->held = false;
+        s->fence = fence_free(s->fence);
+        s->releasing = true;
+        s->release_after = 0;
+        s->pid = 0;
+        try_release(s);
+        arm_check(c);
+}
+
+void cluster_singleton_running(struct cluster *c, const char *name) {
+        struct singleton *s = single_find(c, name);
+        if (!s || s->held || !s->wanted)
+                return;
+        s->unheld_run = true;
+        if (s->holder && !streq(s->holder, c->host_id))
+                stop_unheld_run(s, s->holder);
+}
+
+bool cluster_singleton_waiting(const struct cluster *c, const char *name) {
+        const struct singleton *s = c ? single_find(c, name) : NULL;
+        return s && s->wanted && !s->held;
+}
+
+void cluster_singleton_ask(struct cluster *c, const char *name) {
+        struct singleton *s = single_find(c, name);
+        if (s && s->wanted && !s->held)
+                s->asked = true;
+}
+
+bool cluster_singleton_take_asked(struct cluster *c, const char *name) {
+        struct singleton *s = single_find(c, name);
+        bool asked = s && s->asked;
+        if (s)
+                s->asked = false;
+        return asked;
+}
+
 #else /* !HAVE_STORE_ETCD */
+
+void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_down) {
+}
+
+void cluster_singleton_unit_down(struct cluster *c, const char *name) {
+}
+
+void cluster_singleton_forget(struct cluster *c, const char *name) {
+}
+
+void cluster_singleton_running(struct cluster *c, const char *name) {
+}
+
+bool cluster_singleton_waiting(const struct cluster *c, const char *name) {
+        return false;
+}
+
+void cluster_singleton_ask(struct cluster *c, const char *name) {
+}
+
+bool cluster_singleton_take_asked(struct cluster *c, const char *name) {
+        return false;
+}
 
 int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_timeout) {
         return -EOPNOTSUPP;

@@ -107,3 +107,35 @@ int cluster_view(struct cluster *c, const char *view, const char *unit, struct j
 
 /* The host holding NAME as last seen on the watch (NULL: none or unknown). */
 const char *cluster_singleton_holder(const struct cluster *c, const char *name);
+
+/* ---- a singleton started, stopped, reloaded (QA20 M1–M4; docs/cluster.md §5) ---- */
+
+/*
+ * This host no longer wants NAME (`tendctl stop`, Hosts= no longer naming
+ * it): it stops contending for the key; a key it holds is given up once the
+ * unit is down — now when unit_down, else at cluster_singleton_unit_down() —
+ * by the fence killing what is left of the unit's cgroup, then the key's
+ * delete (another host that wants it takes it). NAME unknown: nothing.
+ */
+void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_down);
+
+/* NAME's unit is down (inactive or failed): a hold being given up goes now. */
+void cluster_singleton_unit_down(struct cluster *c, const char *name);
+
+/* Singleton= removed by a reload: a key held is deleted now, its fence stood
+ * down (the unit runs on as an ordinary one); this host no longer contends. */
+void cluster_singleton_forget(struct cluster *c, const char *name);
+
+/* NAME, wanted and not held, runs here already (Singleton=yes added to a
+ * running unit by a reload): when another host holds the key (seen now, or
+ * by the acquire or the watch later), ops->lost stops this host's copy. */
+void cluster_singleton_running(struct cluster *c, const char *name);
+
+/* Whether this host wants NAME and waits for its key (tendctl status). c may be NULL. */
+bool cluster_singleton_waiting(const struct cluster *c, const char *name);
+
+/* A client's start of NAME waits for the key: the start at the acquire is an
+ * explicit one (start limit reset, as `tendctl start`). take_asked: whether
+ * one was, cleared. */
+void cluster_singleton_ask(struct cluster *c, const char *name);
+bool cluster_singleton_take_asked(struct cluster *c, const char *name);

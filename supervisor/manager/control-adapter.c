@@ -134,12 +134,15 @@ static int ctl_stop(void *userdata, const char *name) {
         if (!u)
                 return -ENOENT;
         jobs_stop(m->jobs, u, true); /* and its Requires=/BindsTo= dependents (SPEC §4) */
+        manager_cluster_stopped(m, u); /* etcd: a singleton's key goes once it is down */
         return record_says_down(u) ? 1 : 0;
 }
 
 void manager_control_record_stored(struct manager *m, struct unit *u, const struct record_fields *f) {
-        if (state_is_down(f->shown.state))
+        if (state_is_down(f->shown.state)) {
                 control_server_unit_stopped(m->control, u->name);
+                manager_cluster_unit_down(m, u); /* etcd: a singleton's key given up goes now */
+        }
 }
 
 static int ctl_reset_failed(void *userdata, const char *name) {

@@ -185,7 +185,9 @@ int manager_describe_unit(struct manager *m, const char *name, struct json_objec
                 uint64_t token = 0;
                 bool mine = cluster_singleton_may_run(m->cluster, u->name, &token);
                 if (control_add_string(props, "TendSingletonHolder", holder ? holder : "") < 0 ||
-                    control_add_int64(props, "TendFencingToken", mine ? (int64_t) token : 0) < 0)
+                    control_add_int64(props, "TendFencingToken", mine ? (int64_t) token : 0) < 0 ||
+                    control_add_bool(props, "TendSingletonWaiting",
+                                     cluster_singleton_waiting(m->cluster, u->name)) < 0)
                         return -ENOMEM;
         }
         return 0;

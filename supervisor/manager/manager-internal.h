@@ -292,13 +292,24 @@ int manager_add_unit(struct manager *m, struct unit_file *f);
 
 /* Starts u as one of tend's own requesters of its flight (SPEC §2.3). */
 void manager_start_unit(struct manager *m, struct unit *u);
-/* units.c, etcd: what the cluster agent asks of the manager (singletons). */
+/* cluster-start.c, etcd: what the cluster agent asks of the manager (singletons). */
 extern const struct cluster_ops manager_cluster_ops;
-/* cluster-start.c, etcd: a start or restart of u asked by a client, refused when u is a
- * singleton another host holds (docs/cluster.md §5): 1 with *ret_waiter answered at once
- * ("did not start", the holder named; this host then stands by for it), 0 when not such
- * a unit (start it as usual), or sf_table_join()'s negative errno. */
+/* cluster-start.c, etcd: a start or restart of u asked by a client (docs/cluster.md §5):
+ * 1 with *ret_waiter answered at once — refused when u is a singleton another host
+ * holds (the holder named; this host then stands by for it) or one this host's
+ * Hosts=/HostMetadata= exclude; accepted ("queued") when nobody is known to hold it,
+ * the unit then starting when this host acquires its key — 0 when u is not such a
+ * unit or this host holds it (start it as usual), or sf_table_join()'s negative errno. */
 int manager_cluster_start_refused(struct manager *m, struct unit *u, sf_waiter **ret_waiter);
+/* cluster-start.c, etcd: `tendctl stop` of u (or its file removed from DIR): this host
+ * no longer contends for a singleton's key; a key held goes once u is down (QA20 M3).
+ * No-op otherwise. */
+void manager_cluster_stopped(struct manager *m, struct unit *u);
+/* cluster-start.c, etcd: u's record says inactive or failed (a hold given up goes). */
+void manager_cluster_unit_down(struct manager *m, struct unit *u);
+/* cluster-start.c, etcd: u's file changed at a daemon-reload: Singleton= added or
+ * removed, Hosts=/HostMetadata= changed, applied to this host's hold (QA20 M2, M4). */
+void manager_cluster_reloaded(struct manager *m, struct unit *u);
 
 /* Stops u at once: its flight cancelled (or the stop queued behind a
  * publishing one), then the stop sequence. */

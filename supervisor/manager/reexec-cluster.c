@@ -59,7 +59,9 @@ static int save_single(struct singleton *s, json_object *arr) {
             (k = reexec_state_add(o, "held", json_object_new_boolean(s->held))) < 0 ||
             (k = reexec_state_add(o, "releasing", json_object_new_boolean(s->releasing))) < 0 ||
             (k = reexec_state_add(o, "token", json_object_new_uint64(s->token))) < 0 ||
-            (k = reexec_state_add(o, "pid", json_object_new_int(s->pid))) < 0)
+            (k = reexec_state_add(o, "pid", json_object_new_int(s->pid))) < 0 ||
+            (k = reexec_state_add(o, "wanted", json_object_new_boolean(s->wanted))) < 0 ||
+            (k = reexec_state_add(o, "letting_go", json_object_new_boolean(s->letting_go))) < 0)
                 return k;
         if (s->cgroup && (k = reexec_state_add(o, "cgroup", json_object_new_string(s->cgroup))) < 0)
                 return k;
@@ -140,6 +142,8 @@ static void carry_single(json_object *o, struct carried_single *cs) {
                 .held = get_int(o, "held", 0), .releasing = get_int(o, "releasing", 0),
                 .fence_fd = take_fd(o, "fence_fd"), .fence_pidfd = take_fd(o, "fence_pidfd"),
                 .fence_pid = (pid_t) get_int(o, "fence_pid", 0), .pid = (pid_t) get_int(o, "pid", 0),
+                /* QA20 M3: a stopped host's singleton stays unwanted (absent: a tend before it) */
+                .wanted = get_int(o, "wanted", 1), .letting_go = get_int(o, "letting_go", 0),
         };
 }
 

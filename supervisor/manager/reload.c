@@ -146,6 +146,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
                         d->removed = true;
                         report_add(report, "removed", u->name, NULL);
                         jobs_stop(m->jobs, u, true); /* as tendctl stop: its dependents too */
+                        manager_cluster_stopped(m, u); /* etcd: a singleton's key goes once it is down */
                 }
                 return;
         }
@@ -167,6 +168,7 @@ static void reload_unit(struct manager *m, struct unit *u, struct unit_set *set,
         }
         report_add(report, "changed", u->name, NULL);
         change_unit(m, u, f);
+        manager_cluster_reloaded(m, u); /* etcd: Singleton=, Hosts= (docs/cluster.md §5) */
 }
 
 /* SIGHUP and tendctl daemon-reload: re-read DIR. New units start, removed ones

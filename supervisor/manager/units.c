@@ -273,23 +273,6 @@ int manager_add_unit(struct manager *m, struct unit_file *f) {
         return 0;
 }
 
-/* etcd: the cluster's side of singletons (cluster.h). */
-static void cluster_acquired(void *userdata, const char *name) {
-        struct manager *m = userdata;
-        struct unit *u = manager_find_unit(m, name);
-        if (u && !m->shutting_down)
-                manager_start_unit(m, u);
-}
-
-static void cluster_lost(void *userdata, const char *name) {
-        struct manager *m = userdata;
-        struct unit *u = manager_find_unit(m, name);
-        if (u && !m->shutting_down)
-                jobs_stop(m->jobs, u, true);
-}
-
-const struct cluster_ops manager_cluster_ops = { .acquired = cluster_acquired, .lost = cluster_lost };
-
 void manager_start_unit(struct manager *m, struct unit *u) {
         /* etcd: Hosts=/HostMetadata= name the hosts that may run it (docs/cluster.md §5) */
         if (m->cluster && !cluster_host_eligible(m->cluster, u->file->cluster_keys)) {

@@ -8,7 +8,8 @@ kernel's floor for a static trivial program when BENCH_TRIVIAL is set.
 With BENCH_TRIVIAL and TEND_STATIC (tend-static, the self-contained
 entrypoint), the same static trivial program also runs under tend-static,
 tend, tini and dumb-init side by side (issue 18), and in full mode the
-benchmark fails when tend-static's median is above tini's.
+benchmark fails when tend-static's median is above 0.95 × tini's. TEND_STATIC_B
+adds a row for a second tend-static build (an A/B of two builds).
 
 Runs are interleaved round-robin (one of each, repeated) so drift and noise
 from other load hit every row alike, in a new random order each round (seeded:
@@ -120,14 +121,24 @@ def main():
     return judge(samples, quick)
 
 
+# tend-static's median must be at most this share of tini's: a tie is not "no
+# slower" on a shared machine, where a coin toss decides it (docs/benchmarks.md
+# "session 10": glibc's start-up was the tie, musl's start-up wins by ~40 %).
+MARGIN = 0.95
+
+
 def judge(samples, quick):
-    """Issue 18: tend-static starts the trivial program no slower than tini."""
+    """Issue 18: tend-static starts the trivial program clearly faster than tini."""
     if 'tend-static -- trivial' not in samples:
         return 0
     ours = statistics.median(samples['tend-static -- trivial'])
     tini = statistics.median(samples['tini -- trivial'])
-    print('tend-static median %.0f µs, tini median %.0f µs: %s' % (ours, tini, 'ok' if ours <= tini else 'SLOWER'))
-    return 0 if quick or ours <= tini else 1
+    floor = statistics.median(samples['static trivial (kernel floor)'])
+    ok = ours <= MARGIN * tini
+    print('tend-static median %.0f µs, tini median %.0f µs, kernel floor %.0f µs: %.2f× tini, %.2f× the floor, '
+          'tini %.2f× the floor (limit %.2f× tini): %s'
+          % (ours, tini, floor, ours / tini, ours / floor, tini / floor, MARGIN, 'ok' if ok else 'SLOWER'))
+    return 0 if quick or ok else 1
 
 
 if __name__ == '__main__':

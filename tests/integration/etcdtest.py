@@ -147,11 +147,13 @@ class EtcdCluster:
             m.start()
         return self.wait_healthy(self.members, timeout, "members restarted: " + " ".join(m.name for m in members))
 
-    def writable(self, timeout):
-        """Seconds until a linearisable write (quorum and a leader) succeeds; bounded."""
+    def writable(self, timeout, members=None):
+        """Seconds until a linearisable write (quorum and a leader) succeeds; bounded.
+        members: asked only of those (e.g. not a hung one); default every live member."""
         t0 = time.monotonic()
+        urls = [m.url for m in members] if members else None
         while time.monotonic() < t0 + timeout:
-            r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.live_urls()), "--command-timeout", "1s",
+            r = subprocess.run([ETCDCTL, "--endpoints", ",".join(urls or self.live_urls()), "--command-timeout", "1s",
                                 "put", "trials-probe", "x"], env=CTL_ENV, capture_output=True, timeout=20)
             if r.returncode == 0:
                 return time.monotonic() - t0

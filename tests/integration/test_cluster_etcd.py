@@ -15,6 +15,8 @@ etcd-server as test_store_etcd.py does, stopped by pid), one tend at a time:
    keeps its lease (no re-registration).
 5. SIGTERM → the host's key goes at once (lease revoked); SIGKILL of another
    tend (and of its unit, by pid) → its key expires within TTL + 1 s.
+6. a TLS failure (no CA file; TLS to a plain-HTTP etcd) is said with curl's
+   text and its error buffer's detail, not as "Connection refused".
 
 Skips (77) only when the etcd binary is absent. Env: TEND, ETCD.
 """
@@ -285,6 +287,29 @@ def libcurl_only_with_store(tmp, t):
     print("ok: libcurl mapped by tend --store etcd://…, not by a tend without it")
 
 
+def tls_errors_said(tmp, url):
+    """A TLS failure is said as curl says it — its text and the detail of its
+    error buffer (the file, the handshake's reason) — and never as "Connection
+    refused" (QA20 L1): a missing CA file, and TLS spoken to a plain-HTTP etcd."""
+    cases = {"tls-ca": (["--store-ca", "/nonexistent/ca.pem"], "/nonexistent/ca.pem"),
+             "tls-plain": (["--store-ca", "/etc/ssl/certs/ca-certificates.crt"], "SSL connect error: ")}
+    for name, (extra, detail) in cases.items():
+        t = Tend(tmp, name, url, {}, extra)
+        said = f"cannot register host {name}"
+        try:
+            wait_until(lambda: said in t.text(), 10, f"{name}: no log line says why it cannot register")
+            lines = t.text().splitlines()
+            store = [ln for ln in lines if "store-etcd: https://" in ln]
+            cluster = [ln for ln in lines if said in ln]
+            check(store and detail in store[0] and "SSL" in store[0],
+                  f"{name}: curl's error (its text and {detail!r}) is not said: {store[:1]}")
+            check("Connection refused" not in cluster[0],
+                  f"{name}: a TLS failure said as a refused connection: {cluster[0]}")
+        finally:
+            t.stop()
+    print("ok: TLS failures said with curl's text and detail, not as a refused connection")
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD}); apt-get install etcd-server", file=sys.stderr)
@@ -301,6 +326,7 @@ def main():
         url = e.url
         published(url, t, pid)
         libcurl_only_with_store(tmp, t)
+        tls_errors_said(tmp, url)
         e = short_outage(tmp, e, t, pid, url)
         leaving(tmp, t, pid, url)
         with_password(tmp, e, url)

@@ -36,8 +36,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clustertest import (KEY, PREFIX, TENDCTL, TTL, UNIT, ClusterRig, check, check_no_overlap,  # noqa: E402,F401
-                         current_run, holder, one_runner, plain_pid, read_ticks, running, runs, tendctl)
+# PROBE, check, check_no_overlap, read_ticks and running are also test_cluster_changes.py's
+from clustertest import (KEY, PREFIX, PROBE, TENDCTL, TTL, UNIT, ClusterRig, check,  # noqa: E402,F401
+                         check_no_overlap, current_run, holder, one_runner, plain_pid, read_ticks, running, runs,
+                         tendctl)
 from test_cluster_etcd import EtcdAt  # noqa: E402
 from test_store_etcd import ETCDCTL  # noqa: E402
 from tendtest import wait_until  # noqa: E402
