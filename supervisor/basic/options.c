@@ -216,6 +216,26 @@ static int parse_span(const char *opt, const char *arg, usec_t *ret) {
         return 0;
 }
 
+bool options_host_id_valid(const char *id) {
+        size_t n = id ? strlen(id) : 0;
+        return n >= 1 && n <= TEND_HOST_ID_MAX &&
+               strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-") == n;
+}
+
+/* --host-id: refused unless options_host_id_valid(); the id shown with each
+ * byte outside the set as '?' (the message stays one line). */
+static int parse_host_id(const char *arg) {
+        if (options_host_id_valid(arg))
+                return 0;
+        char shown[TEND_HOST_ID_MAX + 4];
+        size_t n = 0;
+        for (const char *p = arg; *p && n < TEND_HOST_ID_MAX; p++)
+                shown[n++] = options_host_id_valid((char[]) { *p, 0 }) ? *p : '?';
+        strcpy(shown + n, strlen(arg) > n ? "..." : "");
+        return usage_error("--host-id \"%s\": want 1-%d characters of A-Z a-z 0-9 . _ : @ -", shown,
+                           TEND_HOST_ID_MAX);
+}
+
 /* etcd: --store and its companions (tend(8) CLUSTER); 0 or -EINVAL. */
 static int parse_cluster(struct tend_options *o, int c, const char *arg) {
         struct tend_cluster_options *t = &o->cluster;
@@ -236,6 +256,8 @@ static int parse_cluster(struct tend_options *o, int c, const char *arg) {
         }
         if (c == OPT_STORE && strncmp(arg, "etcd://", 7) != 0)
                 return usage_error("--store wants etcd://HOST:PORT[,HOST:PORT...]/PREFIX, not \"%s\"", arg);
+        if (c == OPT_HOST_ID && parse_host_id(arg) < 0)
+                return -EINVAL;
         *slot[c - OPT_STORE] = arg;
         return 0;
 }

@@ -52,6 +52,13 @@ struct tend_options {
  */
 int options_parse(int argc, char **argv, struct tend_options *ret);
 
+/* Whether id can be a host id (--host-id, or the machine id by default;
+ * tend(8) CLUSTER): 1 to TEND_HOST_ID_MAX characters of [A-Za-z0-9._:@-],
+ * what fits one etcd key segment and one log line (a machine id and a
+ * hostname do). id borrowed, NULL false. Thread-safe. */
+#define TEND_HOST_ID_MAX 64
+bool options_host_id_valid(const char *id);
+
 /* The signal to deliver for sig after --remap; 0 when it is dropped
  * (--remap SIG:0, dumb-init's -r SIG:0). */
 static inline int options_remap(const struct tend_options *o, int sig) {

@@ -42,18 +42,23 @@ static void print_items(const char *view, json *items) {
                 printf("%-24s %-32s %-12s %-8s %s\n", "HOST", "UNIT", "STATE", "PID", "RESULT");
         for (size_t i = 0; i < n; i++) {
                 json *it = json_object_array_get_idx(items, i);
+                const char *waiting = get_str(it, "waiting", NULL); /* this tend: its host id in use */
+                char note[96] = "";
+                if (get_bool(it, "self"))
+                        snprintf(note, sizeof note, "  (this host%s%s)", waiting ? ", " : "", waiting ?: "");
                 if (streq(view, "hosts"))
                         printf("%-24s %-16s %-8s %-5s %-6s %s%s\n", field(it, "host"), field(it, "hostname"),
                                field(it, "pid"), field(it, "ttl_sec"), time_left(it, left, sizeof left),
-                               field(it, "metadata"), get_bool(it, "self") ? "  (this host)" : "");
+                               field(it, "metadata"), note);
                 else if (streq(view, "list"))
                         printf("%-24s %-32s %-12s %-8s %s%s\n", field(it, "host"), field(it, "unit"),
                                field(it, "state"), field(it, "main_pid"), field(it, "result"),
                                get_bool(it, "host_present") ? "" : "  (host gone)");
                 else
-                        printf("%s: singleton held by %s (fencing token %s), %s, main pid %s\n", field(it, "unit"),
-                               field(it, "holder"), field(it, "fencing_token"), field(it, "state"),
-                               field(it, "main_pid"));
+                        printf("%s: singleton held by %s (fencing token %s), %s, main pid %s%s%s\n",
+                               field(it, "unit"), field(it, "holder"), field(it, "fencing_token"), field(it, "state"),
+                               field(it, "main_pid"), get_str(it, "this_host", NULL) ? "; this host: " : "",
+                               get_str(it, "this_host", ""));
         }
 }
 

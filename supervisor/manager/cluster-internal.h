@@ -43,6 +43,7 @@ struct mirror {
         struct store_event **evs;
         size_t n, cap;
         bool failed;                  /* ended while the thread ran: a new one once it hands over */
+        bool snapshot_done;           /* the watch's snapshot is in (a fresh watch: not yet) */
 };
 
 struct cluster {
@@ -61,6 +62,14 @@ struct cluster {
         struct store *etcd;
         struct store_lease *lease;
         int reg_error;
+        /* hosts/ID held by another lease (QA20 M5; docs/cluster.md "One host id, one
+         * tend"): the thread's finding (reg_in_use; in_use: whose, for the log;
+         * in_use_lease: its lease), and the loop's state: waiting for that key to go
+         * (no lease, no singleton, nothing published) */
+        bool reg_in_use;
+        char *in_use;
+        int64_t in_use_lease, logged_lease;
+        bool waiting;
 
         sd_event_source *etcd_src;  /* the etcd store's completions */
         sd_event_source *lease_timer; /* the host lease's local expiry (store_lease_expiry) */
@@ -150,6 +159,9 @@ void cluster_carry_in(struct cluster_carried *cc);
 
 /* cluster.c */
 int cluster_start_registration(struct cluster *c);
+/* The mirror of hosts/'s events: while the host id is in use, its DELETE (or
+ * a snapshot without it) starts the registration again. */
+void cluster_hosts_event(struct cluster *c, const struct store_event *ev);
 
 /* cluster-singleton.c */
 /* The mirror of singletons/'s events; a new watch's snapshot starts. */
@@ -166,8 +178,11 @@ void cluster_singles_free(struct cluster *c);
 
 /* cluster-view.c */
 void cluster_mirrors_init(struct cluster *c);
-/* The registration thread: opens the watches missing (blocking). 0 or the first error. */
-int cluster_mirrors_open(struct cluster *c);
+/* The registration thread: opens the watches missing (blocking), singletons/
+ * only when singles (not while the host id is in use). 0 or the first error. */
+int cluster_mirrors_open(struct cluster *c, bool singles);
+/* The loop: mirror i's watch ended by tend (its copy emptied). */
+void cluster_mirror_stop(struct cluster *c, int i);
 /* The loop, once the thread handed over: polls them (or has failed ones made again). */
 void cluster_mirrors_start(struct cluster *c);
 void cluster_mirrors_free(struct cluster *c);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -29,7 +30,8 @@
 void cluster_mirrors_init(struct cluster *c) {
         c->mirrors[MIRROR_SINGLES] = (struct mirror) { .prefix = "singletons/", .ks = STORE_EPHEMERAL,
                                                        .on_event = cluster_singles_event };
-        c->mirrors[MIRROR_HOSTS] = (struct mirror) { .prefix = "hosts/", .ks = STORE_EPHEMERAL };
+        c->mirrors[MIRROR_HOSTS] = (struct mirror) { .prefix = "hosts/", .ks = STORE_EPHEMERAL,
+                                                     .on_event = cluster_hosts_event };
         c->mirrors[MIRROR_UNITS] = (struct mirror) { .prefix = "units/", .ks = STORE_DURABLE };
 }
 
@@ -118,6 +120,7 @@ static int on_mirror(sd_event_source *src, int fd, uint32_t revents, void *userd
         if (!m)
                 return 0;
         while ((k = store_watch_next(m->w, &ev)) == 0) {
+                m->snapshot_done = m->snapshot_done || ev->type == STORE_EVENT_SNAPSHOT_DONE;
                 if (ev->type != STORE_EVENT_SNAPSHOT_DONE && mirror_apply(m, ev) < 0)
                         log_warning("cluster: %s%s: not mirrored (out of memory)", m->prefix, ev->key);
                 if (m->on_event)
@@ -129,9 +132,11 @@ static int on_mirror(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-int cluster_mirrors_open(struct cluster *c) {
+int cluster_mirrors_open(struct cluster *c, bool singles) {
         for (size_t i = 0; i < ELEMENTSOF(c->mirrors); i++) {
                 struct mirror *m = &c->mirrors[i];
+                if (i == MIRROR_SINGLES && !singles)
+                        continue;
                 int k = m->w ? 0 : store_watch(c->etcd, m->ks, m->prefix, &m->w);
                 if (k < 0)
                         return k;
@@ -152,6 +157,7 @@ void cluster_mirrors_start(struct cluster *c) {
                 if (!m->w || m->src)
                         continue;
                 mirror_clear(m); /* the new snapshot replaces it */
+                m->snapshot_done = false;
                 if (i == MIRROR_SINGLES)
                         cluster_singles_rewatch(c);
                 if (sd_event_add_io(c->event, &m->src, store_watch_fd(m->w), EPOLLIN, on_mirror, c) < 0) {
@@ -162,6 +168,16 @@ void cluster_mirrors_start(struct cluster *c) {
         }
         if (again)
                 (void) cluster_start_registration(c);
+}
+
+void cluster_mirror_stop(struct cluster *c, int i) {
+        struct mirror *m = &c->mirrors[i];
+        m->src = sd_event_source_disable_unref(m->src);
+        m->w = store_watch_free(m->w);
+        m->failed = m->snapshot_done = false;
+        mirror_clear(m);
+        if (i == MIRROR_SINGLES)
+                cluster_singles_rewatch(c);
 }
 
 void cluster_mirrors_free(struct cluster *c) {
@@ -274,8 +290,9 @@ void cluster_views_free(struct cluster *c) {
  * (answer now, the times unknown); -ENOMEM. */
 static int hosts_ask(struct cluster *c, const int64_t *ids, size_t n, struct json_object *items,
                      struct control_ticket *ticket) {
-        /* Not asked while this host's own renewals go unanswered (etcd known away). */
-        if (!ticket || !c->registered || !c->etcd || c->lease_late || n == 0)
+        /* Not asked while this host's own renewals go unanswered (etcd known away);
+         * asked while waiting for the host id (etcd answered the registration). */
+        if (!ticket || !(c->registered || c->waiting) || !c->etcd || c->lease_late || n == 0)
                 return 0;
         struct hosts_ask *a = calloc(1, sizeof(*a));
         if (!a)
@@ -297,6 +314,30 @@ static int hosts_ask(struct cluster *c, const int64_t *ids, size_t n, struct jso
         return CONTROL_ANSWER_LATER;
 }
 
+/* Whether a host record is this tend's: its id, under this tend's lease
+ * (another tend with the same id is not this one). */
+static bool host_is_self(const struct cluster *c, const struct store_event *ev, int64_t lease) {
+        return streq(ev->key + strlen("hosts/"), c->host_id) && c->registered && c->lease &&
+               lease == store_etcd_lease_id(c->lease);
+}
+
+/* This tend while its host id is in use by another (cluster.c, host_id_in_use()):
+ * an item of its own, "waiting": "host id in use", no lease. */
+static struct json_object *host_waiting_item(const struct cluster *c) {
+        char hostname[256] = "";
+        (void) gethostname(hostname, sizeof hostname - 1);
+        struct json_object *it = json_object_new_object();
+        json_object_object_add(it, "host", json_object_new_string(c->host_id));
+        json_object_object_add(it, "hostname", json_object_new_string(hostname));
+        json_object_object_add(it, "pid", json_object_new_int64(getpid()));
+        json_object_object_add(it, "ttl_sec", json_object_new_int64((int64_t) (c->o->ttl / USEC_PER_SEC)));
+        json_object_object_add(it, "lease", NULL);
+        json_object_object_add(it, "lease_left_ms", NULL);
+        json_object_object_add(it, "self", json_object_new_boolean(true));
+        json_object_object_add(it, "waiting", json_object_new_string(CLUSTER_WAITING_HOST_ID));
+        return it;
+}
+
 /* hosts: host, hostname, pid, metadata, lease (id, TTL, time left), and whether it is this one. */
 static int view_hosts(struct cluster *c, struct json_object *items, struct control_ticket *ticket) {
         const struct mirror *m = &c->mirrors[MIRROR_HOSTS];
@@ -313,12 +354,13 @@ static int view_hosts(struct cluster *c, struct json_object *items, struct contr
                 take(it, "lease", v, "lease");
                 json_object_object_add(it, "lease_left_ms", NULL); /* unknown until etcd answers */
                 take(it, "metadata", v, "metadata");
-                json_object_object_add(it, "self", json_object_new_boolean(
-                                                           streq(m->evs[i]->key + strlen("hosts/"), c->host_id)));
+                json_object_object_add(it, "self", json_object_new_boolean(host_is_self(c, m->evs[i], ids[i])));
                 json_object_put(v);
                 if (json_object_array_add(items, it) < 0)
                         return -ENOMEM;
         }
+        if (c->waiting && json_object_array_add(items, host_waiting_item(c)) < 0)
+                return -ENOMEM;
         int k = hosts_ask(c, ids, m->n, items, ticket);
         if (k == -ENOMEM)
                 return k;
@@ -360,14 +402,17 @@ static int view_status(struct cluster *c, const char *unit, struct json_object *
         if (asprintf(&skey, "singletons/%s", unit) < 0)
                 return -ENOMEM;
         const struct store_event *s = cluster_mirror_get(c, MIRROR_SINGLES, skey);
-        if (!s)
+        if (!s && !c->waiting)
                 return -ENOENT;
-        struct json_object *v = parse_value(s), *h, *it = json_object_new_object();
+        /* waiting: singletons/ is not watched here meanwhile: the holder unknown */
+        struct json_object *v = s ? parse_value(s) : json_object_new_object(), *h, *it = json_object_new_object();
         const char *holder = json_object_object_get_ex(v, "host", &h) ? json_object_get_string(h) : "";
         json_object_object_add(it, "unit", json_object_new_string(unit));
-        json_object_object_add(it, "holder", json_object_new_string(holder));
-        json_object_object_add(it, "fencing_token", json_object_new_int64((int64_t) s->revision));
-        if (asprintf(&ukey, "units/%s/%s", holder, unit) >= 0) {
+        json_object_object_add(it, "holder", s ? json_object_new_string(holder) : NULL);
+        json_object_object_add(it, "fencing_token", s ? json_object_new_int64((int64_t) s->revision) : NULL);
+        if (c->waiting)
+                json_object_object_add(it, "this_host", json_object_new_string(CLUSTER_WAITING_HOST_ID));
+        if (s && asprintf(&ukey, "units/%s/%s", holder, unit) >= 0) {
                 const struct store_event *u = cluster_mirror_get(c, MIRROR_UNITS, ukey);
                 struct json_object *r = u ? parse_value(u) : NULL;
                 if (r) {

@@ -112,9 +112,12 @@ static int read_line(const char *what, const char *path, char **ret) {
         return 0;
 }
 
+/* The host id: --host-id was checked by options_parse() (exit 2); the machine
+ * id is checked here. */
 static int host_id_valid(const char *id) {
-        if (!*id || strlen(id) > 128 || strchr(id, '/')) {
-                log_error("host id \"%s\": want 1-128 characters without '/'", id);
+        if (!options_host_id_valid(id)) {
+                log_error("host id from /etc/machine-id: want 1-%d characters of A-Z a-z 0-9 . _ : @ - "
+                          "(or give --host-id)", TEND_HOST_ID_MAX);
                 return -EINVAL;
         }
         return 0;
@@ -185,8 +188,41 @@ static bool sleep_or_stop(struct cluster *c, usec_t usec) {
         return poll(&p, 1, (int) (usec / USEC_PER_MSEC)) > 0;
 }
 
-/* The host key under a fresh lease; a key left by this host's previous run
- * (its old lease not yet ended) is replaced. */
+/* Whose hosts/ID is ("hostname H, pid P, lease L, N s left"; any byte of it
+ * outside printable ASCII shown as '?'), into c->in_use, c->in_use_lease.
+ * -EADDRINUSE; -ENOENT when the key went meanwhile; the store's errors. */
+static int host_key_taken(struct cluster *c, const char *key) {
+        struct store_event *ev = NULL;
+        int k = store_get(c->etcd, STORE_EPHEMERAL, key, &ev);
+        if (k < 0)
+                return k;
+        struct json_object *o = json_tokener_parse(ev->value), *v;
+        bool obj = o && json_object_is_type(o, json_type_object);
+        const char *hostname = obj && json_object_object_get_ex(o, "hostname", &v) ? json_object_get_string(v) : "?";
+        long long pid = obj && json_object_object_get_ex(o, "pid", &v) ? (long long) json_object_get_int64(v) : 0;
+        const char *lease = obj && json_object_object_get_ex(o, "lease", &v) ? json_object_get_string(v) : NULL;
+        int64_t id = lease ? strtoll(lease, NULL, 10) : 0, ms = STORE_ETCD_LEASE_UNKNOWN;
+        if (id > 0)
+                (void) store_etcd_lease_time_left(c->etcd, &id, 1, USEC_PER_SEC, &ms);
+        char left[48] = "its time left unknown";
+        if (ms >= 0)
+                snprintf(left, sizeof left, "%lld s left", (long long) (ms / 1000));
+        free(c->in_use);
+        if (asprintf(&c->in_use, "hostname %s, pid %lld, lease %lld, %s", hostname, pid, (long long) id, left) < 0)
+                c->in_use = NULL;
+        for (char *p = c->in_use; p && *p; p++)
+                if (*p < ' ' || *p > '~')
+                        *p = '?';
+        c->in_use_lease = id;
+        json_object_put(o);
+        store_event_unref(ev);
+        return -EADDRINUSE;
+}
+
+/* The host key created under a fresh lease, only if absent (a create guarded
+ * by create_revision = 0): a key another lease holds — another tend with this
+ * host id, or this host's previous tend whose lease has not ended yet — is
+ * never taken over: -EADDRINUSE (host_key_taken() says whose). */
 static int register_once(struct cluster *c) {
         _cleanup_free_ char *key = NULL;
         struct store_lease *l = NULL;
@@ -201,12 +237,12 @@ static int register_once(struct cluster *c) {
         k = make_host_value(c, store_etcd_lease_id(l));
         if (k >= 0)
                 k = store_lease_keep_alive(l, true);
-        size_t n = strlen(c->host_value);
-        if (k >= 0)
-                k = store_create_leased(c->etcd, key, c->host_value, n, l, NULL);
-        if (k == 0) { /* our previous run's key, its lease not ended yet */
-                (void) store_delete(c->etcd, STORE_EPHEMERAL, key, STORE_REV_ANY, NULL);
-                k = store_create_leased(c->etcd, key, c->host_value, n, l, NULL);
+        for (int tries = 0; k >= 0 && tries < 3; tries++) {
+                k = store_create_leased(c->etcd, key, c->host_value, strlen(c->host_value), l, NULL);
+                if (k == 0)
+                        k = host_key_taken(c, key); /* -ENOENT: gone meanwhile, try again */
+                if (k != -ENOENT)
+                        break;
         }
         if (k <= 0) {
                 (void) store_lease_revoke(l);
@@ -251,8 +287,9 @@ static void *registration_thread(void *userdata) {
 
         for (;;) {
                 int k = c->lease ? 0 : c->adopt_id && !c->adopt_lost ? adopt_once(c) : register_once(c);
-                if (k >= 0)
-                        k = cluster_mirrors_open(c);
+                c->reg_in_use = k == -EADDRINUSE; /* handed over as it is: the loop waits on a watch */
+                if (k >= 0 || c->reg_in_use)
+                        k = cluster_mirrors_open(c, !c->reg_in_use);
                 if (k >= 0)
                         break;
                 c->reg_error = k;
@@ -489,6 +526,43 @@ static int on_etcd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         return 0;
 }
 
+/* While waiting: hosts/ID gone (or absent from a new snapshot) → register. */
+static void host_id_maybe_free(struct cluster *c) {
+        _cleanup_free_ char *key = NULL;
+        if (!c->waiting || c->thread_running || c->closing || !c->mirrors[MIRROR_HOSTS].snapshot_done ||
+            asprintf(&key, "hosts/%s", c->host_id) < 0 || cluster_mirror_get(c, MIRROR_HOSTS, key))
+                return;
+        log_notice("cluster: etcd %s: host id %s is free now: registering", c->endpoints, c->host_id);
+        (void) cluster_start_registration(c);
+}
+
+void cluster_hosts_event(struct cluster *c, const struct store_event *ev) {
+        if (ev->type == STORE_EVENT_SNAPSHOT_DONE ||
+            (ev->type == STORE_EVENT_DELETE && streq(ev->key + strlen("hosts/"), c->host_id)))
+                host_id_maybe_free(c);
+}
+
+/* The thread found hosts/ID under another lease: said once per holder (an
+ * error: two tends share a host id), then nothing is taken over — no lease,
+ * no singleton (their watch stopped until registered), nothing published —
+ * until the hosts/ watch sees the key go. Ordinary units run meanwhile. */
+static void host_id_in_use(struct cluster *c) {
+        if (!c->waiting || c->in_use_lease != c->logged_lease)
+                log_error("cluster: etcd %s: host id %s is in use by another tend (%s): not taking it over; "
+                          "waiting for its hosts/%s to go, no singleton runs here meanwhile "
+                          "(give each tend its own --host-id)", c->endpoints, c->host_id,
+                          c->in_use ?: "unknown", c->host_id);
+        c->logged_lease = c->in_use_lease;
+        c->waiting = true;
+        c->adopt_id = 0;
+        c->adopt_expiry = 0;
+        cluster_mirror_stop(c, MIRROR_SINGLES);
+        cluster_singles_renewed(c); /* a carried hold whose lease ended stops */
+        c->adopt_lost = false;
+        cluster_mirrors_start(c);
+        host_id_maybe_free(c); /* the key went while the thread ran */
+}
+
 static int on_registered(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct cluster *c = userdata;
         eventfd_t v;
@@ -498,6 +572,11 @@ static int on_registered(sd_event_source *s, int fd, uint32_t revents, void *use
         c->thread_running = false;
         if (!c->etcd_src && sd_event_add_io(c->event, &c->etcd_src, store_get_fd(c->etcd), EPOLLIN, on_etcd, c) < 0)
                 log_warning("cluster: cannot poll the etcd store: records not published");
+        if (c->reg_in_use) {
+                host_id_in_use(c);
+                return 0;
+        }
+        c->waiting = false;
         if (!c->registered && c->adopt_id && !c->adopt_lost)
                 log_info("cluster: host %s kept its lease %lld in etcd %s across the re-exec", c->host_id,
                          (long long) c->adopt_id, c->endpoints);
@@ -597,6 +676,7 @@ struct cluster *cluster_free(struct cluster *c) {
         free(c->password);
         free(c->host_id);
         free(c->host_value);
+        free(c->in_use);
         free(c);
         return NULL;
 }

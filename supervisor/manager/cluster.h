@@ -94,7 +94,12 @@ void cluster_singleton_target(struct cluster *c, const char *name, pid_t pid, co
  * the items are answered through the ticket from tend's loop once etcd
  * answered or HOSTS_TTL_WAIT passed (the unanswered ones null); the loop
  * never waits on etcd. Without a ticket: now, the time left unknown.
+ * While this tend waits for its host id (another tend's hosts/ID; docs/cluster.md
+ * "One host id, one tend"), "hosts" adds an item for this tend with "waiting":
+ * CLUSTER_WAITING_HOST_ID and "status" answers with "this_host": the same
+ * (holder null when this tend does not watch the key meanwhile).
  */
+#define CLUSTER_WAITING_HOST_ID "waiting: host id in use"
 struct json_object;
 struct control_ticket;
 int cluster_view(struct cluster *c, const char *view, const char *unit, struct json_object *items,

@@ -171,14 +171,6 @@ struct fence *fence_free(struct fence *f) {
         return NULL;
 }
 
-struct fence *fence_detach(struct fence *f) {
-        if (!f)
-                return NULL;
-        close(f->fd);
-        free(f);
-        return NULL;
-}
-
 pid_t fence_pid(const struct fence *f) {
         return f->pid;
 }

@@ -42,10 +42,6 @@ int fence_set(struct fence *f, usec_t deadline, pid_t pid, const char *cgroup_di
  * Accepts NULL; returns NULL. */
 struct fence *fence_free(struct fence *f);
 
-/* Forgets f without standing it down: its last deadline stands (it fires
- * then, and exits). Accepts NULL; returns NULL. */
-struct fence *fence_detach(struct fence *f);
-
 /* Its pid (tests, logs). */
 pid_t fence_pid(const struct fence *f);
 

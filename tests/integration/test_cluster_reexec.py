@@ -3,7 +3,7 @@
 """daemon-reexec with --store etcd (issue 20; docs/cluster.md "Re-executing").
 
 One etcd member on loopback (stopped by pid), two tends sharing a prefix,
-each in a cgroup of its own, each running test_cluster_singleton.py's
+each in a cgroup of its own, each running clustertest.py's
 singleton probe (it appends "HOST TOKEN PID TIME" to a shared file under
 flock every 50 ms) and an ordinary unit. A (h1) runs from a copy of the
 built binary and holds the singleton; B (h2) waits for it.
@@ -33,28 +33,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cluster_singleton as ts  # noqa: E402
-from svctest import cgroup_remove, cgroup_usable  # noqa: E402
-from test_cluster_etcd import ETCDS, EtcdAt, etcd_get  # noqa: E402
-from test_store_etcd import ETCD, free_port  # noqa: E402
+import clustertest as ts  # noqa: E402
+from test_cluster_etcd import etcd_get  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
 
 check = ts.check
 TTL = ts.TTL
 HOST_KEY = f"{ts.PREFIX}/e/hosts/h1"
-
-
-def start(tmp, cgroot, name, url, probe, ticks, binary):
-    """test_cluster_singleton's Tend, run from binary."""
-    saved, ts.TEND = ts.TEND, binary
-    try:
-        return ts.Tend(tmp, cgroot, name, url, probe, ticks)
-    finally:
-        ts.TEND = saved
 
 
 def fence_pids(tend_pid):
@@ -185,43 +173,17 @@ def failover_after(a, b, url, ticks, runner):
 
 
 def main():
-    if not os.path.exists(ETCD):
-        print(f"SKIP: no etcd binary ({ETCD})", file=sys.stderr)
-        sys.exit(77)
-    parent, why = cgroup_usable()
-    if not parent:
-        print(f"SKIP: {why}: each tend needs a cgroup of its own", file=sys.stderr)
-        sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="tend-cluster-reexec-")
-    cgroot = os.path.join(parent, f"tend-it.{os.getpid()}.cluster-reexec")
-    os.mkdir(cgroot)
-    probe, ticks = os.path.join(tmp, "probe.py"), os.path.join(tmp, "ticks")
-    with open(probe, "w") as f:
-        f.write(ts.PROBE)
-    binary = os.path.join(tmp, "tend")
-    shutil.copy2(TEND, binary)
-    tends = {}
-    try:
-        e = EtcdAt(tmp, "m1", free_port(), free_port())
-        tends["h1"] = start(tmp, cgroot, "h1", e.url, probe, ticks, binary)
-        wait_until(lambda: ts.holder(e.url)[0] == "h1", 20, "h1 never held the singleton key")
-        tends["h2"] = start(tmp, cgroot, "h2", e.url, probe, ticks, TEND)
-        runner = reexec_keeps_leases(tends["h1"], tends["h2"], e.url, ticks, binary)
-        hosts_view_and_refused_start(tends["h2"], e.url, ticks, runner)
-        waiter_reexecs(tends["h2"], e.url)
-        failover_after(tends["h1"], tends["h2"], e.url, ticks, runner)
-    except AssertionError:
-        for t in tends.values():
-            print(f"--- {t.name}'s log (last lines) ---\n" + "".join(t.text().splitlines(True)[-25:]),
-                  file=sys.stderr)
-        raise
-    finally:
-        for t in tends.values():
-            t.stop()
-        for member in ETCDS:
-            member.stop()
-        cgroup_remove(cgroot)
-    shutil.rmtree(tmp, ignore_errors=True)
+    with ts.ClusterRig("cluster-reexec", log_lines=25) as rig:
+        url = rig.etcd.url
+        binary = os.path.join(rig.tmp, "tend")
+        shutil.copy2(TEND, binary)
+        h1 = rig.tend("h1", binary=binary)
+        wait_until(lambda: ts.holder(url)[0] == "h1", 20, "h1 never held the singleton key")
+        h2 = rig.tend("h2")
+        runner = reexec_keeps_leases(h1, h2, url, rig.ticks, binary)
+        hosts_view_and_refused_start(h2, url, rig.ticks, runner)
+        waiter_reexecs(h2, url)
+        failover_after(h1, h2, url, rig.ticks, runner)
     print("ok: daemon-reexec keeps the cluster's leases")
 
 

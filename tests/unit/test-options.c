@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "macro.h"
 #include "options.h"
 #include "signal-util.h"
 #include "timespan.h"
@@ -183,12 +184,36 @@ static void test_peer_options(void **state) {
         assert_int_equal(parse(&o, "-l", NULL), 1);
 }
 
+/* --host-id (QA20 L2; tend(8) CLUSTER): 1-64 of [A-Za-z0-9._:@-], else exit 2. */
+static void test_host_ids(void **state) {
+        struct tend_options o;
+        char long_id[TEND_HOST_ID_MAX + 2];
+        memset(long_id, 'a', sizeof long_id - 1);
+        long_id[sizeof long_id - 1] = '\0';
+        const char *bad[] = { "", "h 1", "h/1", "h\n1", "h1\x01", "h\"q", "\xc3\xbcmlaut", long_id };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                assert_false(options_host_id_valid(bad[i]));
+                assert_int_equal(parse(&o, "--config-dir", "/tmp", "--store", "etcd://h:1/p", "--host-id", bad[i],
+                                       NULL), -EINVAL);
+        }
+        long_id[TEND_HOST_ID_MAX] = '\0';
+        const char *good[] = { "0123456789abcdef0123456789abcdef", "web-1.example.com", "rack_2:h@dc", long_id };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                assert_true(options_host_id_valid(good[i]));
+                assert_int_equal(parse(&o, "--config-dir", "/tmp", "--store", "etcd://h:1/p", "--host-id", good[i],
+                                       NULL), 0);
+                assert_string_equal(o.cluster.host_id, good[i]);
+        }
+        assert_false(options_host_id_valid(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_timespan),
                 cmocka_unit_test(test_signal_names),
                 cmocka_unit_test(test_options),
                 cmocka_unit_test(test_peer_options),
+                cmocka_unit_test(test_host_ids),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
