@@ -110,13 +110,21 @@ static void keepalive_done(struct etcd_req *r, int error, struct json_object *re
 
         if (error < 0 && error != -ECANCELED && error != -EPIPE) {
                 /* Again TTL/6 after this try was due — at once when it took longer (it
-                 * waited for a member until its deadline): a renewal that reaches etcd
-                 * before the holder's stop deadline keeps its singletons running, so an
-                 * outage ending then must not find the next try still waiting. */
+                 * waited for a member until its deadline), and at most TTL/24 from now
+                 * while the lease lives: a renewal that reaches etcd before the holder's
+                 * stop deadline keeps its singletons running, so an outage ending then
+                 * must not find the next try still waiting. Members failing at once
+                 * (refused, no leader during an election) were asked again only every
+                 * TTL/6: at TTL 6 s, 1, 2 and 3 s after the renewal was due, and Dg is
+                 * 2.74 s after it — an election that ended 2.7 s after the leader's kill
+                 * stopped a singleton (cluster-trials' leader trial under ASan). */
                 pthread_mutex_lock(&s->lock);
                 usec_t now = now_usec(CLOCK_MONOTONIC), next = l->pending_at + l->ttl / 6;
+                bool alive = now < l->expiry;
                 pthread_mutex_unlock(&s->lock);
                 delay = next > now ? next - now : 0;
+                if (alive)
+                        delay = MIN(delay, l->ttl / 24);
                 log_warning_errno(error, "store-etcd: lease %lld: keep-alive failed (%m), "
                                   "retrying in %llu ms", (long long) l->id,
                                   (unsigned long long) (delay / USEC_PER_MSEC));

@@ -245,7 +245,7 @@ class Proxy:
     def __init__(self, upstreams):
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
-        self.mode = None  # None: forwarding; "freeze" or "drop"
+        self.mode = None  # None: forwarding; "freeze", "drop" or "refuse"
         self.conns = set()
         self.last_keepalive = 0.0
         self.listeners = []
@@ -280,6 +280,9 @@ class Proxy:
                         return False
                     if self.mode is None:
                         break
+                    if self.mode == "refuse":  # as a host whose etcd port is closed: reset at once
+                        conn.dropped = True
+                        break
                     if self.mode == "freeze":
                         self.cond.wait()
                         continue
@@ -304,15 +307,20 @@ class Proxy:
         with self.lock:
             while self.mode == "freeze" and not conn.closed:
                 self.cond.wait()
-            if self.mode == "drop":
+            if self.mode in ("drop", "refuse"):
                 conn.dropped = True
                 return False
             return not conn.closed
 
     def blackhole(self, mode="freeze"):
-        assert mode in ("freeze", "drop")
+        """freeze: bytes held; drop: bytes lost (both: the client waits);
+        refuse: every connection reset at once (the client fails fast)."""
+        assert mode in ("freeze", "drop", "refuse")
         with self.lock:
             self.mode = mode
+            live = [c for c in self.conns] if mode == "refuse" else []
+        for c in live:
+            c.close(reset=True)
         return time.time()
 
     def restore(self):

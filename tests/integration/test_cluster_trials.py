@@ -451,6 +451,25 @@ class Trials:
         for h in self.hosts.values():
             h.check_plains(what)
 
+    def trial_refused(self):
+        """The holder's proxy resets every connection (etcd's ports closed, as
+        while members restart) from just before its keep-alive is due until
+        0.3 s before its stop deadline Dg: each try fails at once, and the
+        renewal must be tried again often enough to get through in the last
+        0.3 s (a failed renewal was tried again only every TTL/6: at TTL 6 s,
+        1, 2, 3 s after it was due — past Dg, 2.74 s — and the singleton was
+        stopped; now at most every TTL/24, docs/store.md §4.3). Nothing stops."""
+        h, before = self.holder()
+        self.before_keepalive(h)
+        t0 = h.proxy.blackhole("refuse")
+        time.sleep(max(0, t0 + 0.2 + BUDGET - 0.3 - time.time()))
+        t_up = h.proxy.restore()
+        time.sleep(TTL + 2)
+        self.unchanged(before, t0, f"{h.name}'s etcd connections refused for {t_up - t0:.2f} s "
+                       f"from 0.2 s before its keep-alive was due")
+        self.settle("after refused connections")
+        return {"refused_s": t_up - t0}
+
     def trial_leader(self):
         """The leader SIGKILLed just before the holder's keep-alive is due. An
         election slower than 2/3 TTL − margin proves nothing (the holder must
@@ -631,7 +650,7 @@ def run(parent, rounds, report=lambda line: print(line, flush=True), kinds=None)
             for name, fn in (("kill", t.trial_kill),
                              *((f"partition-{m}", lambda m=m: t.trial_partition(m)) for m in modes),
                              ("blip", t.trial_blip), ("pause", t.trial_pause), ("leader", t.trial_leader),
-                             ("hung", t.trial_hung),
+                             ("hung", t.trial_hung), ("refused", t.trial_refused),
                              ("quorum-short", t.trial_quorum_short), ("quorum-long", t.trial_quorum_long)):
                 if kinds and name not in kinds:
                     continue
