@@ -418,17 +418,11 @@ static void req_finish(struct etcd_req *r, int error, struct json_object *reply)
 
 static int reauthenticate(struct etcd_client *c);
 
-/* Member m failed r's try: the next requests go to the next member, unless
- * another request moved on already (several fail at once on a dead member). */
-static void member_failed(struct etcd_client *c, size_t m) {
-        if (c->current == m)
-                c->current = (c->current + 1) % c->n_members;
-}
 
-/* The watch streams on member m end with -ESTALE (their owner resumes them on
- * another member): an idle stream cannot tell a hung member from a quiet
- * range (docs/store.md §4.5). Their end runs in active_timers(), not here:
- * the caller may be walking c->active. */
+/* The watch streams on member m, judged slow or failing, end with -ESTALE
+ * (their owner resumes them on another member): an idle stream cannot tell a
+ * hung or cut-off member from a quiet range (docs/store.md §4.5). Their end
+ * runs in active_timers(), not here: the caller may be walking c->active. */
 static void streams_leave(struct etcd_client *c, size_t m) {
         size_t n = 0;
 
@@ -441,9 +435,20 @@ static void streams_leave(struct etcd_client *c, size_t m) {
                 }
         if (n == 0)
                 return;
-        log_warning("store-etcd: %s judged slow (a request timed out or lost a race there): "
+        log_warning("store-etcd: %s judged slow or failing (a request there timed out, failed or "
+                    "lost a race): "
                     "%zu watch stream%s moved to another member", c->members[m], n, n == 1 ? "" : "s");
         curl_api.multi_wakeup(c->multi);
+}
+
+/* Member m failed r's try: the next requests go to the next member, unless
+ * another request moved on already (several fail at once on a dead member);
+ * its watch streams too (a member cut off from its quorum answers UNAVAILABLE
+ * and keeps its streams open, silent). */
+static void member_failed(struct etcd_client *c, size_t m) {
+        if (c->current == m)
+                c->current = (c->current + 1) % c->n_members;
+        streams_leave(c, m);
 }
 
 static void member_mark_slow(struct etcd_client *c, size_t m) {
