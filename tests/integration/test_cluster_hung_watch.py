@@ -10,8 +10,8 @@ and never answers; quorum stays). h1's tend and unit are killed (its cgroup's
 cgroup.kill: only processes this test started). h1's lease ends within the
 TTL and its key goes; h2 must see that DELETE and run the unit within
 TTL + 4 s. Before the fix h2's idle stream on F waited for ever: it took over
-only once F was resumed. Also: h2 says which member it judged slow, and the
-runs never overlap.
+only once F was resumed. Also: h2 says which member it judged slow, the runs
+never overlap, and h2's cluster view (`--cluster hosts`) drops h1.
 
 Root and cgroup2; 77 without etcd. Env: TEND, ETCD.
 """
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clustertest import TTL, Tend, check, check_no_overlap, holder, PROBE, read_ticks  # noqa: E402
+from clustertest import TTL, Tend, check, check_no_overlap, holder, PROBE, read_ticks, tendctl  # noqa: E402
 from etcdtest import ETCD, EtcdCluster  # noqa: E402
 from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 from tendtest import wait_until  # noqa: E402
@@ -63,6 +63,9 @@ def run(tmp, cgroot, cl, tends):
     said = [ln for ln in h2.text().splitlines() if "judged slow" in ln]
     check(said and follower.url in said[0], f"h2 did not say it moved its watches off {follower.url}: {said[:1]}")
     check_no_overlap(ticks)
+    # The cluster view is fed by watches too: h1's record goes with its lease.
+    wait_until(lambda: "h1 " not in tendctl(h2, "--cluster", "hosts"), 5,
+               "h2's cluster view still lists the dead h1: its hosts watch stayed on the hung member?")
     print(f"ok: h2 took over {took:.1f} s after h1 died ({time.monotonic() - frozen_at:.1f} s after "
           f"{follower.name} froze); said: {said[0].split('store-etcd: ', 1)[-1]}")
 
