@@ -278,16 +278,24 @@ static bool curl_error_is_member(CURLcode code) {
         }
 }
 
-/* The errno a failed transfer ends its request with (docs/store.md §4.6). */
-static int curl_error_errno(CURLcode code) {
+/* The errno a failed transfer on member url ends its request with
+ * (docs/store.md §4.6). On https://, a connection dropped after connecting is
+ * the TLS layer's doing (a client certificate refused: the server's alert
+ * comes with the first read); an empty reply is a server that does not speak
+ * HTTP here (http:// to a TLS member). */
+static int curl_error_errno(CURLcode code, const char *url) {
+        bool tls = strncmp(url, "https://", 8) == 0;
+
         switch (code) {
         case CURLE_OPERATION_TIMEDOUT:
                 return -ETIMEDOUT;
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
         case CURLE_SEND_ERROR:
         case CURLE_RECV_ERROR:
+                return tls ? -EPROTO : -ECONNREFUSED;
         case CURLE_GOT_NOTHING:
+                return -EPROTO;
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
                 return -ECONNREFUSED;
         case CURLE_OUT_OF_MEMORY:
                 return -ENOMEM;
@@ -410,15 +418,42 @@ static void req_finish(struct etcd_req *r, int error, struct json_object *reply)
 
 static int reauthenticate(struct etcd_client *c);
 
+
+/* The watch streams on member m, judged slow or failing, end with -ESTALE
+ * (their owner resumes them on another member): an idle stream cannot tell a
+ * hung or cut-off member from a quiet range (docs/store.md §4.5). Their end
+ * runs in active_timers(), not here: the caller may be walking c->active. */
+static void streams_leave(struct etcd_client *c, size_t m) {
+        size_t n = 0;
+
+        for (struct etcd_req *r = c->active; r; r = r->next)
+                if (r->stream && r->tries[0].in_multi && r->tries[0].member == m &&
+                    !atomic_load(&r->cancel) && r->stream_error == 0) {
+                        r->stream_error = -ESTALE;
+                        atomic_store(&r->cancel, true);
+                        n++;
+                }
+        if (n == 0)
+                return;
+        log_warning("store-etcd: %s judged slow or failing (a request there timed out, failed or "
+                    "lost a race): "
+                    "%zu watch stream%s moved to another member", c->members[m], n, n == 1 ? "" : "s");
+        curl_api.multi_wakeup(c->multi);
+}
+
 /* Member m failed r's try: the next requests go to the next member, unless
- * another request moved on already (several fail at once on a dead member). */
+ * another request moved on already (several fail at once on a dead member);
+ * its watch streams too (a member cut off from its quorum answers UNAVAILABLE
+ * and keeps its streams open, silent). */
 static void member_failed(struct etcd_client *c, size_t m) {
         if (c->current == m)
                 c->current = (c->current + 1) % c->n_members;
+        streams_leave(c, m);
 }
 
 static void member_mark_slow(struct etcd_client *c, size_t m) {
         c->slow_until[m] = now_usec(CLOCK_MONOTONIC) + SLOW_USEC;
+        streams_leave(c, m);
 }
 
 /* t failed on its member: another try on the next member while members are
@@ -507,7 +542,7 @@ static void try_transfer_failed(struct etcd_try *t, CURLcode code) {
                 member_failed(c, t->member);
         } else if (curl_error_is_member(code) && try_failed(t))
                 return;
-        req_finish(r, curl_error_errno(code), NULL);
+        req_finish(r, curl_error_errno(code, c->members[t->member]), NULL);
 }
 
 static void try_completed(struct etcd_try *t, CURLcode code) {
@@ -810,7 +845,7 @@ static int reauthenticate(struct etcd_client *c) {
                 if (code != CURLE_OK) {
                         log_warning("store-etcd: %s/v3/auth/authenticate: %s%s%s", c->members[c->current],
                                     curl_api.easy_strerror(code), t->error[0] ? ": " : "", t->error);
-                        q = curl_error_errno(code);
+                        q = curl_error_errno(code, c->members[c->current]);
                         c->current = (c->current + 1) % c->n_members;
                         continue;
                 }

@@ -25,7 +25,9 @@ struct etcd_req;
  * NULL (-ECONNREFUSED/-ETIMEDOUT: every member failed; -EACCES, -ENOENT,
  * -ENOSPC, -ERANGE, -EINVAL, -EIO: etcd's gRPC status; -EPIPE: the client
  * closed). on_line (streams only) runs for each message of the stream; a
- * negative answer ends the stream (on_done then runs with that error).
+ * negative answer ends the stream (on_done then runs with that error). A
+ * stream also ends with -ESTALE when its member is judged slow (a request's
+ * try there timed out or lost a race): its owner may resume it elsewhere.
  */
 typedef void (*etcd_done_fn)(struct etcd_req *r, int error, struct json_object *reply,
                              void *userdata);

@@ -16,7 +16,11 @@
  *
  * Anything doubtful ends the watch with -ENOBUFS (re-watch): the stream
  * ending or failing (a member lost: the re-watch goes to the next one), a
- * cancel by etcd (compaction), a full queue. Closing the store ends each
+ * cancel by etcd (compaction), a full queue. One exception: a stream whose
+ * member the client judged slow (-ESTALE: an idle stream on a hung member
+ * would wait for ever) is made again on another member from the revision
+ * after the last one delivered (etcd sends a revision's events in one
+ * message): nothing lost, nothing repeated. Closing the store ends each
  * watch with -EPIPE after its queue drains.
  *
  * Locks: s->lock (the store's watch list) before w->lock (queue, end, fd).
@@ -44,6 +48,10 @@ struct etcd_watch {
         bool closing;    /* the store is closing: the stream's end means -EPIPE */
         struct etcd_req *stream; /* until its on_done ran (stream_done) */
         bool stream_done;
+        bool freeing;    /* etcd_watch_free() runs: no stream is made again */
+        char *key, *range_end; /* the range, for a stream made again */
+        size_t range_end_n;
+        int64_t last_rev; /* the last revision delivered (the snapshot's at first) */
         int fd;
         bool fd_readable;
 
@@ -171,11 +179,19 @@ static int on_line(struct etcd_req *r, struct json_object *msg, void *userdata) 
         if (!json_object_object_get_ex(res, "events", &evs))
                 return 0;
         pthread_mutex_lock(&w->lock);
-        for (size_t i = 0; q >= 0 && i < json_object_array_length(evs); i++)
-                q = on_event(w, json_object_array_get_idx(evs, i));
+        for (size_t i = 0; q >= 0 && i < json_object_array_length(evs); i++) {
+                struct json_object *jev = json_object_array_get_idx(evs, i), *kv;
+                q = on_event(w, jev);
+                int64_t rev = q >= 0 && json_object_object_get_ex(jev, "kv", &kv)
+                                      ? etcd_json_int(kv, "mod_revision") : 0;
+                if (rev > w->last_rev)
+                        w->last_rev = rev;
+        }
         pthread_mutex_unlock(&w->lock);
         return q < 0 ? -ENOBUFS : 0;
 }
+
+static int submit_stream(struct etcd_watch *w, int64_t rev);
 
 static void on_stream_done(struct etcd_req *r, int error, struct json_object *reply,
                            void *userdata) {
@@ -183,6 +199,12 @@ static void on_stream_done(struct etcd_req *r, int error, struct json_object *re
 
         pthread_mutex_lock(&w->lock);
         w->stream = NULL;
+        /* Its member was judged slow: the same stream from another member. */
+        if (error == -ESTALE && !w->closing && !w->freeing && w->end == 0 &&
+            submit_stream(w, w->last_rev) >= 0) {
+                pthread_mutex_unlock(&w->lock);
+                return;
+        }
         w->stream_done = true;
         end_watch(w, w->closing ? -EPIPE : -ENOBUFS);
         pthread_cond_broadcast(&w->cond);
@@ -222,19 +244,26 @@ static int snapshot(struct etcd_watch *w, const char *key, const char *end, size
         return q;
 }
 
-static int start_stream(struct etcd_watch *w, const char *key, const char *end, size_t end_n,
-                        int64_t rev) {
+/* The stream of w's range from rev + 1 (w->lock held; from the I/O thread
+ * too: its on_done cannot run before this returns). */
+static int submit_stream(struct etcd_watch *w, int64_t rev) {
         struct json_object *b = json_object_new_object(), *c = json_object_new_object();
 
-        etcd_add_b64(c, "key", key, strlen(key));
-        etcd_add_b64(c, "range_end", end, end_n);
+        etcd_add_b64(c, "key", w->key, strlen(w->key));
+        etcd_add_b64(c, "range_end", w->range_end, w->range_end_n);
         etcd_add_int(c, "start_revision", rev + 1);
         json_object_object_add(c, "prev_kv", json_object_new_boolean(true));
         json_object_object_add(b, "create_request", c);
-        pthread_mutex_lock(&w->lock);
         int q = etcd_submit(w->s->client, "/v3/watch", b, true, on_line, on_stream_done, w, 0,
                             &w->stream);
         w->stream_done = q < 0;
+        return q;
+}
+
+static int start_stream(struct etcd_watch *w, int64_t rev) {
+        pthread_mutex_lock(&w->lock);
+        w->last_rev = rev;
+        int q = submit_stream(w, rev);
         pthread_mutex_unlock(&w->lock);
         return q;
 }
@@ -269,7 +298,11 @@ int etcd_watch(struct store *base, enum store_keyspace ks, const char *prefix,
                 s->watches = w;
                 atomic_fetch_add(&s->n_internal, 1);
                 pthread_mutex_unlock(&s->lock);
-                if (start_stream(w, key, end, end_n, rev) < 0) {
+                w->key = key;
+                w->range_end = end;
+                key = end = NULL;
+                w->range_end_n = end_n;
+                if (start_stream(w, rev) < 0) {
                         pthread_mutex_lock(&w->lock);
                         end_watch(w, -ENOBUFS);
                         pthread_mutex_unlock(&w->lock);
@@ -337,6 +370,7 @@ void etcd_watch_free(struct store_watch *base) {
         if (w->next)
                 w->next->prev = w->prev;
         pthread_mutex_lock(&w->lock);
+        w->freeing = true;
         if (w->stream)
                 etcd_req_cancel(s->client, w->stream);
         pthread_mutex_unlock(&s->lock);
@@ -346,6 +380,8 @@ void etcd_watch_free(struct store_watch *base) {
         pthread_mutex_unlock(&w->lock);
         free(w->ring);
         free(w->tomb_key);
+        free(w->key);
+        free(w->range_end);
         safe_close(w->fd);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);

@@ -15,8 +15,10 @@ etcd-server as test_store_etcd.py does, stopped by pid), one tend at a time:
    keeps its lease (no re-registration).
 5. SIGTERM → the host's key goes at once (lease revoked); SIGKILL of another
    tend (and of its unit, by pid) → its key expires within TTL + 1 s.
-6. a TLS failure (no CA file; TLS to a plain-HTTP etcd) is said with curl's
-   text and its error buffer's detail, not as "Connection refused".
+6. a TLS failure (no CA file; TLS to a plain-HTTP etcd; no client
+   certificate for a TLS etcd with --client-cert-auth; http:// to it) is said
+   with curl's text and its error buffer's detail, as a protocol error, not as
+   "Connection refused".
 
 Skips (77) only when the etcd binary is absent. Env: TEND, ETCD.
 """
@@ -31,7 +33,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_store_etcd import ETCD, ETCDCTL, Etcd, free_port  # noqa: E402
+from test_store_etcd import ETCD, ETCDCTL, Etcd, free_port, make_certs  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
 from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 
@@ -307,7 +309,35 @@ def tls_errors_said(tmp, url):
                   f"{name}: a TLS failure said as a refused connection: {cluster[0]}")
         finally:
             t.stop()
+    tls_refused_said(tmp)
     print("ok: TLS failures said with curl's text and detail, not as a refused connection")
+
+
+def tls_refused_said(tmp):
+    """Against a TLS etcd with --client-cert-auth (QA20b s26): no client
+    certificate (the server's alert comes after the handshake: curl says
+    "getpeername() failed" or "bad certificate"), and http:// spoken to it
+    (curl: "Empty reply from server") are protocol errors, not refusals."""
+    certs_dir = os.path.join(tmp, "tls-certs")
+    os.mkdir(certs_dir)
+    certs = make_certs(certs_dir)
+    e = Etcd(tmp, "tls", tls=certs)
+    ETCDS.append(e)
+    cases = {"tls-nocert": (["--store-ca", certs["ca"]], "store-etcd: https://"),
+             "tls-http": ([], "store-etcd: http://")}
+    for name, (extra, store_said) in cases.items():
+        t = Tend(tmp, name, e.url, {}, extra)
+        said = f"cannot register host {name}"
+        try:
+            wait_until(lambda: said in t.text(), 10, f"{name}: no log line says why it cannot register")
+            lines = t.text().splitlines()
+            store = [ln for ln in lines if store_said in ln]
+            cluster = [ln for ln in lines if said in ln]
+            check(store, f"{name}: curl's error on {e.url} is not said")
+            check("Connection refused" not in cluster[0] and "Protocol error" in cluster[0],
+                  f"{name}: a TLS failure not said as a protocol error: {cluster[0]}")
+        finally:
+            t.stop()
 
 
 def main():
