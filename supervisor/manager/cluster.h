@@ -122,6 +122,11 @@ void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_dow
 /* NAME's unit is down (inactive or failed): a hold being given up goes now. */
 void cluster_singleton_unit_down(struct cluster *c, const char *name);
 
+/* Hosts=/HostMetadata= left this host out of NAME, which it wanted (set: true),
+ * so that a reload naming it again puts it back on standby. Returns the mark
+ * as it was; a start or stop of NAME clears it. NAME unknown: false. Loop only. */
+bool cluster_singleton_set_ineligible(struct cluster *c, const char *name, bool set);
+
 /* Singleton= removed by a reload: a key held is deleted now, its fence stood
  * down (the unit runs on as an ordinary one); this host no longer contends. */
 void cluster_singleton_forget(struct cluster *c, const char *name);
