@@ -339,7 +339,7 @@ def hosts_widened(env, url):
     other = "h2" if h == "h1" else "h1"
     ts[other].reload(f"Singleton=yes\nHosts={h}\n")
     ts[other].reload("Singleton=yes\n")
-    wait_until(lambda: "waits for its singleton key" in ts[other].text(), 10,
+    wait_until(lambda: "again: it waits for its singleton key" in ts[other].text(), 10,
                f"widen: Hosts= naming {other} again did not put it back on standby")
     rc, out = ts[h].ctl("stop", UNIT)
     check(rc == 0, f"widen: stop on the holder {h}: exit {rc}: {out}")
