@@ -101,6 +101,13 @@ int manager_cluster_start_refused(struct manager *m, struct unit *u, sf_waiter *
                 log_info("%s: start refused: a singleton held by host %s", u->name, holder);
                 return answer_now(m, u, false, why, ret_waiter);
         }
+        if (cluster_host_id_in_use(m->cluster)) { /* the other tend with this id may hold it (QA20b Low) */
+                snprintf(why, sizeof why, "this host's id %s is in use by another tend: no singleton starts "
+                         "here until that tend leaves (give each tend its own --host-id)",
+                         cluster_host_id(m->cluster));
+                log_info("%s: start refused: host id %s in use by another tend", u->name, cluster_host_id(m->cluster));
+                return answer_now(m, u, false, why, ret_waiter);
+        }
         /* nobody known to hold it (etcd away, or a release under way): queued, it starts at the acquire */
         cluster_singleton_ask(m->cluster, u->name);
         log_notice("%s: start queued: waiting for its singleton key in etcd; it starts when this host holds it",

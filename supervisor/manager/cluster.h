@@ -57,6 +57,11 @@ struct cluster *cluster_free(struct cluster *c);
 /* This host's id (never NULL once created). */
 const char *cluster_host_id(const struct cluster *c);
 
+/* Whether this host's id is in use by another tend (hosts/ID under another
+ * lease; docs/cluster.md "One host id, one tend"): not registered, no
+ * singleton runs here until that key goes. Loop only. */
+bool cluster_host_id_in_use(const struct cluster *c);
+
 /* Whether this host may run a unit with the constraints ck ([X-Tend] Hosts=:
  * its id is listed; HostMetadata=: each K=V is one of --host-metadata's).
  * NULL ck: any host may. */

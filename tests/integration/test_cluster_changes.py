@@ -66,7 +66,7 @@ def unit_text(env, ticks, host, xtend="Singleton=yes\n"):
 
 
 class Tend:
-    def __init__(self, env, scenario, name, url, xtend="Singleton=yes\n", files=None):
+    def __init__(self, env, scenario, name, url, xtend="Singleton=yes\n", files=None, prefix=None):
         self.name, self.scenario = name, scenario
         self.ticks = os.path.join(env.tmp, scenario + ".ticks")
         self.dir = os.path.join(env.tmp, scenario, name)
@@ -88,7 +88,7 @@ class Tend:
         self.sock = os.path.join(env.tmp, f"{scenario}.{name}.sock")
         self.proc = subprocess.Popen(
             [TEND, "--config-dir", self.dir, "--control-socket", self.sock,
-             "--store", f"etcd://{url.split('//', 1)[1]}/{scenario}", "--host-id", name,
+             "--store", f"etcd://{url.split('//', 1)[1]}/{prefix or scenario}", "--host-id", name,
              "--cluster-ttl", f"{TTL}s", "-v"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter)
         TENDS.append(self)
@@ -351,6 +351,20 @@ def hosts_widened(env, url):
         t.stop()
 
 
+def dup_host_start(env, url):
+    """QA20b Low: `tendctl start` on a tend waiting for its host id names the id in use, not "queued"."""
+    t1 = Tend(env, "du", "h1", url)
+    one_runner(t1.ticks, "dup start")
+    t2 = Tend(env, "du2", "h1", url, prefix="du")  # the same id and prefix, a DIR of its own
+    wait_until(lambda: "in use by another tend" in t2.text(), 20, "dup: the second tend with id h1 did not wait")
+    rc, out = t2.ctl("start", UNIT)
+    check(rc != 0 and "in use by another tend" in out,
+          f"dup: start on the tend waiting for its host id: exit {rc}: {out.strip()} (expected refused, naming it)")
+    print("ok dup: a start on the tend waiting for its host id is refused, naming it")
+    t1.stop()
+    t2.stop()
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD})", file=sys.stderr)
@@ -368,7 +382,7 @@ def main():
         e = start_while_down(env) if not only or "m1" in only else EtcdAt(tmp, "m1", free_port(), free_port())
         for name, f in (("m3", stop_on_holder), ("m2", reload_adds_singleton), ("m4", hosts_narrowed),
                         ("revoke", lease_revoked), ("dep", dep_stop), ("failed", failed_holder),
-                        ("widen", hosts_widened)):
+                        ("widen", hosts_widened), ("dup", dup_host_start)):
             if not only or name in only:
                 f(env, e.url)
     except AssertionError:
