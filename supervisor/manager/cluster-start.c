@@ -126,7 +126,9 @@ void manager_cluster_stopped(struct manager *m, struct unit *u) {
  * start limit hit, a clean exit with Restart=no): down, no restart or start
  * under way — as for a stop, its key goes (docs/cluster.md §5). */
 static bool ended_on_its_own(struct manager *m, struct unit *u) {
-        return !m->shutting_down && unit_is_dead(u) && (u->pos == UNIT_POS_INACTIVE || u->pos == UNIT_POS_FAILED) &&
+        /* m->resumed: a re-exec puts units back (a freshly loaded one looks dead until then) */
+        return !m->shutting_down && !m->resumed && unit_is_dead(u) &&
+               (u->pos == UNIT_POS_INACTIVE || u->pos == UNIT_POS_FAILED) &&
                unit_job_state(u) != UNIT_JOB_PENDING && !(u->queued & UNIT_QUEUED_RESTART) &&
                cluster_singleton_may_run(m->cluster, u->name, NULL);
 }
