@@ -131,6 +131,8 @@ struct singleton {
         bool letting_go;            /* held; given up once the unit is down (a stop, Hosts= narrowed) */
         bool unheld_run;            /* runs here without the key (Singleton=yes added by a reload) */
         bool asked;                 /* a client's start waits for the key: the start at the acquire is its */
+        bool ineligible;            /* wanted, then left out by Hosts= (a reload naming it again: wanted) */
+        int64_t acquire_lease;      /* the lease id of the last acquire (its ENOENT: that lease ended) */
 };
 
 /* What a daemon-reexec carries of the cluster (reexec-cluster.c; docs/cluster.md

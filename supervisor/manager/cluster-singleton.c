@@ -200,26 +200,21 @@ static void arm_check(struct cluster *c) {
 
 /* ---- acquire: a create of singletons/NAME under the host's lease ---- */
 
-static void acquire_done(struct store_op *op, void *userdata) {
-        struct singleton *s = userdata;
-        struct cluster *c = s->c;
+/* The revision of s's key when the watch's copy shows it under lease (0: not). */
+static uint64_t mirror_under_lease(const struct singleton *s, int64_t lease) {
+        const struct store_event *ev = cluster_mirror_get(s->c, MIRROR_SINGLES, s->key);
+        if (!ev || ev->type != STORE_EVENT_PUT)
+                return 0;
+        struct json_object *o = json_tokener_parse(ev->value), *l;
+        bool ours = o && json_object_object_get_ex(o, "lease", &l) && json_object_get_int64(l) == lease;
+        json_object_put(o);
+        return ours ? ev->revision : 0;
+}
 
-        s->acquiring = false;
-        free((void *) op->value);
-        if (c->closing)
-                return;
-        if (op->result == 0) {
-                log_info("%s: singleton held by another host: waiting for its key to go", s->name);
-                holder_from_mirror(s);
-                stop_unheld_run(s, s->holder);
-                return;
-        }
-        if (op->result < 0) {
-                log_warning_errno(op->result, "%s: singleton: etcd %s: cannot acquire (%m): again at the "
-                                  "next change of its key or registration", s->name, c->endpoints);
-                return;
-        }
-        s->token = op->revision;
+/* The key is this host's at revision token: held (a fence armed, the unit started). */
+static void hold(struct singleton *s, uint64_t token) {
+        struct cluster *c = s->c;
+        s->token = token;
         if (!s->wanted) { /* stopped (or no longer eligible) meanwhile: given back, nothing started */
                 s->releasing = true;
                 s->release_after = 0;
@@ -244,6 +239,46 @@ static void acquire_done(struct store_op *op, void *userdata) {
         c->ops->acquired(c->userdata, s->name);
 }
 
+static bool lease_is(const struct cluster *c, int64_t lease) {
+        return c->registered && c->lease && store_etcd_lease_id(c->lease) == lease;
+}
+
+static void acquire_done(struct store_op *op, void *userdata) {
+        struct singleton *s = userdata;
+        struct cluster *c = s->c;
+
+        s->acquiring = false;
+        free((void *) op->value);
+        if (c->closing)
+                return;
+        /* the create landed though its answer says otherwise (lost, or retried): the
+         * watch's copy shows the key under this lease: the outcome follows the key */
+        uint64_t rev = op->result > 0 || !lease_is(c, s->acquire_lease) ? 0 :
+                       mirror_under_lease(s, s->acquire_lease);
+        if (rev > 0) {
+                log_notice("%s: singleton: its key in etcd %s is this host's (the create's answer was %s)",
+                           s->name, c->endpoints, op->result == 0 ? "\"taken\"" : "an error");
+                hold(s, rev);
+                return;
+        }
+        if (op->result == 0) {
+                log_info("%s: singleton held by another host: waiting for its key to go", s->name);
+                holder_from_mirror(s);
+                stop_unheld_run(s, s->holder);
+                return;
+        }
+        if (op->result == -ENOENT && c->registered && c->lease && !lease_is(c, s->acquire_lease)) {
+                try_acquire(s); /* its lease ended, and this host registered again meanwhile */
+                return;
+        }
+        if (op->result < 0) {
+                log_warning_errno(op->result, "%s: singleton: etcd %s: cannot acquire (%m): again at the "
+                                  "next change of its key or registration", s->name, c->endpoints);
+                return;
+        }
+        hold(s, op->revision);
+}
+
 static void try_acquire(struct singleton *s) {
         struct cluster *c = s->c;
         if (!s->wanted || s->held || s->acquiring || s->releasing || s->holder || !c->registered || !c->lease ||
@@ -257,8 +292,9 @@ static void try_acquire(struct singleton *s) {
                 return;
         }
         char *value = NULL;
+        s->acquire_lease = store_etcd_lease_id(c->lease);
         if (asprintf(&value, "{\"host\":\"%s\",\"lease\":\"%lld\"}", c->host_id,
-                     (long long) store_etcd_lease_id(c->lease)) < 0)
+                     (long long) s->acquire_lease) < 0)
                 return;
         s->op = (struct store_op) { .type = STORE_OP_CREATE, .keyspace = STORE_EPHEMERAL, .key = s->key,
                                     .value = value, .size = strlen(value), .lease = c->lease,
@@ -378,6 +414,10 @@ void cluster_singles_renewed(struct cluster *c) {
                                 single_lose(c->singles[i], "the host lease ended during the re-exec");
         if (c->n_singles > 0)
                 (void) on_check(NULL, 0, c);
+        /* registered (again, under a new lease): every singleton this host wants and
+         * nobody holds is tried now; an acquire under an ended lease failed ENOENT */
+        for (size_t i = 0; i < c->n_singles; i++)
+                try_acquire(c->singles[i]);
 }
 
 void cluster_singles_free(struct cluster *c) {
@@ -403,6 +443,7 @@ int cluster_singleton_want(struct cluster *c, const char *name, usec_t stop_time
         struct singleton *old = single_find(c, name);
         if (old) { /* wanted again (a start after a stop): a hold being given up is kept */
                 old->letting_go = false;
+                old->ineligible = false;
                 if (!old->wanted)
                         log_info("%s: singleton: waiting to hold its key in etcd %s", name, c->endpoints);
                 old->wanted = true;
@@ -498,10 +539,19 @@ void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_dow
         s->wanted = false;
         s->asked = false;
         s->unheld_run = false;
+        s->ineligible = false;
         if (s->held)
                 s->letting_go = true;
         if (s->held && unit_down)
                 let_go(s);
+}
+
+bool cluster_singleton_set_ineligible(struct cluster *c, const char *name, bool set) {
+        struct singleton *s = single_find(c, name);
+        bool was = s && s->ineligible;
+        if (s)
+                s->ineligible = set;
+        return was;
 }
 
 void cluster_singleton_unit_down(struct cluster *c, const char *name) {
@@ -561,6 +611,10 @@ bool cluster_singleton_take_asked(struct cluster *c, const char *name) {
 }
 
 #else /* !HAVE_STORE_ETCD */
+
+bool cluster_singleton_set_ineligible(struct cluster *c, const char *name, bool set) {
+        return false;
+}
 
 void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_down) {
 }

@@ -101,6 +101,13 @@ int manager_cluster_start_refused(struct manager *m, struct unit *u, sf_waiter *
                 log_info("%s: start refused: a singleton held by host %s", u->name, holder);
                 return answer_now(m, u, false, why, ret_waiter);
         }
+        if (cluster_host_id_in_use(m->cluster)) { /* the other tend with this id may hold it (QA20b Low) */
+                snprintf(why, sizeof why, "this host's id %s is in use by another tend: no singleton starts "
+                         "here until that tend leaves (give each tend its own --host-id)",
+                         cluster_host_id(m->cluster));
+                log_info("%s: start refused: host id %s in use by another tend", u->name, cluster_host_id(m->cluster));
+                return answer_now(m, u, false, why, ret_waiter);
+        }
         /* nobody known to hold it (etcd away, or a release under way): queued, it starts at the acquire */
         cluster_singleton_ask(m->cluster, u->name);
         log_notice("%s: start queued: waiting for its singleton key in etcd; it starts when this host holds it",
@@ -115,9 +122,26 @@ void manager_cluster_stopped(struct manager *m, struct unit *u) {
                 cluster_singleton_unwant(m->cluster, u->name, unit_is_dead(u));
 }
 
+/* u ended here on its own, not by this host's stop (a dependency's stop, its
+ * start limit hit, a clean exit with Restart=no): down, no restart or start
+ * under way — as for a stop, its key goes (docs/cluster.md §5). */
+static bool ended_on_its_own(struct manager *m, struct unit *u) {
+        /* m->resumed: a re-exec puts units back (a freshly loaded one looks dead until then) */
+        return !m->shutting_down && !m->resumed && unit_is_dead(u) &&
+               (u->pos == UNIT_POS_INACTIVE || u->pos == UNIT_POS_FAILED) &&
+               unit_job_state(u) != UNIT_JOB_PENDING && !(u->queued & UNIT_QUEUED_RESTART) &&
+               cluster_singleton_may_run(m->cluster, u->name, NULL);
+}
+
 void manager_cluster_unit_down(struct manager *m, struct unit *u) {
-        if (m->cluster)
-                cluster_singleton_unit_down(m->cluster, u->name);
+        if (!m->cluster)
+                return;
+        cluster_singleton_unit_down(m->cluster, u->name); /* a hold this host gave up (stop, Hosts=) */
+        if (u->file->singleton && ended_on_its_own(m, u)) {
+                log_info("%s: singleton %s on this host: this host gives up its key", u->name,
+                         u->pos == UNIT_POS_FAILED ? "failed" : "ended");
+                cluster_singleton_unwant(m->cluster, u->name, true);
+        }
 }
 
 /* ---- daemon-reload ---- */
@@ -153,6 +177,7 @@ void manager_cluster_reloaded(struct manager *m, struct unit *u) {
                         log_notice("%s: its Hosts=/HostMetadata= no longer name this host (%s): stopping it here; "
                                    "its singleton key goes once it stopped", u->name, cluster_host_id(m->cluster));
                 cluster_singleton_unwant(m->cluster, u->name, false);
+                cluster_singleton_set_ineligible(m->cluster, u->name, true);
                 jobs_stop(m->jobs, u, true);
                 if (unit_is_dead(u))
                         cluster_singleton_unit_down(m->cluster, u->name);
@@ -160,4 +185,12 @@ void manager_cluster_reloaded(struct manager *m, struct unit *u) {
         }
         if (!unit_is_dead(u) && !cluster_singleton_may_run(m->cluster, u->name, NULL))
                 contend_running(m, u, f);
+        /* named again after Hosts= had left this host out: it stands by again, as for a
+         * file put back (started as at a load, which waits for the key) */
+        if (cluster_singleton_set_ineligible(m->cluster, u->name, false) && unit_is_dead(u) &&
+            manager_unit_starts_on_its_own(m, u)) {
+                log_info("%s: its Hosts=/HostMetadata= name this host (%s) again: it waits for its singleton key",
+                         u->name, cluster_host_id(m->cluster));
+                manager_start_unit(m, u);
+        }
 }

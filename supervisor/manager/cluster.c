@@ -41,6 +41,10 @@ const char *cluster_host_id(const struct cluster *c) {
         return c->host_id;
 }
 
+bool cluster_host_id_in_use(const struct cluster *c) {
+        return c->waiting;
+}
+
 /* A re-exec's carried state, until cluster_new() takes it. */
 static struct cluster_carried *carried_pending;
 
@@ -695,6 +699,10 @@ struct cluster *cluster_free(struct cluster *c) {
 
 const char *cluster_host_id(const struct cluster *c) {
         return "";
+}
+
+bool cluster_host_id_in_use(const struct cluster *c) {
+        return false;
 }
 
 bool cluster_host_eligible(const struct cluster *c, const struct unit_cluster_keys *ck) {

@@ -57,6 +57,11 @@ struct cluster *cluster_free(struct cluster *c);
 /* This host's id (never NULL once created). */
 const char *cluster_host_id(const struct cluster *c);
 
+/* Whether this host's id is in use by another tend (hosts/ID under another
+ * lease; docs/cluster.md "One host id, one tend"): not registered, no
+ * singleton runs here until that key goes. Loop only. */
+bool cluster_host_id_in_use(const struct cluster *c);
+
 /* Whether this host may run a unit with the constraints ck ([X-Tend] Hosts=:
  * its id is listed; HostMetadata=: each K=V is one of --host-metadata's).
  * NULL ck: any host may. */
@@ -121,6 +126,11 @@ void cluster_singleton_unwant(struct cluster *c, const char *name, bool unit_dow
 
 /* NAME's unit is down (inactive or failed): a hold being given up goes now. */
 void cluster_singleton_unit_down(struct cluster *c, const char *name);
+
+/* Hosts=/HostMetadata= left this host out of NAME, which it wanted (set: true),
+ * so that a reload naming it again puts it back on standby. Returns the mark
+ * as it was; a start or stop of NAME clears it. NAME unknown: false. Loop only. */
+bool cluster_singleton_set_ineligible(struct cluster *c, const char *name, bool set);
 
 /* Singleton= removed by a reload: a key held is deleted now, its fence stood
  * down (the unit runs on as an ordinary one); this host no longer contends. */

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svctest import cgroup_remove, cgroup_usable  # noqa: E402
 from test_cluster_etcd import ETCDS, EtcdAt, etcd_get  # noqa: E402
 from test_cluster_singleton import PROBE, check, check_no_overlap, read_ticks, running  # noqa: E402
-from test_store_etcd import ETCD, free_port  # noqa: E402
+from test_store_etcd import ETCD, ETCDCTL, free_port  # noqa: E402
 from tendtest import TEND, wait_until  # noqa: E402
 
 TENDCTL = os.environ.get("TENDCTL", os.path.join(os.path.dirname(TEND), "tendctl"))
@@ -66,13 +66,16 @@ def unit_text(env, ticks, host, xtend="Singleton=yes\n"):
 
 
 class Tend:
-    def __init__(self, env, scenario, name, url, xtend="Singleton=yes\n"):
+    def __init__(self, env, scenario, name, url, xtend="Singleton=yes\n", files=None, prefix=None):
         self.name, self.scenario = name, scenario
         self.ticks = os.path.join(env.tmp, scenario + ".ticks")
         self.dir = os.path.join(env.tmp, scenario, name)
         os.makedirs(self.dir)
         self.env = env
         self.write(xtend)
+        for fname, text in (files or {}).items():  # other units, or solo.service's own text
+            with open(os.path.join(self.dir, fname), "w") as f:
+                f.write(text.replace("@PROBE@", f"{env.probe} {self.ticks} {name}"))
         self.cgroup = os.path.join(env.cgroot, f"{scenario}.{name}")
         os.mkdir(self.cgroup)
         self.log_path = os.path.join(env.tmp, f"{scenario}.{name}.log")
@@ -85,7 +88,7 @@ class Tend:
         self.sock = os.path.join(env.tmp, f"{scenario}.{name}.sock")
         self.proc = subprocess.Popen(
             [TEND, "--config-dir", self.dir, "--control-socket", self.sock,
-             "--store", f"etcd://{url.split('//', 1)[1]}/{scenario}", "--host-id", name,
+             "--store", f"etcd://{url.split('//', 1)[1]}/{prefix or scenario}", "--host-id", name,
              "--cluster-ttl", f"{TTL}s", "-v"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=enter)
         TENDS.append(self)
@@ -261,6 +264,107 @@ def hosts_narrowed(env, url):
         t.stop()
 
 
+def lease_of(url, scenario):
+    key = f"{scenario}/e/singletons/{UNIT}"
+    kv = etcd_get(url, key).get(key)
+    return int(json.loads(kv["value"])["lease"]) if kv else None
+
+
+def lease_revoked(env, url):
+    """QA20b H1: the only host's lease revoked on etcd: it registers again and runs the unit again."""
+    t = Tend(env, "rv", "h1", url)
+    h, tok, pid = one_runner(t.ticks, "revoke start")
+    lid = lease_of(url, "rv")
+    check(lid, "revoke: the key names no lease")
+    r = subprocess.run([ETCDCTL, "--endpoints", url, "lease", "revoke", "%x" % lid],
+                       env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True, timeout=20)
+    check(r.returncode == 0, f"revoke: etcdctl lease revoke failed: {r.stderr}")
+    t0 = time.time()
+    wait_until(lambda: any(r[1] != tok for r in ticking(t.ticks)), 3 * TTL,
+               "revoke: the only host never ran the singleton again after its lease was revoked "
+               "(the acquire under the ended lease not retried at the new registration)")
+    check(lease_of(url, "rv") not in (None, lid), f"revoke: the key's lease is {lease_of(url, 'rv')}")
+    one_runner(t.ticks, "revoke after")
+    print(f"ok revoke: ran again {time.time() - t0:.1f} s after its lease was revoked")
+    t.stop()
+
+
+BASE = "[Service]\nExecStart=/bin/sleep 1000\n"
+DEP_SOLO = ("[Unit]\nPartOf=base.service\nAfter=base.service\n[Service]\nExecStart=/usr/bin/python3 @PROBE@\n"
+            "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n[X-Tend]\nSingleton=yes\n")
+
+
+def dep_stop(env, url):
+    """QA20b M: a singleton stopped by its PartOf= unit on the holder: its key goes, the other host runs it."""
+    ts = {h: Tend(env, "dp", h, url, files={"base.service": BASE, UNIT: DEP_SOLO}) for h in ("h1", "h2")}
+    ticks = ts["h1"].ticks
+    h, tok, pid = one_runner(ticks, "dep start")
+    other = "h2" if h == "h1" else "h1"
+    rc, out = ts[h].ctl("stop", "base.service")
+    check(rc == 0, f"dep: stop base.service on {h}: exit {rc}: {out}")
+    wait_until(lambda: not running(pid), 10, f"dep: base.service stopped, {UNIT} (PartOf=) runs on {h}")
+    wait_until(lambda: any(r[0] == other for r in ticking(ticks)), 2 * TTL,
+               f"dep: {other} never ran {UNIT} after it was stopped on {h} with its PartOf= unit "
+               "(the key kept by a host not running it)")
+    check(key_of(url, "dp") == other, f"dep: the key is {key_of(url, 'dp')}'s, {other} runs it")
+    check_no_overlap(ticks)
+    print(f"ok dep: stopped with its PartOf= unit on {h}: {other} took over")
+    for t in ts.values():
+        t.stop()
+
+
+FAILING = ("[Unit]\nStartLimitIntervalSec=30s\nStartLimitBurst=3\n[Service]\nExecStart=/bin/false\n"
+           "TimeoutStopSec=1s\nRestart=always\nRestartSec=100ms\n[X-Tend]\nSingleton=yes\n")
+
+
+def failed_holder(env, url):
+    """QA20b M: a singleton failed (start limit hit) on its holder: its key goes, the other host runs it."""
+    t1 = Tend(env, "fl", "h1", url, files={UNIT: FAILING})
+    wait_until(lambda: "start limit" in t1.text() or "failed" in status_of(t1), 20,
+               "failed: the unit that always fails never hit its start limit on h1")
+    t2 = Tend(env, "fl", "h2", url)
+    wait_until(lambda: any(r[0] == "h2" for r in ticking(t2.ticks)), 2 * TTL,
+               "failed: h2 never ran the singleton that failed on h1 (the key kept by the failed holder)")
+    check(key_of(url, "fl") == "h2", f"failed: the key is {key_of(url, 'fl')}'s, h2 runs it")
+    print("ok failed: the key of a singleton failed on h1 went, h2 runs it")
+    t1.stop()
+    t2.stop()
+
+
+def hosts_widened(env, url):
+    """QA20b M: Hosts= narrowed then widened back: the host stands by again and takes over."""
+    ts = {h: Tend(env, "hw", h, url) for h in ("h1", "h2")}
+    ticks = ts["h1"].ticks
+    h, tok, pid = one_runner(ticks, "widen start")
+    other = "h2" if h == "h1" else "h1"
+    ts[other].reload(f"Singleton=yes\nHosts={h}\n")
+    ts[other].reload("Singleton=yes\n")
+    wait_until(lambda: "again: it waits for its singleton key" in ts[other].text(), 10,
+               f"widen: Hosts= naming {other} again did not put it back on standby")
+    rc, out = ts[h].ctl("stop", UNIT)
+    check(rc == 0, f"widen: stop on the holder {h}: exit {rc}: {out}")
+    wait_until(lambda: any(r[0] == other for r in ticking(ticks)), 2 * TTL,
+               f"widen: {other}, named by Hosts= again, did not take over when {h} let go")
+    check_no_overlap(ticks)
+    print(f"ok widen: {other} stood by again after Hosts= was widened and took over")
+    for t in ts.values():
+        t.stop()
+
+
+def dup_host_start(env, url):
+    """QA20b Low: `tendctl start` on a tend waiting for its host id names the id in use, not "queued"."""
+    t1 = Tend(env, "du", "h1", url)
+    one_runner(t1.ticks, "dup start")
+    t2 = Tend(env, "du2", "h1", url, prefix="du")  # the same id and prefix, a DIR of its own
+    wait_until(lambda: "in use by another tend" in t2.text(), 20, "dup: the second tend with id h1 did not wait")
+    rc, out = t2.ctl("start", UNIT)
+    check(rc != 0 and "in use by another tend" in out,
+          f"dup: start on the tend waiting for its host id: exit {rc}: {out.strip()} (expected refused, naming it)")
+    print("ok dup: a start on the tend waiting for its host id is refused, naming it")
+    t1.stop()
+    t2.stop()
+
+
 def main():
     if not os.path.exists(ETCD):
         print(f"SKIP: no etcd binary ({ETCD})", file=sys.stderr)
@@ -276,7 +380,9 @@ def main():
     only = sys.argv[1:]
     try:
         e = start_while_down(env) if not only or "m1" in only else EtcdAt(tmp, "m1", free_port(), free_port())
-        for name, f in (("m3", stop_on_holder), ("m2", reload_adds_singleton), ("m4", hosts_narrowed)):
+        for name, f in (("m3", stop_on_holder), ("m2", reload_adds_singleton), ("m4", hosts_narrowed),
+                        ("revoke", lease_revoked), ("dep", dep_stop), ("failed", failed_holder),
+                        ("widen", hosts_widened), ("dup", dup_host_start)):
             if not only or name in only:
                 f(env, e.url)
     except AssertionError:
