@@ -2,7 +2,8 @@
 /*
  * The pidfd reaper (SPEC §2.2). Every child is a pidfd in one epoll set; it
  * is reaped with waitid(P_PIDFD) and signalled with pidfd_send_signal, so no
- * signal ever reaches a recycled pid. SIGCHLD is read only from our signalfd;
+ * signal ever reaches a recycled pid (where a seccomp profile refuses
+ * pidfd_send_signal, kill(2) on a child not yet reaped: process_kill_fallback). SIGCHLD is read only from our signalfd;
  * in orphan mode it triggers orphan passes that peek with WNOWAIT.
  *
  * Locking: one mutex per reaper protects the pid map, the epoll registrations
