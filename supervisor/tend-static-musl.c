@@ -17,4 +17,3 @@
 #include "../libexit/src/hub.c"
 #include "../libexit/src/reaper.c"
 #include "../libexit/src/spawn.c"
-#include "entrypoint/musl-compat.c"

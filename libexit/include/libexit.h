@@ -343,13 +343,18 @@ enum exit_reaper_flags {
  * SIGCHLD; only the reaper calls wait*() on its children.
  * At most one reaper per process.
  * Errors: -ENOSYS when the kernel lacks pidfd_open / waitid(P_PIDFD) (Linux
- * < 5.10; see exit_reaper_missing_syscall()), -EBUSY (a reaper exists),
- * -ENOMEM, -EMFILE, or the errno of signalfd/epoll_create1/prctl.
+ * < 5.10) or a seccomp profile answers ENOSYS for it, -EPERM when a seccomp
+ * profile refuses pidfd_open (docker < 20.10), -EBUSY (a reaper exists),
+ * -ENOMEM, -EMFILE, or the errno of signalfd/epoll_create1/eventfd/prctl;
+ * exit_reaper_missing_syscall() then names the call. pidfd_send_signal
+ * refused (EPERM or ENOSYS) is not an error: see exit_process_signal().
  */
 int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_reaper **ret_reaper);
 
-/* After exit_reaper_new() answered -ENOSYS: the name of the missing system call
- * (a static string), else NULL. */
+/* After exit_reaper_new() failed: the name of the system call that failed or
+ * was missing ("pidfd_open", "waitid(P_PIDFD)", "eventfd2",
+ * "prctl(PR_SET_CHILD_SUBREAPER)", …; a static string), or NULL when the error
+ * was not a call's (-EBUSY, -ENOMEM). Not thread-safe: read it right after. */
 const char *exit_reaper_missing_syscall(void);
 
 /* Frees the reaper (NULL accepted): closes its fds, unblocks nothing, reaps
@@ -505,8 +510,25 @@ exit_id_t exit_process_id(const struct exit_process *process);
 /* The process's pidfd, owned by the handle (valid until the last unref). */
 int exit_process_pidfd(const struct exit_process *process);
 
-/* Sends sig through the pidfd; never to a recycled pid. -ESRCH once reaped. */
+/*
+ * Sends sig through the pidfd; never to a recycled pid. 0, -ESRCH once
+ * reaped, -EINVAL (NULL process, bad sig), or the errno of the send.
+ * When a seccomp profile refuses pidfd_send_signal (EPERM or ENOSYS: docker <
+ * 20.10, hardened profiles), it falls back to kill(2) on the pid, from the
+ * first refusal on (see exit_process_signal_refused()). That is safe because
+ * every process handle is the caller's own child, and a child's pid cannot be
+ * recycled until it is reaped: the fallback holds the reaper's lock, under
+ * which alone the reaper reaps, and checks the process is not reaped yet.
+ * After exit_reaper_free() the fallback is not taken (nothing guarantees the
+ * pid then): the refusal's errno is returned. Thread-safe.
+ */
 int exit_process_signal(struct exit_process *process, int sig);
+
+/* 0 while pidfd_send_signal works, else the negative errno (-EPERM or
+ * -ENOSYS) it was first refused with, by exit_reaper_new()'s probe or a
+ * send: exit_process_signal() then uses kill(2). For a caller that logs
+ * the fallback once. Thread-safe. SPEC §2.2. */
+int exit_process_signal_refused(void);
 
 /*
  * The exec status: 0 exec succeeded; -EINPROGRESS not known yet; else the

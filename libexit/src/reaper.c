@@ -2,7 +2,8 @@
 /*
  * The pidfd reaper (SPEC §2.2). Every child is a pidfd in one epoll set; it
  * is reaped with waitid(P_PIDFD) and signalled with pidfd_send_signal, so no
- * signal ever reaches a recycled pid. SIGCHLD is read only from our signalfd;
+ * signal ever reaches a recycled pid (where a seccomp profile refuses
+ * pidfd_send_signal, kill(2) on a child not yet reaped: process_kill_fallback). SIGCHLD is read only from our signalfd;
  * in orphan mode it triggers orphan passes that peek with WNOWAIT.
  *
  * Locking: one mutex per reaper protects the pid map, the epoll registrations
@@ -74,7 +75,11 @@ struct exit_reaper {
 };
 
 static atomic_bool reaper_exists;
-static const char *missing_syscall;
+static const char *missing_syscall; /* the call exit_reaper_new failed in */
+/* 0, or the negative errno (-EPERM, -ENOSYS) pidfd_send_signal was first
+ * refused with: a container's seccomp profile older than the call (docker <
+ * 20.10). From then on our own unreaped children are signalled with kill(2). */
+static atomic_int signal_refused;
 
 static int sys_pidfd_open(pid_t pid, unsigned flags) {
         return (int) syscall(SYS_pidfd_open, pid, flags);
@@ -277,16 +282,50 @@ _public_ int exit_process_pidfd(const struct exit_process *p) {
         return p ? p->pidfd : -EINVAL;
 }
 
+static bool signal_refusal(int error) {
+        return error == -EPERM || error == -ENOSYS;
+}
+
+/* pidfd_send_signal refused by a seccomp profile: kill(2) is safe for our own
+ * child while it is unreaped, because its pid cannot be recycled before we
+ * reap it, and we reap only under r->lock, which is held here. A closed
+ * reaper reaps nothing (another could reap the pid as an orphan): refused. */
+static int process_kill_fallback(struct exit_process *p, int sig, int error) {
+        struct exit_reaper *r = p->reaper;
+        if (!r)
+                return error;
+        pthread_mutex_lock(&r->lock);
+        int k = error;
+        if (atomic_load(&p->reaped))
+                k = -ESRCH;
+        else if (!r->closed)
+                k = kill(p->pid, sig) < 0 ? negative_errno() : 0;
+        pthread_mutex_unlock(&r->lock);
+        return k;
+}
+
 _public_ int exit_process_signal(struct exit_process *p, int sig) {
         if (!p || sig < 0 || sig >= NSIG)
                 return -EINVAL;
         if (atomic_load(&p->reaped))
                 return -ESRCH;
-        /* Even racing the reap, the pidfd names this process only: the kernel
-         * answers ESRCH once it is reaped. */
-        if (sys_pidfd_send_signal(p->pidfd, sig) < 0)
-                return negative_errno();
-        return 0;
+        int error = atomic_load(&signal_refused);
+        if (error == 0) {
+                /* Even racing the reap, the pidfd names this process only: the
+                 * kernel answers ESRCH once it is reaped. */
+                if (sys_pidfd_send_signal(p->pidfd, sig) == 0)
+                        return 0;
+                error = negative_errno();
+                if (!signal_refusal(error))
+                        return error;
+                int none = 0;
+                (void) atomic_compare_exchange_strong(&signal_refused, &none, error);
+        }
+        return process_kill_fallback(p, sig, error);
+}
+
+_public_ int exit_process_signal_refused(void) {
+        return atomic_load(&signal_refused);
 }
 
 static struct exit_process *process_new(struct exit_reaper *r) {
@@ -400,27 +439,30 @@ static int orphan_pass(struct exit_reaper *r) {
 
 /* ---- the reaper ---- */
 
+/* Names the call a failed exit_reaper_new failed in; returns error. */
+static int failed_in(const char *call, int error) {
+        missing_syscall = call;
+        return error;
+}
+
 static int probe_kernel(void) {
         int fd = sys_pidfd_open(getpid(), 0);
-        if (fd < 0) {
-                if (errno == ENOSYS)
-                        missing_syscall = "pidfd_open";
-                return negative_errno();
-        }
+        if (fd < 0)
+                return failed_in("pidfd_open", negative_errno());
         _cleanup_close_ int pidfd = fd;
-        if (sys_pidfd_send_signal(pidfd, 0) < 0 && errno == ENOSYS) {
-                missing_syscall = "pidfd_send_signal";
-                return -ENOSYS;
+        /* Signalling ourselves is always allowed: EPERM or ENOSYS (with
+         * pidfd_open present) is a seccomp profile. Not fatal: children are
+         * then signalled with kill(2) (exit_process_signal). */
+        if (sys_pidfd_send_signal(pidfd, 0) < 0) {
+                int error = negative_errno();
+                if (signal_refusal(error))
+                        atomic_store(&signal_refused, error);
         }
         siginfo_t si;
-        if (waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED | WNOHANG) < 0 && errno == EINVAL) {
-                missing_syscall = "waitid(P_PIDFD)";
-                return -ENOSYS;
-        }
-        if (close_range(~0U, ~0U, 0) < 0 && errno == ENOSYS) {
-                missing_syscall = "close_range";
-                return -ENOSYS;
-        }
+        if (waitid((idtype_t) P_PIDFD, (id_t) pidfd, &si, WEXITED | WNOHANG) < 0 && errno == EINVAL)
+                return failed_in("waitid(P_PIDFD)", -ENOSYS);
+        if (close_range(~0U, ~0U, 0) < 0 && errno == ENOSYS)
+                return failed_in("close_range", -ENOSYS);
         return 0;
 }
 
@@ -433,35 +475,35 @@ static int reaper_init_signals(struct exit_reaper *r) {
          * every exit status. */
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         if (sigaction(SIGCHLD, &dfl, NULL) < 0)
-                return negative_errno();
+                return failed_in("rt_sigaction", negative_errno());
         sigset_t chld;
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
         int k = pthread_sigmask(SIG_BLOCK, &chld, NULL);
         if (k != 0)
-                return -k;
+                return failed_in("rt_sigprocmask", -k);
         r->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
         if (r->sigfd < 0)
-                return negative_errno();
+                return failed_in("signalfd4", negative_errno());
         r->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (r->epfd < 0)
-                return negative_errno();
+                return failed_in("epoll_create1", negative_errno());
         r->src_signal = (struct source) { SOURCE_SIGNAL, NULL };
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &r->src_signal };
         if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev) < 0)
-                return negative_errno();
+                return failed_in("epoll_ctl", negative_errno());
         if (r->flags & EXIT_REAPER_EXEC_EVENTS) {
                 r->exec_ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
                 if (r->exec_ready_fd < 0)
-                        return negative_errno();
+                        return failed_in("eventfd2", negative_errno());
                 r->src_exec_ready = (struct source) { SOURCE_EXEC_READY, NULL };
                 ev.data.ptr = &r->src_exec_ready;
                 if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->exec_ready_fd, &ev) < 0)
-                        return negative_errno();
+                        return failed_in("epoll_ctl", negative_errno());
         }
         if ((r->flags & EXIT_REAPER_ORPHANS) && getpid() != 1 &&
             prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                return negative_errno();
+                return failed_in("prctl(PR_SET_CHILD_SUBREAPER)", negative_errno());
         return 0;
 }
 
@@ -519,6 +561,7 @@ _public_ int exit_reaper_new(struct exit_hub *hub, uint32_t flags, struct exit_r
         if (!hub || !ret || (flags & ~(uint32_t) (EXIT_REAPER_ORPHANS | EXIT_REAPER_NO_CLONE3 | EXIT_REAPER_EXEC_EVENTS |
                                           EXIT_REAPER_NO_VFORK | EXIT_REAPER_NO_CLONE_VM)))
                 return -EINVAL;
+        missing_syscall = NULL;
         int k = probe_kernel();
         if (k < 0)
                 return k;
@@ -687,7 +730,9 @@ static bool vfork_refused(pid_t pid) {
  * pidfd names it alone. */
 static void child_discard(struct exit_process *p) {
         siginfo_t si;
-        (void) sys_pidfd_send_signal(p->pidfd, SIGKILL);
+        /* Not yet reaped (we wait for it below): its pid cannot be recycled. */
+        if (sys_pidfd_send_signal(p->pidfd, SIGKILL) < 0)
+                (void) kill(p->pid, SIGKILL);
         (void) waitid((idtype_t) P_PIDFD, (id_t) p->pidfd, &si, WEXITED);
         p->vm = spawn_vm_free(p->vm);
 }

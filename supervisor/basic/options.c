@@ -173,7 +173,8 @@ static int parse_peer_env(struct tend_options *o, bool *level_given) {
                 char *end;
                 long n = strtol(v, &end, 10);
                 if (end == v || *end || n < 0)
-                        return usage_error("TINI_VERBOSITY wants a number from 0 to 4, not \"%s\"", v);
+                        return usage_error("TINI_VERBOSITY wants a number, 0 or more (3 or more: debug), not \"%s\"",
+                                           v);
                 o->log_level = levels[n > 3 ? 3 : n];
                 *level_given = true;
         }

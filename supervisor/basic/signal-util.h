@@ -6,13 +6,16 @@
 #include <stdbool.h>
 
 /*
- * Parses "TERM", "SIGTERM", "sigterm", "15", "RTMIN+2". Returns the signal
- * number (1.._NSIG-1), or -EINVAL.
+ * Parses "TERM", "SIGTERM", "sigterm", "15", "RTMIN+2", "RTMAX-1": the names
+ * systemd 252 accepts (signal 29 is "IO"), case-insensitive, plus "POLL" for
+ * 29 (glibc's and Docker's name). The same in the glibc and musl builds.
+ * Returns the signal number (1.._NSIG-1), or -EINVAL. Thread-safe.
  */
 int signal_from_string(const char *s);
 
-/* "SIGTERM"; "SIGRTMIN+2" for real-time signals; "signal 99" otherwise.
- * The string is static or in buf (at least 24 bytes). Never NULL. */
+/* "SIGTERM" (systemd's names: 29 is "SIGIO"); "SIGRTMIN+2" for real-time
+ * signals; "signal 99" otherwise. Returns buf (at least 24 bytes), never NULL.
+ * Thread-safe. */
 const char *signal_to_string(int sig, char buf[static 24]);
 
 /*

@@ -71,6 +71,7 @@ struct entrypoint {
         struct exit_process *child;
         pid_t child_pgid;
         bool gave_foreground;
+        bool said_kill_fallback; /* the pidfd_send_signal refusal was logged */
         enum phase phase;
         int pid1_sent; /* as PID 1: the last signal kill(-1) sent, so it is sent once */
         int status; /* tend's exit status once CMD is gone */
@@ -233,6 +234,22 @@ static void on_reaper(struct entrypoint *e) {
 
 /* ---- signals ---- */
 
+static const char *refusal_name(int error) {
+        return error == -EPERM ? "EPERM" : error == -ENOSYS ? "ENOSYS" : "an error";
+}
+
+/* Once: libexit signals CMD with kill(2) because a seccomp profile refuses
+ * pidfd_send_signal (exit_process_signal: safe while CMD is unreaped). */
+static void note_kill_fallback(struct entrypoint *e) {
+        int refused = exit_process_signal_refused();
+        if (refused == 0 || e->said_kill_fallback)
+                return;
+        e->said_kill_fallback = true;
+        log_warning("pidfd_send_signal refused (%s): a seccomp profile older than docker 20.10? "
+                    "Signalling %s with kill(2) instead",
+                    refusal_name(refused), cmd_name(e));
+}
+
 static void on_signal(struct entrypoint *e, const struct signalfd_siginfo *si) {
         int sig = (int) si->ssi_signo;
         char b1[24], b2[24];
@@ -262,6 +279,7 @@ static void on_signal(struct entrypoint *e, const struct signalfd_siginfo *si) {
                 k = kill(-e->child_pgid, to) < 0 ? -errno : 0;
         else
                 k = exit_process_signal(e->child, to);
+        note_kill_fallback(e);
         if (k < 0 && k != -ESRCH)
                 log_warning_errno(k, "forwarding %s to %s: %m", signal_to_string(to, b2), cmd_name(e));
         else
@@ -412,9 +430,12 @@ static int entrypoint_setup(struct entrypoint *e) {
         int k = exit_hub_new(0, 0, &e->hub);
         if (k >= 0)
                 k = exit_reaper_new(e->hub, EXIT_REAPER_ORPHANS | EXIT_REAPER_EXEC_EVENTS, &e->reaper);
-        if (k == -ENOSYS)
-                return log_error_errno(k, "the kernel lacks %s: tend needs Linux 5.10 or later",
-                                       exit_reaper_missing_syscall());
+        if ((k == -ENOSYS || k == -EPERM) && exit_reaper_missing_syscall())
+                return log_error_errno(k, "%s refused or missing (%s): tend needs it; a seccomp profile "
+                                          "older than docker 20.10, or a kernel older than Linux 5.10?",
+                                       exit_reaper_missing_syscall(), refusal_name(k));
+        if (k < 0 && exit_reaper_missing_syscall())
+                return log_error_errno(k, "setting up the reaper: %s: %m", exit_reaper_missing_syscall());
         /* Subscribe before the first spawn: earlier exits are not queued. */
         if (k >= 0)
                 k = exit_hub_subscribe(e->hub, &e->sub);

@@ -3,7 +3,8 @@
  * What tend-static needs from glibc that musl lacks, for the musl build of
  * tend-static (supervisor/meson.build; docs/benchmarks.md "session 10").
  * Given to every source of that build with `-include`; glibc builds never
- * see it. Thread-safe: both are stateless.
+ * see it. Signal names come from signal-util.c's own table in both builds.
+ * Thread-safe: all are stateless.
  */
 #pragma once
 
@@ -45,7 +46,3 @@ static inline int tend_pthread_sigmask(int how, const sigset_t *set, sigset_t *o
 static inline int close_range(unsigned int first, unsigned int last, int flags) {
         return (int) syscall(SYS_close_range, first, last, flags);
 }
-
-/* glibc's sigabbrev_np(3): the signal's name without "SIG" ("TERM"), a static
- * string, or NULL for a real-time or unknown signal. */
-const char *sigabbrev_np(int sig);

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -695,6 +698,108 @@ static void test_bad_args(void **state) {
         assert_null(p);
 }
 
+/* ---- pidfd_send_signal refused by a seccomp profile (qa18 finding 0) ---- */
+
+#define CHILD_CHECK(cond)                                                                            \
+        do {                                                                                         \
+                if (!(cond)) {                                                                       \
+                        fprintf(stderr, "%s:%d: %s is false (errno %s)\n", __FILE__, __LINE__, #cond, \
+                                strerror(errno));                                                    \
+                        _exit(1);                                                                    \
+                }                                                                                    \
+        } while (0)
+
+/* Makes pidfd_send_signal fail with EPERM in this process (irreversible), as
+ * docker < 20.10's profile does. The number is the same on every
+ * architecture that has the call (424). */
+static int refuse_pidfd_send_signal(void) {
+        struct sock_filter code[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_pidfd_send_signal, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return -errno;
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ? -errno : 0;
+}
+
+/* In the forked child: dispatches until p's outcome is taken; bounded. */
+static struct exit_reason child_wait_exit(struct exit_hub *hub, struct exit_reaper *r, struct exit_process *p) {
+        struct exit_reason reason;
+        for (int i = 0; i < WAIT_MS / 100; i++) {
+                if (exit_hub_take(hub, exit_process_id(p), &reason) == 0)
+                        return reason;
+                struct pollfd pfd = { .fd = exit_reaper_fd(r), .events = POLLIN };
+                (void) poll(&pfd, 1, 100);
+                CHILD_CHECK(exit_reaper_dispatch(r) >= 0);
+        }
+        CHILD_CHECK(!"the child signalled through the kill(2) fallback was reaped");
+        return reason;
+}
+
+static struct exit_process *child_spawn_pause(struct exit_reaper *r, int null_fd) {
+        char *argv[] = { (char *) probe, (char *) "pause", NULL };
+        struct exit_spawn_attr a = {
+                .size = sizeof a,
+                .flags = EXIT_SPAWN_STDIO,
+                .argv = argv,
+                .stdio = { EXIT_SPAWN_FD_NULL, null_fd, EXIT_SPAWN_FD_INHERIT },
+                .pdeath_signal = SIGKILL,
+        };
+        struct exit_process *p = NULL;
+        CHILD_CHECK(exit_reaper_spawn(r, &a, &p) == 0);
+        return p;
+}
+
+static void signal_refused_child(void) {
+        CHILD_CHECK(refuse_pidfd_send_signal() == 0);
+        struct exit_hub *hub = NULL;
+        struct exit_reaper *r = NULL;
+        CHILD_CHECK(exit_hub_new(0, 0, &hub) == 0);
+        /* Not an error: the probe notes the refusal. */
+        CHILD_CHECK(exit_reaper_new(hub, 0, &r) == 0);
+        CHILD_CHECK(exit_process_signal_refused() == -EPERM);
+        int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        CHILD_CHECK(null_fd >= 0);
+
+        struct exit_process *p = child_spawn_pause(r, null_fd);
+        CHILD_CHECK(exit_process_signal(p, SIGTERM) == 0); /* through kill(2) */
+        struct exit_reason reason = child_wait_exit(hub, r, p);
+        CHILD_CHECK(reason.kind == EXIT_REASON_KILLED && reason.status == SIGTERM);
+        CHILD_CHECK(exit_process_signal(p, SIGTERM) == -ESRCH); /* reaped: never its pid again */
+        exit_process_unref(p);
+
+        /* Once the reaper is freed nothing guarantees the pid: no fallback. */
+        p = child_spawn_pause(r, null_fd);
+        pid_t pid = exit_process_pid(p);
+        exit_reaper_free(r);
+        CHILD_CHECK(exit_process_signal(p, SIGTERM) == -EPERM);
+        CHILD_CHECK(kill(pid, SIGKILL) == 0);
+        int status = 0;
+        CHILD_CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        exit_process_unref(p);
+        exit_hub_unref(hub);
+        close(null_fd);
+        _exit(0);
+}
+
+/* pidfd_send_signal refused (EPERM): our own unreaped children are signalled
+ * with kill(2). In a forked process: the filter and the refusal are for good. */
+static void test_signal_refused_falls_back_to_kill(void **state) {
+        (void) state;
+        fflush(NULL);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                signal_refused_child();
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("the seccomp child failed (status %#x; its message is above): no kill(2) fallback?", status);
+}
+
 #define ALL4(t) cmocka_unit_test_setup_teardown(t, setup_vfork, teardown), \
                 cmocka_unit_test_setup_teardown(t, setup_vm, teardown), \
                 cmocka_unit_test_setup_teardown(t, setup_clone3, teardown), \
@@ -727,6 +832,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_vm),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_clone3),
                 cmocka_unit_test_prestate(test_sigchld_ignored, &flags_fork),
+                cmocka_unit_test(test_signal_refused_falls_back_to_kill),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
